@@ -1,0 +1,332 @@
+//! Commands: what callers ask for, first as raw requests (as they arrive from
+//! the CLI or HTTP), then validated and normalised. Nothing unvalidated gets
+//! past `validate`, so the decision code never re-checks input.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::fingerprint;
+use crate::domain::ids::{AdjustmentId, Item, Location, OrderId, ReceiptId, ReservationId, Sku};
+use crate::domain::Rejection;
+use crate::limits::{
+    DEFAULT_TTL_SECONDS, MAX_ADJUST_DELTA, MAX_LINES_PER_RESERVATION, MAX_QUANTITY, MAX_REASON_LEN,
+    MAX_TTL_SECONDS, MIN_TTL_SECONDS,
+};
+
+/// The reason recorded when a release names none.
+pub const DEFAULT_RELEASE_REASON: &str = "cancelled";
+
+// ---- raw requests -------------------------------------------------------
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LineRequest {
+    pub sku: String,
+    #[serde(default)]
+    pub location: Option<String>,
+    pub quantity: i64,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReserveRequest {
+    pub reservation_id: String,
+    pub order_id: String,
+    pub lines: Vec<LineRequest>,
+    #[serde(default)]
+    pub ttl_seconds: Option<i64>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiveRequest {
+    pub receipt_id: String,
+    pub sku: String,
+    #[serde(default)]
+    pub location: Option<String>,
+    pub quantity: i64,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdjustRequest {
+    pub adjustment_id: String,
+    pub sku: String,
+    #[serde(default)]
+    pub location: Option<String>,
+    pub delta: i64,
+    pub reason: String,
+}
+
+// ---- validated commands -------------------------------------------------
+
+/// One normalised reservation line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Line {
+    #[serde(flatten)]
+    pub item: Item,
+    pub quantity: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Receive {
+    pub receipt_id: ReceiptId,
+    pub item: Item,
+    pub quantity: u32,
+    pub fingerprint: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Adjust {
+    pub adjustment_id: AdjustmentId,
+    pub item: Item,
+    pub delta: i32,
+    pub reason: String,
+    pub fingerprint: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reserve {
+    pub reservation_id: ReservationId,
+    pub order_id: OrderId,
+    /// Merged per item and sorted by (location, sku).
+    pub lines: Vec<Line>,
+    pub ttl_seconds: u32,
+    pub fingerprint: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    Receive(Receive),
+    Adjust(Adjust),
+    Reserve(Reserve),
+    Confirm {
+        reservation_id: ReservationId,
+    },
+    Release {
+        reservation_id: ReservationId,
+        reason: String,
+    },
+    /// Sent by the expiry worker: expires the reservation if it is due.
+    Expire {
+        reservation_id: ReservationId,
+    },
+}
+
+impl Command {
+    /// The stream this command appends to.
+    pub fn stream(&self) -> String {
+        match self {
+            Command::Receive(r) => format!("receipt:{}", r.receipt_id),
+            Command::Adjust(a) => format!("adjustment:{}", a.adjustment_id),
+            Command::Reserve(r) => reservation_stream(&r.reservation_id),
+            Command::Confirm { reservation_id }
+            | Command::Release { reservation_id, .. }
+            | Command::Expire { reservation_id } => reservation_stream(reservation_id),
+        }
+    }
+
+    /// The short name used in logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Command::Receive(_) => "receive",
+            Command::Adjust(_) => "adjust",
+            Command::Reserve(_) => "reserve",
+            Command::Confirm { .. } => "confirm",
+            Command::Release { .. } => "release",
+            Command::Expire { .. } => "expire",
+        }
+    }
+
+    pub fn reservation_id(&self) -> Option<&ReservationId> {
+        match self {
+            Command::Reserve(r) => Some(&r.reservation_id),
+            Command::Confirm { reservation_id }
+            | Command::Release { reservation_id, .. }
+            | Command::Expire { reservation_id } => Some(reservation_id),
+            Command::Receive(_) | Command::Adjust(_) => None,
+        }
+    }
+
+    /// The order whose "one reservation per order" rule this command touches.
+    pub fn order_id(&self) -> Option<&OrderId> {
+        match self {
+            Command::Reserve(r) => Some(&r.order_id),
+            _ => None,
+        }
+    }
+
+    /// Items the command names itself. Confirm, release and expire touch the
+    /// items recorded in the reservation instead, which the store reads first.
+    pub fn named_items(&self) -> Vec<Item> {
+        match self {
+            Command::Receive(r) => vec![r.item.clone()],
+            Command::Adjust(a) => vec![a.item.clone()],
+            Command::Reserve(r) => r.lines.iter().map(|l| l.item.clone()).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+pub fn reservation_stream(id: &ReservationId) -> String {
+    format!("reservation:{id}")
+}
+
+// ---- validation ---------------------------------------------------------
+
+fn quantity(field: &str, q: i64) -> Result<u32, Rejection> {
+    if q < 1 || q > i64::from(MAX_QUANTITY) {
+        return Err(Rejection::invalid(
+            field,
+            format!("must be a whole number from 1 to {MAX_QUANTITY}"),
+        ));
+    }
+    Ok(q as u32)
+}
+
+fn reason(field: &str, text: &str) -> Result<String, Rejection> {
+    let len = text.chars().count();
+    if len == 0 || len > MAX_REASON_LEN {
+        return Err(Rejection::invalid(
+            field,
+            format!("must be 1 to {MAX_REASON_LEN} characters"),
+        ));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(Rejection::invalid(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+fn item(sku: &str, location: Option<&str>, prefix: &str) -> Result<Item, Rejection> {
+    Ok(Item {
+        sku: Sku::parse(&format!("{prefix}sku"), sku)?,
+        location: Location::parse_or_default(&format!("{prefix}location"), location)?,
+    })
+}
+
+impl ReceiveRequest {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        let receipt_id = ReceiptId::parse("receipt_id", &self.receipt_id)?;
+        let item = item(&self.sku, self.location.as_deref(), "")?;
+        let quantity = quantity("quantity", self.quantity)?;
+        let fingerprint = fingerprint::receipt(&item, quantity);
+        Ok(Command::Receive(Receive {
+            receipt_id,
+            item,
+            quantity,
+            fingerprint,
+        }))
+    }
+}
+
+impl AdjustRequest {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        let adjustment_id = AdjustmentId::parse("adjustment_id", &self.adjustment_id)?;
+        let item = item(&self.sku, self.location.as_deref(), "")?;
+        let max = i64::from(MAX_ADJUST_DELTA);
+        if self.delta == 0 || !(-max..=max).contains(&self.delta) {
+            return Err(Rejection::invalid(
+                "delta",
+                format!("must be a whole number from -{max} to {max}, not 0"),
+            ));
+        }
+        let delta = self.delta as i32;
+        let reason = reason("reason", &self.reason)?;
+        let fingerprint = fingerprint::adjustment(&item, delta, &reason);
+        Ok(Command::Adjust(Adjust {
+            adjustment_id,
+            item,
+            delta,
+            reason,
+            fingerprint,
+        }))
+    }
+}
+
+impl ReserveRequest {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        let reservation_id = ReservationId::parse("reservation_id", &self.reservation_id)?;
+        let order_id = OrderId::parse("order_id", &self.order_id)?;
+        if self.lines.is_empty() {
+            return Err(Rejection::invalid("lines", "must name at least one line"));
+        }
+        // Bound the work before merging: a request far over the limit is refused
+        // without building anything from it.
+        if self.lines.len() > MAX_LINES_PER_RESERVATION * 10 {
+            return Err(Rejection::invalid(
+                "lines",
+                format!("must have at most {MAX_LINES_PER_RESERVATION} lines"),
+            ));
+        }
+        // Merge lines for the same item, remembering the first input index of
+        // each item so that an over-large merged quantity names a real field.
+        let mut merged: std::collections::BTreeMap<Item, (usize, u64)> = Default::default();
+        for (i, l) in self.lines.iter().enumerate() {
+            let prefix = format!("lines[{i}].");
+            let item = item(&l.sku, l.location.as_deref(), &prefix)?;
+            let q = quantity(&format!("{prefix}quantity"), l.quantity)?;
+            merged.entry(item).or_insert((i, 0)).1 += u64::from(q);
+        }
+        if merged.len() > MAX_LINES_PER_RESERVATION {
+            return Err(Rejection::invalid(
+                "lines",
+                format!("must have at most {MAX_LINES_PER_RESERVATION} distinct items"),
+            ));
+        }
+        let mut lines = Vec::with_capacity(merged.len());
+        for (item, (first, total)) in merged {
+            if total > u64::from(MAX_QUANTITY) {
+                return Err(Rejection::invalid(
+                    &format!("lines[{first}].quantity"),
+                    format!("lines for {item} add up to {total}, more than {MAX_QUANTITY}"),
+                ));
+            }
+            lines.push(Line {
+                item,
+                quantity: total as u32,
+            });
+        }
+        let ttl_seconds = match self.ttl_seconds {
+            None => DEFAULT_TTL_SECONDS,
+            Some(t) if t >= i64::from(MIN_TTL_SECONDS) && t <= i64::from(MAX_TTL_SECONDS) => {
+                t as u32
+            }
+            Some(_) => {
+                return Err(Rejection::invalid(
+                    "ttl_seconds",
+                    format!("must be from {MIN_TTL_SECONDS} to {MAX_TTL_SECONDS} seconds"),
+                ))
+            }
+        };
+        let fingerprint = fingerprint::reservation(&order_id, &lines);
+        Ok(Command::Reserve(Reserve {
+            reservation_id,
+            order_id,
+            lines,
+            ttl_seconds,
+            fingerprint,
+        }))
+    }
+}
+
+pub fn confirm(reservation_id: &str) -> Result<Command, Rejection> {
+    Ok(Command::Confirm {
+        reservation_id: ReservationId::parse("reservation_id", reservation_id)?,
+    })
+}
+
+pub fn release(reservation_id: &str, why: Option<&str>) -> Result<Command, Rejection> {
+    Ok(Command::Release {
+        reservation_id: ReservationId::parse("reservation_id", reservation_id)?,
+        reason: reason("reason", why.unwrap_or(DEFAULT_RELEASE_REASON))?,
+    })
+}
+
+pub fn expire(reservation_id: &str) -> Result<Command, Rejection> {
+    Ok(Command::Expire {
+        reservation_id: ReservationId::parse("reservation_id", reservation_id)?,
+    })
+}

@@ -1,0 +1,218 @@
+//! Events: the facts in the log, and what each one does to stock.
+//!
+//! `Event::stock_effects` is the single definition of how an event moves the
+//! figures. The command path, the audit and the projections all fold with it,
+//! so they cannot disagree about what a confirm or an expiry means.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::domain::command::Line;
+use crate::domain::ids::{Item, Location, OrderId, Sku};
+
+/// The reason recorded on a tombstone: a release that arrived before its reserve.
+pub const TOMBSTONE_REASON: &str = "released_before_reserve";
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data")]
+pub enum Event {
+    StockReceived {
+        sku: Sku,
+        location: Location,
+        quantity: u32,
+    },
+    StockAdjusted {
+        sku: Sku,
+        location: Location,
+        delta: i32,
+        reason: String,
+    },
+    ReservationCreated {
+        order_id: OrderId,
+        lines: Vec<Line>,
+        expires_at: DateTime<Utc>,
+        request_hash: String,
+    },
+    /// Seq-2 events repeat the order and the lines recorded at seq 1, so each
+    /// event explains its own stock effect; the audit checks they match seq 1.
+    ReservationConfirmed {
+        order_id: OrderId,
+        lines: Vec<Line>,
+    },
+    /// With no order and no lines, this is a tombstone at seq 1.
+    ReservationReleased {
+        order_id: Option<OrderId>,
+        lines: Vec<Line>,
+        reason: String,
+    },
+    ReservationExpired {
+        order_id: OrderId,
+        lines: Vec<Line>,
+    },
+}
+
+/// A change to one item's figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StockDelta {
+    pub on_hand: i64,
+    pub reserved: i64,
+    pub confirmed: i64,
+}
+
+/// One item's figures. `available` is derived, never stored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Balance {
+    pub on_hand: i64,
+    pub reserved: i64,
+    pub confirmed: i64,
+}
+
+impl Balance {
+    pub fn available(&self) -> i64 {
+        self.on_hand - self.reserved
+    }
+
+    pub fn apply(&mut self, d: StockDelta) {
+        self.on_hand += d.on_hand;
+        self.reserved += d.reserved;
+        self.confirmed += d.confirmed;
+    }
+
+    /// The domain invariant `0 <= reserved <= on_hand` (and confirmed never negative).
+    pub fn is_valid(&self) -> bool {
+        0 <= self.reserved && self.reserved <= self.on_hand && self.confirmed >= 0
+    }
+}
+
+fn per_line(lines: &[Line], f: impl Fn(i64) -> StockDelta) -> Vec<(Item, StockDelta)> {
+    lines
+        .iter()
+        .map(|l| (l.item.clone(), f(i64::from(l.quantity))))
+        .collect()
+}
+
+impl Event {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Event::StockReceived { .. } => "StockReceived",
+            Event::StockAdjusted { .. } => "StockAdjusted",
+            Event::ReservationCreated { .. } => "ReservationCreated",
+            Event::ReservationConfirmed { .. } => "ReservationConfirmed",
+            Event::ReservationReleased { .. } => "ReservationReleased",
+            Event::ReservationExpired { .. } => "ReservationExpired",
+        }
+    }
+
+    /// The `data` column: the event without its type tag.
+    pub fn data(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).expect("events always serialise");
+        v.get_mut("data")
+            .map(serde_json::Value::take)
+            .unwrap_or_default()
+    }
+
+    /// Rebuilds an event from the `type` and `data` columns.
+    pub fn from_parts(
+        type_name: &str,
+        data: serde_json::Value,
+    ) -> Result<Event, serde_json::Error> {
+        serde_json::from_value(serde_json::json!({"type": type_name, "data": data}))
+    }
+
+    /// How this event moves stock, per item.
+    pub fn stock_effects(&self) -> Vec<(Item, StockDelta)> {
+        match self {
+            Event::StockReceived {
+                sku,
+                location,
+                quantity,
+            } => vec![(
+                Item {
+                    sku: sku.clone(),
+                    location: location.clone(),
+                },
+                StockDelta {
+                    on_hand: i64::from(*quantity),
+                    ..Default::default()
+                },
+            )],
+            Event::StockAdjusted {
+                sku,
+                location,
+                delta,
+                ..
+            } => vec![(
+                Item {
+                    sku: sku.clone(),
+                    location: location.clone(),
+                },
+                StockDelta {
+                    on_hand: i64::from(*delta),
+                    ..Default::default()
+                },
+            )],
+            Event::ReservationCreated { lines, .. } => per_line(lines, |q| StockDelta {
+                reserved: q,
+                ..Default::default()
+            }),
+            Event::ReservationConfirmed { lines, .. } => per_line(lines, |q| StockDelta {
+                on_hand: -q,
+                reserved: -q,
+                confirmed: q,
+            }),
+            Event::ReservationReleased { lines, .. } | Event::ReservationExpired { lines, .. } => {
+                per_line(lines, |q| StockDelta {
+                    reserved: -q,
+                    ..Default::default()
+                })
+            }
+        }
+    }
+}
+
+/// Who asked, and why: stored with every event.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventMetadata {
+    /// One id per logical command, kept across the store's own retries, so a
+    /// command whose commit acknowledgement was lost can recognise its own event.
+    pub command_id: Uuid,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causation_id: Option<String>,
+    pub actor: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+/// An event as read back from the log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RecordedEvent {
+    pub position: i64,
+    pub stream: String,
+    pub seq: u32,
+    #[serde(flatten)]
+    pub event: Event,
+    pub metadata: EventMetadata,
+    pub recorded_at: DateTime<Utc>,
+    /// The writing transaction; with `position`, the safe-reading cursor.
+    pub tx_id: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_through_type_and_data() {
+        let e = Event::ReservationReleased {
+            order_id: None,
+            lines: vec![],
+            reason: TOMBSTONE_REASON.into(),
+        };
+        let back = Event::from_parts(e.type_name(), e.data()).unwrap();
+        assert_eq!(back, e);
+        assert_eq!(e.data()["reason"], TOMBSTONE_REASON);
+    }
+}

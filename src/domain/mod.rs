@@ -1,0 +1,20 @@
+//! The pure domain core: commands, events, rules. No I/O, no async, no clock.
+//! Everything the product promises (`shared/design/domain.md`) is decided here
+//! and tested here; the store, the CLI and the server are shells around it.
+
+pub mod command;
+pub mod decide;
+pub mod event;
+pub mod fingerprint;
+pub mod ids;
+pub mod rejection;
+pub mod reservation;
+
+pub use command::{Command, Line};
+pub use decide::{
+    apply, decide, Decision, LedgerState, NewEvent, Outcome, ReservationView, StreamRef,
+};
+pub use event::{Balance, Event, EventMetadata, RecordedEvent, StockDelta};
+pub use ids::{AdjustmentId, Item, Location, OrderId, ReceiptId, ReservationId, Sku};
+pub use rejection::{Rejection, Shortfall};
+pub use reservation::{Reservation, ReservationState, StreamViolation};

@@ -1,0 +1,6 @@
+//! stockledger: an event-sourced inventory ledger on PostgreSQL.
+//!
+//! See `docs/architecture.md` for the map.
+
+pub mod domain;
+pub mod limits;

@@ -1,0 +1,61 @@
+//! Every limit of the system, named and explained in one place.
+//!
+//! A limit that is not written down is a limit nobody can reason about; the
+//! values that come from the product rules (`shared/design/domain.md`) are
+//! marked as such, the rest are operational choices.
+
+/// Longest id (`sku`, `location`, `order_id`, any command id), in characters. Domain rule.
+pub const MAX_ID_LEN: usize = 64;
+
+/// Largest quantity on one reservation line or receipt. Domain rule.
+pub const MAX_QUANTITY: u32 = 1_000_000;
+
+/// Largest absolute adjustment `delta`. Domain rule.
+pub const MAX_ADJUST_DELTA: i32 = 1_000_000;
+
+/// Most lines on one reservation, counted after lines for the same item are merged. Domain rule.
+pub const MAX_LINES_PER_RESERVATION: usize = 100;
+
+/// Shortest and longest time to live of a reservation, in seconds, and the default. Domain rule.
+pub const MIN_TTL_SECONDS: u32 = 1;
+pub const MAX_TTL_SECONDS: u32 = 7 * 24 * 3600;
+pub const DEFAULT_TTL_SECONDS: u32 = 15 * 60;
+
+/// Longest adjustment or release reason, in characters. Domain rule.
+pub const MAX_REASON_LEN: usize = 200;
+
+/// Longest correlation or causation id and caller identity kept in event metadata.
+/// They come from callers' headers, so they are bounded like everything else.
+pub const MAX_METADATA_ID_LEN: usize = 128;
+
+/// Most commands decided in one transaction. Bounds lock hold time and the size
+/// of the single INSERT that writes the batch's events.
+pub const MAX_COMMANDS_PER_BATCH: usize = 1024;
+
+/// How many times a transaction that hit a deadlock, a serialization failure,
+/// a concurrent duplicate or a lost connection is tried again before the caller
+/// gets a retryable error.
+pub const MAX_TRANSACTION_ATTEMPTS: u32 = 6;
+
+/// First back-off between attempts; doubled each time.
+pub const RETRY_BACKOFF_START_MS: u64 = 5;
+
+/// Most events returned by one read of the log.
+pub const MAX_EVENTS_PER_READ: i64 = 1000;
+
+/// Connections in one process's pool unless configured otherwise.
+pub const DEFAULT_POOL_SIZE: usize = 16;
+
+/// How long a caller waits for a pooled connection before `UNAVAILABLE`.
+pub const POOL_WAIT_TIMEOUT_MS: u64 = 5_000;
+
+/// Server-side limits set on every connection, so a stuck statement or an
+/// abandoned transaction cannot hold item locks for long.
+pub const STATEMENT_TIMEOUT_MS: u64 = 30_000;
+pub const IDLE_IN_TRANSACTION_TIMEOUT_MS: u64 = 60_000;
+
+/// How long the private PostgreSQL cluster may take to start before we give up.
+pub const PRIVATE_CLUSTER_START_TIMEOUT_SECONDS: u64 = 60;
+
+/// Most due reservations one expiry pass handles.
+pub const MAX_EXPIRIES_PER_PASS: i64 = 500;
