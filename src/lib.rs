@@ -2,5 +2,7 @@
 //!
 //! See `docs/architecture.md` for the map.
 
+pub mod db;
 pub mod domain;
 pub mod limits;
+pub mod store;

@@ -37,6 +37,11 @@ impl Canonical {
     }
 }
 
+/// Lower-case hex SHA-256 of `bytes`; also used for migration checksums and key hashes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
 fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);

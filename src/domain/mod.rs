@@ -3,6 +3,7 @@
 //! and tested here; the store, the CLI and the server are shells around it.
 
 pub mod command;
+pub mod context;
 pub mod decide;
 pub mod event;
 pub mod fingerprint;
@@ -10,7 +11,8 @@ pub mod ids;
 pub mod rejection;
 pub mod reservation;
 
-pub use command::{Command, Line};
+pub use command::{AdjustRequest, Command, Line, LineRequest, ReceiveRequest, ReserveRequest};
+pub use context::CommandContext;
 pub use decide::{
     apply, decide, Decision, LedgerState, NewEvent, Outcome, ReservationView, StreamRef,
 };

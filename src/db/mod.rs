@@ -1,0 +1,97 @@
+//! Where the database is: `DATABASE_URL` when set, otherwise the private
+//! cluster (started on demand). Everything that needs a database comes through
+//! `open`, which also applies pending migrations.
+
+pub mod cluster;
+
+use std::str::FromStr;
+
+use tokio_postgres::NoTls;
+
+use crate::limits::DEFAULT_POOL_SIZE;
+use crate::store::{pool, Store, StoreError};
+use cluster::{ClusterError, PrivateCluster, Started};
+
+/// The database the private cluster serves commands from.
+pub const PRIVATE_DATABASE: &str = "stockledger";
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("DATABASE_URL is not a valid connection string: {0}")]
+    BadUrl(String),
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A server to talk to, and how we got it.
+pub struct Server {
+    /// Connection settings for the server's default database.
+    pub config: tokio_postgres::Config,
+    /// A one-line description for people: which server, and what we did.
+    pub description: String,
+    /// Set when we initialised or started the private cluster.
+    pub started: Option<Started>,
+}
+
+/// Finds the server: `database_url` if given, else the private cluster.
+pub async fn server(database_url: Option<&str>) -> Result<Server, DbError> {
+    if let Some(url) = database_url.filter(|u| !u.is_empty()) {
+        let config =
+            tokio_postgres::Config::from_str(url).map_err(|e| DbError::BadUrl(e.to_string()))?;
+        return Ok(Server {
+            config,
+            description: "the server named by DATABASE_URL".into(),
+            started: None,
+        });
+    }
+    let cluster = PrivateCluster::at(PrivateCluster::default_location());
+    let c = cluster.clone();
+    let started = tokio::task::spawn_blocking(move || c.ensure_running())
+        .await
+        .expect("the cluster task does not panic")?;
+    ensure_database(&cluster.config("postgres"), PRIVATE_DATABASE).await?;
+    Ok(Server {
+        config: cluster.config(PRIVATE_DATABASE),
+        description: format!(
+            "the private PostgreSQL cluster in {} (set DATABASE_URL to use another server)",
+            cluster.data_dir.display()
+        ),
+        started: Some(started),
+    })
+}
+
+/// Creates database `name` on the server of `admin` if it does not exist.
+pub async fn ensure_database(admin: &tokio_postgres::Config, name: &str) -> Result<(), StoreError> {
+    let (client, connection) = admin.connect(NoTls).await?;
+    let conn = tokio::spawn(connection);
+    let exists = client
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
+        .await?
+        .is_some();
+    if !exists {
+        // Identifiers cannot be bound parameters; quote it as one.
+        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+        match client
+            .batch_execute(&format!("CREATE DATABASE {quoted}"))
+            .await
+        {
+            Ok(()) => {}
+            // Another process created it first: that is what we wanted.
+            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DUPLICATE_DATABASE) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    drop(client);
+    let _ = conn.await;
+    Ok(())
+}
+
+/// Opens a migrated store on `database_url` or the private cluster.
+pub async fn open(database_url: Option<&str>) -> Result<(Store, Server), DbError> {
+    let server = server(database_url).await?;
+    let store = Store::new(pool::build(server.config.clone(), DEFAULT_POOL_SIZE)?);
+    store.migrate().await?;
+    Ok((store, server))
+}

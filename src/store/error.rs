@@ -1,0 +1,128 @@
+//! The store's one error type. SQLSTATE codes are translated here and nowhere
+//! else: the rest of the program sees what went wrong, not how PostgreSQL
+//! spells it.
+
+use tokio_postgres::error::SqlState;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database cannot be reached or the pool is exhausted. Retryable: the
+    /// caller sends the same command again with the same ids.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+
+    /// Contention or a lost connection outlasted every attempt. Retryable.
+    #[error("gave up after {attempts} attempts: {last}")]
+    Exhausted { attempts: u32, last: String },
+
+    /// A statement ran longer than the configured statement timeout.
+    #[error("statement timed out")]
+    Timeout,
+
+    /// Someone tried to change or delete logged events.
+    #[error("the event log is append-only: {0}")]
+    AppendOnly(String),
+
+    /// The database refused a write that would break a domain invariant
+    /// (a CHECK constraint or a balance changed without events). This is a bug
+    /// in the code above the store, never the caller's fault.
+    #[error("invariant violated: {0}")]
+    Invariant(String),
+
+    /// The log holds something the domain cannot read.
+    #[error("corrupt log: {0}")]
+    Corrupt(String),
+
+    #[error("migration failed: {0}")]
+    Migration(String),
+
+    #[error("database error: {0}")]
+    Database(String),
+}
+
+impl StoreError {
+    /// A stable code for interfaces (the API's `UNAVAILABLE` and friends).
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::Unavailable(_) | StoreError::Exhausted { .. } | StoreError::Timeout => {
+                "UNAVAILABLE"
+            }
+            _ => "INTERNAL",
+        }
+    }
+
+    /// Whether sending the same command again later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        self.code() == "UNAVAILABLE"
+    }
+}
+
+/// How one failed attempt should be handled by the retry loop.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Try the whole transaction again: deadlock, serialization failure, a
+    /// concurrent duplicate, or a connection lost (maybe during COMMIT, in
+    /// which case the re-run finds our own events and answers truthfully).
+    Retry(String),
+    Fatal(StoreError),
+}
+
+impl From<tokio_postgres::Error> for Failure {
+    fn from(e: tokio_postgres::Error) -> Self {
+        classify(&e)
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Failure::Fatal(e)
+    }
+}
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        match classify(&e) {
+            Failure::Fatal(f) => f,
+            Failure::Retry(msg) => StoreError::Unavailable(msg),
+        }
+    }
+}
+
+fn message(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
+}
+
+/// The one place SQLSTATE codes are read.
+pub(crate) fn classify(e: &tokio_postgres::Error) -> Failure {
+    let Some(code) = e.code() else {
+        // No SQLSTATE: the connection broke or could not be used.
+        return Failure::Retry(message(e));
+    };
+    let msg = message(e);
+    match code.code() {
+        "SL001" => Failure::Fatal(StoreError::AppendOnly(msg)),
+        "SL002" => Failure::Fatal(StoreError::Invariant(msg)),
+        _ if *code == SqlState::T_R_DEADLOCK_DETECTED
+            || *code == SqlState::T_R_SERIALIZATION_FAILURE
+            || *code == SqlState::UNIQUE_VIOLATION =>
+        {
+            Failure::Retry(msg)
+        }
+        _ if *code == SqlState::CHECK_VIOLATION => Failure::Fatal(StoreError::Invariant(msg)),
+        _ if *code == SqlState::QUERY_CANCELED => Failure::Fatal(StoreError::Timeout),
+        // Connection exceptions (class 08), the server shutting down or killing
+        // our backend (57P01..57P03), too many connections, and an abandoned
+        // transaction timed out (25P03): the next attempt gets a new connection.
+        c if c.starts_with("08")
+            || c.starts_with("57P")
+            || *code == SqlState::TOO_MANY_CONNECTIONS
+            || c == "25P03" =>
+        {
+            Failure::Retry(msg)
+        }
+        _ => Failure::Fatal(StoreError::Database(msg)),
+    }
+}

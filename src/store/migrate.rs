@@ -1,0 +1,109 @@
+//! Schema migrations: the numbered files of `schema/`, compiled into the
+//! binary, applied in order, each in its own transaction, recorded with a
+//! checksum. Re-running is a no-op; two processes starting at once wait for
+//! each other on an advisory lock; an applied file that was since edited is
+//! refused rather than silently ignored.
+
+use tokio_postgres::Client;
+
+use crate::domain::fingerprint::sha256_hex;
+use crate::store::StoreError;
+
+/// Advisory lock key held while migrating ("stockledger" in ASCII, truncated).
+const MIGRATION_LOCK_KEY: i64 = 0x73746f636b6c6564;
+
+pub struct Migration {
+    pub version: i32,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "event_log",
+        sql: include_str!("../../schema/0001_event_log.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "item_balances",
+        sql: include_str!("../../schema/0002_item_balances.sql"),
+    },
+];
+
+const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer PRIMARY KEY,
+    name       text        NOT NULL,
+    checksum   text        NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)";
+
+/// Applies every pending migration; returns the versions it applied.
+pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, StoreError> {
+    client
+        .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK_KEY])
+        .await?;
+    let result = migrate_locked(client).await;
+    // Unlock even on failure; a lost connection releases the lock anyway.
+    let _ = client
+        .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK_KEY])
+        .await;
+    result
+}
+
+async fn migrate_locked(client: &mut Client) -> Result<Vec<i32>, StoreError> {
+    client.batch_execute(CREATE_TABLE).await?;
+    let applied: Vec<(i32, String)> = client
+        .query("SELECT version, checksum FROM schema_migrations", &[])
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let mut done = Vec::new();
+    for m in MIGRATIONS {
+        let checksum = sha256_hex(m.sql.as_bytes());
+        if let Some((_, stored)) = applied.iter().find(|(v, _)| *v == m.version) {
+            if *stored != checksum {
+                return Err(StoreError::Migration(format!(
+                    "migration {} ({}) was edited after it was applied; add a new migration instead",
+                    m.version, m.name
+                )));
+            }
+            continue;
+        }
+        let tx = client.transaction().await?;
+        tx.batch_execute(m.sql)
+            .await
+            .map_err(|e| StoreError::Migration(format!("{} ({}): {e}", m.version, m.name)))?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+            &[&m.version, &m.name, &checksum],
+        )
+        .await?;
+        tx.commit().await?;
+        done.push(m.version);
+    }
+    Ok(done)
+}
+
+/// Migrations this binary knows that the database has not applied.
+pub async fn pending(client: &Client) -> Result<Vec<i32>, StoreError> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('schema_migrations') IS NOT NULL", &[])
+        .await?
+        .get(0);
+    if !exists {
+        return Ok(MIGRATIONS.iter().map(|m| m.version).collect());
+    }
+    let applied: Vec<i32> = client
+        .query("SELECT version FROM schema_migrations", &[])
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    Ok(MIGRATIONS
+        .iter()
+        .map(|m| m.version)
+        .filter(|v| !applied.contains(v))
+        .collect())
+}

@@ -1,0 +1,120 @@
+//! The store: PostgreSQL behind a small API. It loads state, asks the domain
+//! core what a command does, and writes the answer, in one transaction.
+//! Nothing in here decides a business rule.
+
+mod error;
+mod execute;
+mod load;
+pub mod migrate;
+pub mod pool;
+pub mod read;
+mod rows;
+mod write;
+
+pub use error::StoreError;
+pub use execute::BatchResult;
+pub use read::{Cursor, EventPage, ReservationDetails};
+
+use deadpool_postgres::Pool;
+
+use crate::domain::{Balance, Command, CommandContext, Item, Outcome, Rejection, ReservationId};
+use crate::limits::{MAX_COMMANDS_PER_BATCH, MAX_EXPIRIES_PER_PASS};
+
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool,
+}
+
+impl Store {
+    pub fn new(pool: Pool) -> Self {
+        Store { pool }
+    }
+
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// Applies pending schema migrations; returns the versions applied.
+    pub async fn migrate(&self) -> Result<Vec<i32>, StoreError> {
+        let mut client = pool::get(&self.pool).await?;
+        let client: &mut tokio_postgres::Client = &mut client;
+        migrate::migrate(client).await
+    }
+
+    /// Runs one command. The outer error is the store's (retryable or not);
+    /// the inner one is the business answer.
+    pub async fn execute(
+        &self,
+        cmd: Command,
+        ctx: CommandContext,
+    ) -> Result<Result<Outcome, Rejection>, StoreError> {
+        let mut results = self.execute_batch(&[(cmd, ctx)]).await?;
+        Ok(results.pop().expect("one answer per command"))
+    }
+
+    /// Runs many commands, each decided in order against the state the previous
+    /// ones left, in as few transactions as the batch limit allows.
+    pub async fn execute_batch(
+        &self,
+        batch: &[(Command, CommandContext)],
+    ) -> Result<BatchResult, StoreError> {
+        let mut results = Vec::with_capacity(batch.len());
+        for chunk in batch.chunks(MAX_COMMANDS_PER_BATCH) {
+            results.extend(execute::execute_batch(&self.pool, chunk).await?);
+        }
+        Ok(results)
+    }
+
+    pub async fn reservation(
+        &self,
+        id: &ReservationId,
+    ) -> Result<Option<ReservationDetails>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        read::reservation(&client, id).await
+    }
+
+    pub async fn balance(&self, item: &Item) -> Result<Option<Balance>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        read::balance(&client, item).await
+    }
+
+    pub async fn events(
+        &self,
+        after: Cursor,
+        limit: i64,
+        stream_prefix: Option<&str>,
+    ) -> Result<EventPage, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        read::events(&client, after, limit, stream_prefix).await
+    }
+
+    /// Expires every reservation that is due now, through the normal command
+    /// path; returns how many it expired.
+    pub async fn expire_due(&self, actor: &str) -> Result<usize, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        let due = read::due_reservations(&client, MAX_EXPIRIES_PER_PASS).await?;
+        drop(client);
+        let batch: Vec<_> = due
+            .into_iter()
+            .map(|id| {
+                (
+                    Command::Expire { reservation_id: id },
+                    CommandContext::new(actor),
+                )
+            })
+            .collect();
+        let results = self.execute_batch(&batch).await?;
+        Ok(results
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r,
+                    Ok(Outcome::Reservation {
+                        replayed: false,
+                        ..
+                    })
+                )
+            })
+            .count())
+    }
+}

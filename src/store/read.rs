@@ -1,0 +1,219 @@
+//! Reading: one reservation from its stream, one item's balance, and the log
+//! in safe commit order.
+//!
+//! Safe commit order: positions are handed out at insert time but transactions
+//! commit in another order, so a reader that follows positions alone skips an
+//! event whose transaction was still open when a later one was read. We take
+//! only events whose writing transaction is older than every transaction still
+//! in flight (`tx_id < pg_snapshot_xmin(pg_current_snapshot())`), ordered by
+//! (tx_id, position), and keep that pair as the cursor. Nothing can ever appear
+//! below the horizon again, so the cursor never has to go back.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::ClientWrapper as Client;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::domain::command::reservation_stream;
+use crate::domain::{Balance, Item, RecordedEvent, Rejection, ReservationId, ReservationView};
+use crate::limits::MAX_EVENTS_PER_READ;
+use crate::store::load::fold_stream;
+use crate::store::rows::{recorded_event, EVENT_COLUMNS};
+use crate::store::StoreError;
+
+/// A position in safe commit order: (writing transaction, position).
+/// Printed as `TX:POSITION`; `0:0` is the start of the log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Cursor {
+    pub tx_id: i64,
+    pub position: i64,
+}
+
+impl Cursor {
+    pub const START: Cursor = Cursor {
+        tx_id: 0,
+        position: 0,
+    };
+
+    pub fn of(e: &RecordedEvent) -> Cursor {
+        Cursor {
+            tx_id: e.tx_id,
+            position: e.position,
+        }
+    }
+}
+
+impl fmt::Display for Cursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.tx_id, self.position)
+    }
+}
+
+impl FromStr for Cursor {
+    type Err = Rejection;
+    fn from_str(s: &str) -> Result<Self, Rejection> {
+        let bad = || Rejection::invalid("after", "a cursor is TX:POSITION, as returned in `next`");
+        let (tx, pos) = s.split_once(':').ok_or_else(bad)?;
+        let tx_id: i64 = tx.parse().map_err(|_| bad())?;
+        let position: i64 = pos.parse().map_err(|_| bad())?;
+        if tx_id < 0 || position < 0 {
+            return Err(bad());
+        }
+        Ok(Cursor { tx_id, position })
+    }
+}
+
+/// One page of the log and where the next read starts.
+#[derive(Debug, Serialize)]
+pub struct EventPage {
+    pub events: Vec<RecordedEvent>,
+    #[serde(serialize_with = "as_string")]
+    pub next: Cursor,
+}
+
+fn as_string<S: serde::Serializer>(c: &Cursor, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(c)
+}
+
+/// Reads up to `limit` events after `after` in safe commit order, optionally
+/// only from streams starting with `stream_prefix`.
+pub async fn events(
+    client: &Client,
+    after: Cursor,
+    limit: i64,
+    stream_prefix: Option<&str>,
+) -> Result<EventPage, StoreError> {
+    let limit = limit.clamp(1, MAX_EVENTS_PER_READ);
+    let stmt = client
+        .prepare_cached(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events
+             WHERE (tx_id, position) > ($1::text::xid8, $2)
+               AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
+               AND ($4::text IS NULL OR starts_with(stream, $4))
+             ORDER BY tx_id, position
+             LIMIT $3"
+        ))
+        .await?;
+    let rows = client
+        .query(
+            &stmt,
+            &[
+                &after.tx_id.to_string(),
+                &after.position,
+                &limit,
+                &stream_prefix,
+            ],
+        )
+        .await?;
+    let events = rows
+        .iter()
+        .map(recorded_event)
+        .collect::<Result<Vec<_>, _>>()?;
+    let next = events.last().map_or(after, Cursor::of);
+    Ok(EventPage { events, next })
+}
+
+/// A reservation with its whole history, read from the log (always current).
+#[derive(Debug, Clone)]
+pub struct ReservationDetails {
+    pub view: ReservationView,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub events: Vec<RecordedEvent>,
+}
+
+impl ReservationDetails {
+    pub fn to_json(&self) -> Value {
+        let mut v = serde_json::to_value(&self.view).expect("views serialise");
+        v["created_at"] = json!(self.created_at);
+        v["updated_at"] = json!(self.updated_at);
+        v["events"] = self.events.iter().map(event_json).collect();
+        v
+    }
+}
+
+/// The compact form of an event used in timelines.
+pub fn event_json(e: &RecordedEvent) -> Value {
+    json!({
+        "position": e.position,
+        "stream": e.stream,
+        "seq": e.seq,
+        "type": e.event.type_name(),
+        "data": e.event.data(),
+        "metadata": e.metadata,
+        "recorded_at": e.recorded_at,
+    })
+}
+
+pub async fn reservation(
+    client: &Client,
+    id: &ReservationId,
+) -> Result<Option<ReservationDetails>, StoreError> {
+    let stmt = client
+        .prepare_cached(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = $1 ORDER BY seq"
+        ))
+        .await?;
+    let rows = client.query(&stmt, &[&reservation_stream(id)]).await?;
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let events = rows
+        .iter()
+        .map(recorded_event)
+        .collect::<Result<Vec<_>, _>>()?;
+    let r = fold_stream(id, &events)?;
+    Ok(Some(ReservationDetails {
+        view: (&r).into(),
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        events,
+    }))
+}
+
+/// The write-side balance of one item, if it was ever received.
+pub async fn balance(client: &Client, item: &Item) -> Result<Option<Balance>, StoreError> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT on_hand, reserved, confirmed FROM item_balances WHERE sku = $1 AND location = $2",
+        )
+        .await?;
+    let row = client
+        .query_opt(&stmt, &[&item.sku.as_str(), &item.location.as_str()])
+        .await?;
+    Ok(row.map(|r| Balance {
+        on_hand: r.get(0),
+        reserved: r.get(1),
+        confirmed: r.get(2),
+    }))
+}
+
+/// Reservations still RESERVED whose expiry has passed by the database clock,
+/// oldest first. Scans the log; the expiry projection replaces this later.
+pub async fn due_reservations(
+    client: &Client,
+    limit: i64,
+) -> Result<Vec<ReservationId>, StoreError> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT substr(c.stream, 13) FROM events AS c
+             WHERE c.type = 'ReservationCreated'
+               AND (c.data ->> 'expires_at')::timestamptz <= clock_timestamp()
+               AND NOT EXISTS (SELECT 1 FROM events AS s WHERE s.stream = c.stream AND s.seq = 2)
+             ORDER BY (c.data ->> 'expires_at')::timestamptz
+             LIMIT $1",
+        )
+        .await?;
+    client
+        .query(&stmt, &[&limit])
+        .await?
+        .iter()
+        .map(|r| {
+            ReservationId::parse("reservation_id", r.get(0))
+                .map_err(|e| StoreError::Corrupt(e.to_string()))
+        })
+        .collect()
+}

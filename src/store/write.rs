@@ -1,0 +1,112 @@
+//! The second half of a command transaction: append the batch's events with
+//! one statement and move the balances with at most two.
+
+use std::collections::{BTreeMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Transaction;
+
+use crate::domain::{EventMetadata, Item, NewEvent, StockDelta};
+use crate::store::error::Failure;
+
+/// Appends every event of the batch in one INSERT. Positions follow the order
+/// of `events`, which is the order the commands were decided in.
+pub(crate) async fn append(
+    tx: &Transaction<'_>,
+    events: &[(NewEvent, EventMetadata)],
+    now: DateTime<Utc>,
+) -> Result<(), Failure> {
+    let mut streams = Vec::with_capacity(events.len());
+    let mut seqs = Vec::with_capacity(events.len());
+    let mut types = Vec::with_capacity(events.len());
+    let mut data = Vec::with_capacity(events.len());
+    let mut metadata = Vec::with_capacity(events.len());
+    for (e, m) in events {
+        streams.push(e.stream.name());
+        seqs.push(e.seq as i32);
+        types.push(e.event.type_name());
+        data.push(e.event.data());
+        metadata.push(serde_json::to_value(m).expect("metadata serialises"));
+    }
+    let insert = tx
+        .prepare_cached(
+            "INSERT INTO events (stream, seq, type, data, metadata, recorded_at)
+             SELECT s, q, t, d, m, $6
+             FROM unnest($1::text[], $2::int4[], $3::text[], $4::jsonb[], $5::jsonb[]) AS u(s, q, t, d, m)",
+        )
+        .await?;
+    tx.execute(&insert, &[&streams, &seqs, &types, &data, &metadata, &now])
+        .await?;
+    Ok(())
+}
+
+/// Moves the balances by the net effect of the batch's events.
+///
+/// Rows that existed are locked and updated in place. Items seen for the first
+/// time are inserted; two transactions may create the same item at once, so
+/// that insert adds onto a row that appeared meanwhile. It cannot be one upsert
+/// for all: PostgreSQL checks CHECK constraints on the proposed row before it
+/// resolves a conflict, and a delta such as "reserved -2" is no valid row.
+pub(crate) async fn move_balances(
+    tx: &Transaction<'_>,
+    events: &[(NewEvent, EventMetadata)],
+    existing: &HashSet<Item>,
+) -> Result<(), Failure> {
+    let mut net: BTreeMap<Item, StockDelta> = BTreeMap::new();
+    for (e, _) in events {
+        for (item, d) in e.event.stock_effects() {
+            let n = net.entry(item).or_default();
+            n.on_hand += d.on_hand;
+            n.reserved += d.reserved;
+            n.confirmed += d.confirmed;
+        }
+    }
+    net.retain(|_, d| *d != StockDelta::default());
+    let (old, new): (Vec<_>, Vec<_>) = net.into_iter().partition(|(i, _)| existing.contains(i));
+    if !old.is_empty() {
+        let update = tx
+            .prepare_cached(
+                "UPDATE item_balances AS b
+                 SET on_hand = b.on_hand + u.on_hand,
+                     reserved = b.reserved + u.reserved,
+                     confirmed = b.confirmed + u.confirmed
+                 FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[])
+                      AS u(sku, location, on_hand, reserved, confirmed)
+                 WHERE b.sku = u.sku AND b.location = u.location",
+            )
+            .await?;
+        let cols = columns(&old);
+        tx.execute(&update, &[&cols.0, &cols.1, &cols.2, &cols.3, &cols.4])
+            .await?;
+    }
+    if !new.is_empty() {
+        let insert = tx
+            .prepare_cached(
+                "INSERT INTO item_balances AS b (sku, location, on_hand, reserved, confirmed)
+                 SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[])
+                 ON CONFLICT (sku, location) DO UPDATE
+                 SET on_hand = b.on_hand + EXCLUDED.on_hand,
+                     reserved = b.reserved + EXCLUDED.reserved,
+                     confirmed = b.confirmed + EXCLUDED.confirmed",
+            )
+            .await?;
+        let cols = columns(&new);
+        tx.execute(&insert, &[&cols.0, &cols.1, &cols.2, &cols.3, &cols.4])
+            .await?;
+    }
+    Ok(())
+}
+
+type Columns<'a> = (Vec<&'a str>, Vec<&'a str>, Vec<i64>, Vec<i64>, Vec<i64>);
+
+fn columns(rows: &[(Item, StockDelta)]) -> Columns<'_> {
+    let mut c: Columns<'_> = Default::default();
+    for (item, d) in rows {
+        c.0.push(item.sku.as_str());
+        c.1.push(item.location.as_str());
+        c.2.push(d.on_hand);
+        c.3.push(d.reserved);
+        c.4.push(d.confirmed);
+    }
+    c
+}

@@ -1,0 +1,197 @@
+//! Test support: a fresh, migrated database per test on a real PostgreSQL.
+//!
+//! The server is the one `DATABASE_URL` names, or else the private cluster the
+//! program itself would use, so `cargo test` works on a fresh machine. Each
+//! test creates its own database (so tests run in parallel without sharing
+//! state) and drops it when the `TestDb` goes out of scope, even on panic.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use stockledger::db;
+use stockledger::domain::{
+    command, Command, CommandContext, LineRequest, Outcome, ReceiveRequest, Rejection,
+    ReserveRequest,
+};
+use stockledger::store::{pool, Store};
+use tokio::sync::OnceCell;
+use tokio_postgres::NoTls;
+
+static SERVER: OnceCell<tokio_postgres::Config> = OnceCell::const_new();
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+async fn server() -> tokio_postgres::Config {
+    SERVER
+        .get_or_init(|| async {
+            let url = std::env::var("DATABASE_URL").ok();
+            db::server(url.as_deref())
+                .await
+                .expect("a PostgreSQL server for the tests (DATABASE_URL or the private cluster)")
+                .config
+        })
+        .await
+        .clone()
+}
+
+pub struct TestDb {
+    pub store: Store,
+    pub name: String,
+    pub config: tokio_postgres::Config,
+    admin: tokio_postgres::Config,
+}
+
+impl TestDb {
+    pub async fn new() -> TestDb {
+        Self::with_pool_size(32).await
+    }
+
+    pub async fn with_pool_size(size: usize) -> TestDb {
+        let admin = server().await;
+        let name = format!(
+            "sltest_{}_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            uuid::Uuid::new_v4().simple().to_string().get(..8).unwrap()
+        );
+        db::ensure_database(&admin, &name)
+            .await
+            .expect("create test database");
+        let mut config = admin.clone();
+        config.dbname(&name);
+        let store = Store::new(pool::build(config.clone(), size).expect("pool"));
+        store.migrate().await.expect("migrate");
+        TestDb {
+            store,
+            name,
+            config,
+            admin,
+        }
+    }
+
+    /// A raw connection to the test database, for looking behind the store.
+    pub async fn client(&self) -> tokio_postgres::Client {
+        let (client, conn) = self.config.connect(NoTls).await.expect("connect");
+        tokio::spawn(conn);
+        client
+    }
+
+    pub async fn count_events(&self) -> i64 {
+        self.client()
+            .await
+            .query_one("SELECT count(*) FROM events", &[])
+            .await
+            .unwrap()
+            .get(0)
+    }
+
+    pub async fn count_stream(&self, stream: &str) -> i64 {
+        self.client()
+            .await
+            .query_one("SELECT count(*) FROM events WHERE stream = $1", &[&stream])
+            .await
+            .unwrap()
+            .get(0)
+    }
+
+    /// (on_hand, reserved, confirmed) of an item in the write-side balances.
+    pub async fn figures(&self, sku: &str) -> (i64, i64, i64) {
+        let row = self
+            .client()
+            .await
+            .query_opt(
+                "SELECT on_hand, reserved, confirmed FROM item_balances WHERE sku = $1 AND location = 'default'",
+                &[&sku],
+            )
+            .await
+            .unwrap();
+        row.map_or((0, 0, 0), |r| (r.get(0), r.get(1), r.get(2)))
+    }
+
+    pub async fn run(&self, cmd: Command) -> Result<Outcome, Rejection> {
+        self.store
+            .execute(cmd, CommandContext::new("test"))
+            .await
+            .expect("the store answers")
+    }
+
+    pub async fn receive(&self, receipt_id: &str, sku: &str, quantity: i64) {
+        self.run(receive(receipt_id, sku, quantity))
+            .await
+            .expect("receipt accepted");
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let admin = self.admin.clone();
+        let name = self.name.clone();
+        // Drop runs outside any async context we can block on, so the clean-up
+        // gets a thread and a small runtime of its own.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                if let Ok((client, conn)) = admin.connect(NoTls).await {
+                    tokio::spawn(conn);
+                    let _ = client
+                        .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+pub fn receive(receipt_id: &str, sku: &str, quantity: i64) -> Command {
+    ReceiveRequest {
+        receipt_id: receipt_id.into(),
+        sku: sku.into(),
+        location: None,
+        quantity,
+    }
+    .validate()
+    .unwrap()
+}
+
+/// A reservation of `lines` (sku, quantity) at the default location.
+pub fn reserve(id: &str, order: &str, lines: &[(&str, i64)], ttl: Option<i64>) -> Command {
+    ReserveRequest {
+        reservation_id: id.into(),
+        order_id: order.into(),
+        lines: lines
+            .iter()
+            .map(|(sku, q)| LineRequest {
+                sku: (*sku).into(),
+                location: None,
+                quantity: *q,
+            })
+            .collect(),
+        ttl_seconds: ttl,
+    }
+    .validate()
+    .unwrap()
+}
+
+pub fn confirm(id: &str) -> Command {
+    command::confirm(id).unwrap()
+}
+
+pub fn release(id: &str) -> Command {
+    command::release(id, None).unwrap()
+}
+
+pub fn expire(id: &str) -> Command {
+    command::expire(id).unwrap()
+}
+
+/// The reservation state in a successful answer, as the API spells it.
+pub fn state_of(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Reservation { view, .. } => view.state.as_str(),
+        Outcome::NotDue { .. } => "NOT_DUE",
+        _ => "OTHER",
+    }
+}
