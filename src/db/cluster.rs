@@ -60,7 +60,8 @@ pub struct PrivateCluster {
 }
 
 fn is_root() -> bool {
-    // SAFETY-free check: /proc/self is owned by the process's effective user.
+    // /proc/self belongs to the process's effective user; reading its owner
+    // avoids an unsafe libc call for one bit of information.
     fs::metadata("/proc/self")
         .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
         .unwrap_or(false)
@@ -206,6 +207,24 @@ impl PrivateCluster {
             started.started = true;
         }
         Ok(started)
+    }
+}
+
+impl PrivateCluster {
+    /// Stops the server if it runs (fast shutdown). Used by tests and tools
+    /// that start a cluster of their own; the default cluster keeps running.
+    pub fn stop(&self) {
+        let Some(bin) = find_binaries() else { return };
+        let runner = if is_root() { postgres_user() } else { None };
+        let _ = command(
+            Command::new(bin.join("pg_ctl"))
+                .arg("stop")
+                .arg("-D")
+                .arg(&self.data_dir)
+                .args(["-m", "fast", "-w"]),
+            runner,
+        )
+        .output();
     }
 }
 
