@@ -9,6 +9,8 @@ use std::sync::Arc;
 use common::*;
 use stockledger::domain::{CommandContext, Outcome, Rejection};
 
+type Answer = Result<Outcome, Rejection>;
+
 /// 64 tasks, each trying three 1-unit reservations, on an item with 100 units:
 /// exactly 100 succeed, the other 92 are refused, the balances are exact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -120,7 +122,7 @@ async fn confirm_release_and_expire_race_200_rounds() {
             tasks.push(tokio::spawn(async move { (id, kind, db.run(cmd).await) }));
         }
     }
-    let mut answers: HashMap<String, Vec<(&str, Result<Outcome, Rejection>)>> = HashMap::new();
+    let mut answers: HashMap<String, Vec<(&str, Answer)>> = HashMap::new();
     for t in tasks {
         let (id, kind, answer) = t.await.unwrap();
         answers.entry(id).or_default().push((kind, answer));

@@ -6,7 +6,8 @@ mod common;
 use common::*;
 use serde_json::json;
 use stockledger::domain::{
-    command, AdjustRequest, Command, LineRequest, ReceiveRequest, Rejection, ReserveRequest,
+    command, AdjustRequest, Command, LineRequest, ReceiveRequest, Rejection, ReservationId,
+    ReserveRequest,
 };
 
 #[tokio::test]

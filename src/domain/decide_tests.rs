@@ -389,7 +389,7 @@ fn shortfalls_name_every_short_line_and_nothing_is_decided() {
             LineRequest {
                 sku: "apple".into(),
                 location: Some("north".into()),
-                quantity: 0 + 1,
+                quantity: 1,
             },
         ],
         ttl_seconds: None,

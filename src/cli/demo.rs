@@ -1,0 +1,291 @@
+//! `stockledger demo`: a flash sale told end to end, on fresh ids so that it
+//! can run any number of times against any database without touching other
+//! data. Every step goes through the same command path callers use.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use stockledger::domain::{
+    command, Command, CommandContext, Item, LineRequest, Location, Outcome, ReceiveRequest,
+    Rejection, ReservationId, ReserveRequest, Sku,
+};
+use stockledger::store::Store;
+
+use super::output::{stock_json, stock_text, Printer};
+use super::Failure;
+
+/// How many buyers chase the limited item at once, and how many units exist.
+const BUYERS: usize = 250;
+const UNITS: i64 = 100;
+
+struct Story<'a> {
+    store: &'a Store,
+    printer: &'a Printer,
+    run: String,
+    chapters: Vec<Value>,
+}
+
+impl Story<'_> {
+    fn id(&self, name: &str) -> String {
+        format!("{}-{name}", self.run)
+    }
+
+    fn say(&self, text: &str) {
+        if !self.printer.json {
+            println!("{text}");
+        }
+    }
+
+    fn chapter(&mut self, title: &str, facts: Value) {
+        self.chapters
+            .push(json!({"chapter": title, "facts": facts}));
+    }
+
+    async fn exec(&self, cmd: Command) -> Result<Result<Outcome, Rejection>, Failure> {
+        Ok(self.store.execute(cmd, CommandContext::new("demo")).await?)
+    }
+
+    fn reserve(&self, id: &str, order: &str, sku: &str, qty: i64, ttl: Option<i64>) -> Command {
+        ReserveRequest {
+            reservation_id: self.id(id),
+            order_id: self.id(order),
+            lines: vec![LineRequest {
+                sku: self.id(sku),
+                location: None,
+                quantity: qty,
+            }],
+            ttl_seconds: ttl,
+        }
+        .validate()
+        .expect("demo commands are valid")
+    }
+
+    fn item(&self, sku: &str) -> Item {
+        Item {
+            sku: Sku::parse("sku", &self.id(sku)).expect("valid"),
+            location: Location::parse_or_default("location", None).expect("valid"),
+        }
+    }
+
+    async fn figures(&self, sku: &str) -> Result<(String, Value), Failure> {
+        let item = self.item(sku);
+        let b = self.store.balance(&item).await?.unwrap_or_default();
+        Ok((stock_text(&item, b), stock_json(&item, b)))
+    }
+
+    async fn events_in(&self, reservation: &str) -> Result<usize, Failure> {
+        let id = ReservationId::parse("id", &self.id(reservation)).expect("valid");
+        Ok(self
+            .store
+            .reservation(&id)
+            .await?
+            .map_or(0, |d| d.events.len()))
+    }
+}
+
+fn short(answer: &Result<Outcome, Rejection>) -> String {
+    match answer {
+        Ok(Outcome::Reservation { view, replayed }) => {
+            format!(
+                "{}{}",
+                view.state.as_str(),
+                if *replayed { " (replayed)" } else { "" }
+            )
+        }
+        Ok(other) => format!("{}", other.to_json()),
+        Err(r) => r.code().to_owned(),
+    }
+}
+
+pub async fn run(store: &Store, printer: &Printer) -> Result<(), Failure> {
+    let run = format!("demo-{}", &uuid::Uuid::new_v4().simple().to_string()[..6]);
+    let mut s = Story {
+        store,
+        printer,
+        run,
+        chapters: Vec::new(),
+    };
+    s.say(&format!(
+        "A flash sale at a small shop. Every id in this run starts with {}-.\n",
+        s.run
+    ));
+
+    // 1. Stock arrives.
+    for (sku, qty) in [("sneaker", UNITS), ("tshirt", 50)] {
+        let cmd = ReceiveRequest {
+            receipt_id: s.id(&format!("delivery-{sku}")),
+            sku: s.id(sku),
+            location: None,
+            quantity: qty,
+        }
+        .validate()
+        .expect("valid");
+        s.exec(cmd).await??;
+    }
+    let (sneakers, _) = s.figures("sneaker").await?;
+    s.say(&format!(
+        "1. Stock arrives: {UNITS} limited sneakers and 50 t-shirts.\n   {sneakers}"
+    ));
+    s.chapter("stock arrives", json!({"sneaker": UNITS, "tshirt": 50}));
+
+    // 2. The drop: many buyers at once, exactly the stock is sold.
+    let shared = Arc::new(s.store.clone());
+    let tasks: Vec<_> = (0..BUYERS)
+        .map(|i| {
+            let store = shared.clone();
+            let cmd = s.reserve(
+                &format!("buyer-{i}"),
+                &format!("order-{i}"),
+                "sneaker",
+                1,
+                None,
+            );
+            tokio::spawn(async move { store.execute(cmd, CommandContext::new("demo")).await })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    let mut sold_out = 0;
+    for (i, t) in tasks.into_iter().enumerate() {
+        match t.await.map_err(anyhow::Error::from)?? {
+            Ok(_) => winners.push(i),
+            Err(Rejection::InsufficientStock { .. }) => sold_out += 1,
+            Err(other) => return Err(other.into()),
+        }
+    }
+    for i in &winners {
+        s.exec(command::confirm(&s.id(&format!("buyer-{i}"))).expect("valid"))
+            .await??;
+    }
+    let (sneakers, sneaker_json) = s.figures("sneaker").await?;
+    s.say(&format!(
+        "2. The drop: {BUYERS} buyers reserve one pair each, all at once.\n   {} got a pair and paid, {sold_out} were told INSUFFICIENT_STOCK. Not one oversold.\n   {sneakers}",
+        winners.len()
+    ));
+    s.chapter("flash sale", json!({"buyers": BUYERS, "reserved": winners.len(), "refused": sold_out, "stock": sneaker_json}));
+
+    // 3. A retry after a timeout gets the original answer.
+    let first = s
+        .exec(s.reserve("alice", "order-alice", "tshirt", 2, Some(600)))
+        .await?;
+    let retry = s
+        .exec(s.reserve("alice", "order-alice", "tshirt", 2, Some(600)))
+        .await?;
+    let same_expiry = match (&first, &retry) {
+        (Ok(Outcome::Reservation { view: a, .. }), Ok(Outcome::Reservation { view: b, .. })) => {
+            a.expires_at == b.expires_at
+        }
+        _ => false,
+    };
+    s.say(&format!(
+        "3. Alice's order service times out and sends her reservation again.\n   first: {}, retry: {} with the same expiry: {same_expiry}. Events in her stream: {}",
+        short(&first),
+        short(&retry),
+        s.events_in("alice").await?
+    ));
+    s.chapter(
+        "retry after a timeout",
+        json!({"first": short(&first), "retry": short(&retry), "same_expiry": same_expiry}),
+    );
+
+    // 4. A duplicated message appends nothing.
+    let cmd = command::confirm(&s.id("alice")).expect("valid");
+    let deliveries: Vec<_> = (0..5)
+        .map(|_| {
+            let (store, cmd) = (shared.clone(), cmd.clone());
+            tokio::spawn(async move { store.execute(cmd, CommandContext::new("demo")).await })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for d in deliveries {
+        answers.push(short(&d.await.map_err(anyhow::Error::from)??));
+    }
+    s.say(&format!(
+        "4. The payment message reaches us five times at once: {}.\n   Events in her stream: {} (created, confirmed). One confirm, however often it is said.",
+        answers.join(", "),
+        s.events_in("alice").await?
+    ));
+    s.chapter("duplicated message", json!({"answers": answers}));
+
+    // 5. A cancel arrives before its reserve.
+    let cancel = s
+        .exec(command::release(&s.id("bob"), Some("customer cancelled")).expect("valid"))
+        .await?;
+    let late = s
+        .exec(s.reserve("bob", "order-bob", "tshirt", 1, None))
+        .await?;
+    s.say(&format!(
+        "5. Bob cancels, and the cancel overtakes his reservation.\n   cancel: {} (a tombstone), the late reservation: {}. No stock is held for a dead order.",
+        short(&cancel),
+        short(&late)
+    ));
+    s.chapter(
+        "cancel before reserve",
+        json!({"cancel": short(&cancel), "late_reserve": short(&late)}),
+    );
+
+    // 6. Confirm and cancel race.
+    s.exec(s.reserve("carol", "order-carol", "tshirt", 3, None))
+        .await??;
+    let (c, r) = tokio::join!(
+        s.exec(command::confirm(&s.id("carol")).expect("valid")),
+        s.exec(command::release(&s.id("carol"), Some("customer cancelled")).expect("valid"))
+    );
+    let (c, r) = (c?, r?);
+    s.say(&format!(
+        "6. Carol pays and cancels at the same instant.\n   confirm: {}, cancel: {}. Exactly one of them happened; events in her stream: {}",
+        short(&c),
+        short(&r),
+        s.events_in("carol").await?
+    ));
+    s.chapter(
+        "confirm and cancel race",
+        json!({"confirm": short(&c), "cancel": short(&r)}),
+    );
+
+    // 7. A reservation expires.
+    s.exec(s.reserve("dave", "order-dave", "tshirt", 4, Some(1)))
+        .await??;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let expired = s.store.expire_due("demo").await?;
+    let late_pay = s
+        .exec(command::confirm(&s.id("dave")).expect("valid"))
+        .await?;
+    s.say(&format!(
+        "7. Dave reserves four t-shirts for one second and never pays.\n   the expiry pass expired {expired} reservation(s); his late payment: {}.",
+        short(&late_pay)
+    ));
+    s.chapter(
+        "expiry",
+        json!({"expired": expired, "late_confirm": short(&late_pay)}),
+    );
+
+    // 8. The final figures and one order's timeline.
+    let (sneakers, sneaker_json) = s.figures("sneaker").await?;
+    let (tshirts, tshirt_json) = s.figures("tshirt").await?;
+    s.say(&format!("8. Final figures:\n   {sneakers}\n   {tshirts}"));
+    let alice = ReservationId::parse("id", &s.id("alice")).expect("valid");
+    let details = s.store.reservation(&alice).await?.expect("alice exists");
+    s.say("   Alice's order, as the log tells it:");
+    for e in &details.events {
+        s.say(&format!(
+            "     #{} {} {}",
+            e.seq,
+            e.recorded_at.format("%H:%M:%S%.3f"),
+            super::output::event_summary(&e.event)
+        ));
+    }
+    s.chapter(
+        "final",
+        json!({"sneaker": sneaker_json, "tshirt": tshirt_json, "alice": details.to_json()}),
+    );
+    if printer.json {
+        printer.value(&json!({"run": s.run, "chapters": s.chapters}), "");
+    } else {
+        println!(
+            "\nTry: stockledger show {}   |   stockledger events --limit 20",
+            s.id("alice")
+        );
+    }
+    Ok(())
+}

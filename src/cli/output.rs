@@ -1,0 +1,228 @@
+//! Printing: one JSON document on stdout with `--json`, readable text
+//! otherwise. Notes and errors for people go to stderr, so stdout stays
+//! machine-readable.
+
+use serde_json::{json, Value};
+use stockledger::domain::{Balance, Item, Outcome, Rejection, ReservationView};
+use stockledger::store::{read::event_json, EventPage, ReservationDetails};
+
+pub struct Printer {
+    pub json: bool,
+}
+
+fn lines_text(view: &ReservationView) -> String {
+    view.lines
+        .iter()
+        .map(|l| format!("  {:>7} × {} @ {}", l.quantity, l.item.sku, l.item.location))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn reservation_text(view: &ReservationView, replayed: bool) -> String {
+    let order = view.order_id.as_ref().map_or(
+        "no order (released before it was reserved)".to_owned(),
+        |o| format!("order {o}"),
+    );
+    let mut s = format!(
+        "reservation {} for {order}: {}",
+        view.reservation_id,
+        view.state.as_str()
+    );
+    if replayed {
+        s.push_str(" (replayed: an earlier identical request did this)");
+    }
+    if let Some(e) = view.expires_at {
+        s.push_str(&format!("\n  expires at {}", e.to_rfc3339()));
+    }
+    if !view.lines.is_empty() {
+        s.push('\n');
+        s.push_str(&lines_text(view));
+    }
+    s
+}
+
+pub fn stock_json(item: &Item, b: Balance) -> Value {
+    json!({"sku": item.sku, "location": item.location, "on_hand": b.on_hand,
+           "reserved": b.reserved, "available": b.available(), "confirmed": b.confirmed})
+}
+
+pub fn stock_text(item: &Item, b: Balance) -> String {
+    format!(
+        "{} @ {}: on_hand {}, reserved {}, available {}, confirmed {}",
+        item.sku,
+        item.location,
+        b.on_hand,
+        b.reserved,
+        b.available(),
+        b.confirmed
+    )
+}
+
+/// One readable line for an event, as used in timelines.
+pub fn event_summary(e: &stockledger::domain::Event) -> String {
+    use stockledger::domain::Event::*;
+    let lines = |lines: &[stockledger::domain::Line]| {
+        lines
+            .iter()
+            .map(|l| format!("{} × {}@{}", l.quantity, l.item.sku, l.item.location))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match e {
+        StockReceived {
+            sku,
+            location,
+            quantity,
+        } => format!("received {quantity} × {sku}@{location}"),
+        StockAdjusted {
+            sku,
+            location,
+            delta,
+            reason,
+        } => format!("adjusted {delta:+} × {sku}@{location} ({reason})"),
+        ReservationCreated {
+            order_id,
+            lines: l,
+            expires_at,
+            ..
+        } => {
+            format!(
+                "reserved {} for order {order_id}, until {}",
+                lines(l),
+                expires_at.format("%H:%M:%S")
+            )
+        }
+        ReservationConfirmed { lines: l, .. } => format!("confirmed {}", lines(l)),
+        ReservationReleased {
+            lines: l, reason, ..
+        } if l.is_empty() => format!("released before it was reserved ({reason})"),
+        ReservationReleased {
+            lines: l, reason, ..
+        } => format!("released {} ({reason})", lines(l)),
+        ReservationExpired { lines: l, .. } => format!("expired, freeing {}", lines(l)),
+    }
+}
+
+impl Printer {
+    /// A remark for people, on stderr (never mixed into JSON output).
+    pub fn note(&self, text: &str) {
+        eprintln!("stockledger: {text}");
+    }
+
+    /// Prints `value` as JSON, or `text`.
+    pub fn value(&self, value: &Value, text: &str) {
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(value).expect("json"));
+        } else {
+            println!("{text}");
+        }
+    }
+
+    pub fn outcome(&self, outcome: &Outcome) {
+        let text = match outcome {
+            Outcome::Received {
+                receipt_id,
+                item,
+                quantity,
+                replayed,
+            } => format!(
+                "receipt {receipt_id}: {quantity} × {item}{}",
+                if *replayed { " (replayed)" } else { "" }
+            ),
+            Outcome::Adjusted {
+                adjustment_id,
+                item,
+                delta,
+                reason,
+                replayed,
+            } => format!(
+                "adjustment {adjustment_id}: {delta:+} × {item} ({reason}){}",
+                if *replayed { " (replayed)" } else { "" }
+            ),
+            Outcome::Reservation { view, replayed } => reservation_text(view, *replayed),
+            Outcome::NotDue { reservation_id, .. } => {
+                format!("reservation {reservation_id}: not due")
+            }
+        };
+        self.value(&outcome.to_json(), &text);
+    }
+
+    pub fn rejection(&self, r: &Rejection) {
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&r.to_json()).expect("json")
+            );
+            return;
+        }
+        eprintln!("{}: {r}", r.code());
+        if let Rejection::InsufficientStock { shortfalls } = r {
+            for s in shortfalls {
+                eprintln!(
+                    "  {} @ {}: requested {}, available {}",
+                    s.sku, s.location, s.requested, s.available
+                );
+            }
+        }
+    }
+
+    pub fn error(&self, e: &anyhow::Error) {
+        let retryable = e
+            .downcast_ref::<stockledger::store::StoreError>()
+            .is_some_and(|s| s.is_retryable());
+        let code = if retryable { "UNAVAILABLE" } else { "INTERNAL" };
+        if self.json {
+            let doc = json!({"code": code, "message": format!("{e:#}"), "details": {}});
+            println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        } else {
+            eprintln!("error: {e:#}");
+            if retryable {
+                eprintln!("(retry the same command with the same ids: it is safe)");
+            }
+        }
+    }
+
+    pub fn reservation_details(&self, d: &ReservationDetails) {
+        let mut text = reservation_text(&d.view, false);
+        text.push_str("\n  timeline:");
+        for e in &d.events {
+            text.push_str(&format!(
+                "\n    #{} {} {}: {}",
+                e.seq,
+                e.recorded_at.format("%Y-%m-%d %H:%M:%S%.3f"),
+                e.event.type_name(),
+                event_summary(&e.event)
+            ));
+        }
+        self.value(&d.to_json(), &text);
+    }
+
+    pub fn stock(&self, item: &Item, balance: Option<Balance>) {
+        let b = balance.unwrap_or_default();
+        let mut text = stock_text(item, b);
+        if balance.is_none() {
+            text.push_str(" (never received)");
+        }
+        self.value(&stock_json(item, b), &text);
+    }
+
+    pub fn events(&self, page: &EventPage) {
+        let doc = json!({
+            "events": page.events.iter().map(event_json).collect::<Vec<_>>(),
+            "next": page.next.to_string(),
+        });
+        let mut text = String::new();
+        for e in &page.events {
+            text.push_str(&format!(
+                "{:>8}  {}  {} #{}  {}\n",
+                e.position,
+                e.recorded_at.format("%H:%M:%S%.3f"),
+                e.stream,
+                e.seq,
+                event_summary(&e.event)
+            ));
+        }
+        text.push_str(&format!("next: {}", page.next));
+        self.value(&doc, &text);
+    }
+}
