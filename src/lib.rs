@@ -2,7 +2,9 @@
 //!
 //! See `docs/architecture.md` for the map.
 
+pub mod audit;
 pub mod db;
 pub mod domain;
 pub mod limits;
+pub mod projection;
 pub mod store;

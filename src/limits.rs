@@ -59,3 +59,20 @@ pub const PRIVATE_CLUSTER_START_TIMEOUT_SECONDS: u64 = 60;
 
 /// Most due reservations one expiry pass handles.
 pub const MAX_EXPIRIES_PER_PASS: i64 = 500;
+
+/// Most events a projection worker applies in one transaction. Bounds memory
+/// and lock time; large enough that set-based SQL amortises per-batch costs.
+pub const PROJECTION_BATCH_EVENTS: i64 = 10_000;
+
+/// Batch size used by rebuilds, which read the log from the start.
+pub const REBUILD_BATCH_EVENTS: i64 = 50_000;
+
+/// How often an idle worker looks at the log even without a notification.
+pub const PROJECTION_POLL_INTERVAL_MS: u64 = 1_000;
+
+/// Lag in events is counted up to this many; beyond it, status says "at least".
+pub const LAG_COUNT_CAP: i64 = 1_000_000;
+
+/// Most differences an audit or a rebuild verification keeps in its report;
+/// it still counts them all.
+pub const MAX_REPORTED_DIFFERENCES: usize = 1_000;

@@ -247,6 +247,9 @@ pub async fn run(store: &Store, printer: &Printer) -> Result<(), Failure> {
     s.exec(s.reserve("dave", "order-dave", "tshirt", 4, Some(1)))
         .await??;
     tokio::time::sleep(Duration::from_millis(1200)).await;
+    // The expiry pass finds due reservations in the expiry projection; bring
+    // the projections up to date first, as the running workers would.
+    stockledger::projection::worker::catch_up(s.store.pool()).await?;
     let expired = s.store.expire_due("demo").await?;
     let late_pay = s
         .exec(command::confirm(&s.id("dave")).expect("valid"))

@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "item_balances",
         sql: include_str!("../../schema/0002_item_balances.sql"),
     },
+    Migration {
+        version: 3,
+        name: "projection_runtime",
+        sql: include_str!("../../schema/0003_projection_runtime.sql"),
+    },
 ];
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -83,6 +88,9 @@ async fn migrate_locked(client: &mut Client) -> Result<Vec<i32>, StoreError> {
         tx.commit().await?;
         done.push(m.version);
     }
+    // Projections are part of the schema: their live tables are created
+    // under the same lock, so two starting processes cannot race.
+    crate::projection::install_live(client).await?;
     Ok(done)
 }
 

@@ -4,6 +4,7 @@
 
 mod error;
 mod execute;
+pub mod history;
 mod load;
 pub mod migrate;
 pub mod pool;
@@ -34,7 +35,8 @@ impl Store {
         &self.pool
     }
 
-    /// Applies pending schema migrations; returns the versions applied.
+    /// Applies pending schema migrations and installs missing projections;
+    /// returns the migration versions applied.
     pub async fn migrate(&self) -> Result<Vec<i32>, StoreError> {
         let mut client = pool::get(&self.pool).await?;
         let client: &mut tokio_postgres::Client = &mut client;
@@ -88,8 +90,57 @@ impl Store {
         read::events(&client, after, limit, stream_prefix).await
     }
 
-    /// Expires every reservation that is due now, through the normal command
-    /// path; returns how many it expired.
+    /// An item's figures from the `stock_levels` projection, and how far that
+    /// projection is behind the log.
+    pub async fn stock_level(
+        &self,
+        item: &Item,
+    ) -> Result<(Option<Balance>, crate::projection::status::ProjectionStatus), StoreError> {
+        let client = pool::get(&self.pool).await?;
+        let balance = history::stock_level(&client, item).await?;
+        let status = crate::projection::status::status_of(
+            &**client,
+            &crate::projection::registry::STOCK_LEVELS,
+        )
+        .await?;
+        Ok((balance, status))
+    }
+
+    /// An item's figures at a past moment, replayed from the log.
+    pub async fn stock_as_of(
+        &self,
+        item: &Item,
+        as_of: history::AsOf,
+    ) -> Result<Balance, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        let events = history::item_events(&client, item, Some(as_of)).await?;
+        Ok(history::figures(item, &events))
+    }
+
+    /// Every event that moved `item`, oldest first.
+    pub async fn item_history(
+        &self,
+        item: &Item,
+    ) -> Result<Vec<crate::domain::RecordedEvent>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        history::item_events(&client, item, None).await
+    }
+
+    /// The reservation holding `order` with its whole history.
+    pub async fn order_history(
+        &self,
+        order: &crate::domain::OrderId,
+    ) -> Result<Option<ReservationDetails>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        match history::reservation_of_order(&client, order).await? {
+            Some(id) => read::reservation(&client, &id).await,
+            None => Ok(None),
+        }
+    }
+
+    /// Expires every reservation that is due now (as far as the expiry
+    /// projection knows), through the normal command path; returns how many
+    /// it expired.
     pub async fn expire_due(&self, actor: &str) -> Result<usize, StoreError> {
         let client = pool::get(&self.pool).await?;
         let due = read::due_reservations(&client, MAX_EXPIRIES_PER_PASS).await?;

@@ -191,19 +191,19 @@ pub async fn balance(client: &Client, item: &Item) -> Result<Option<Balance>, St
     }))
 }
 
-/// Reservations still RESERVED whose expiry has passed by the database clock,
-/// oldest first. Scans the log; the expiry projection replaces this later.
+/// Reservations whose expiry has passed by the database clock, oldest first,
+/// from the `reservation_expiry` projection. The projection may lag or hold a
+/// reservation that was settled meanwhile: the expire command decides from the
+/// log, so such a row only costs a "not due" answer.
 pub async fn due_reservations(
     client: &Client,
     limit: i64,
 ) -> Result<Vec<ReservationId>, StoreError> {
     let stmt = client
         .prepare_cached(
-            "SELECT substr(c.stream, 13) FROM events AS c
-             WHERE c.type = 'ReservationCreated'
-               AND (c.data ->> 'expires_at')::timestamptz <= clock_timestamp()
-               AND NOT EXISTS (SELECT 1 FROM events AS s WHERE s.stream = c.stream AND s.seq = 2)
-             ORDER BY (c.data ->> 'expires_at')::timestamptz
+            "SELECT reservation_id FROM reservation_expiry
+             WHERE expires_at <= clock_timestamp()
+             ORDER BY expires_at
              LIMIT $1",
         )
         .await?;

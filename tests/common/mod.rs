@@ -195,3 +195,100 @@ pub fn state_of(outcome: &Outcome) -> &'static str {
         _ => "OTHER",
     }
 }
+
+/// A cheap random number below `n` (tests only need variety, not quality).
+pub fn random_below(n: u64) -> u64 {
+    (uuid::Uuid::new_v4().as_u128() as u64) % n.max(1)
+}
+
+/// Appends a valid receipt inside `tx` by hand, with its balance, exactly as
+/// the store would; lets a test hold a writing transaction open.
+pub async fn raw_receipt(
+    tx: &tokio_postgres::Transaction<'_>,
+    receipt_id: &str,
+    sku: &str,
+    quantity: u32,
+) -> i64 {
+    use stockledger::domain::{fingerprint, Event, EventMetadata, Item, Location, Sku};
+    let item = Item {
+        sku: Sku::parse("sku", sku).unwrap(),
+        location: Location::parse_or_default("location", None).unwrap(),
+    };
+    let event = Event::StockReceived {
+        sku: item.sku.clone(),
+        location: item.location.clone(),
+        quantity,
+    };
+    let meta = serde_json::to_value(EventMetadata {
+        command_id: uuid::Uuid::new_v4(),
+        actor: "test".into(),
+        fingerprint: Some(fingerprint::receipt(&item, quantity)),
+        ..Default::default()
+    })
+    .unwrap();
+    let position: i64 = tx
+        .query_one(
+            "INSERT INTO events (stream, seq, type, data, metadata) VALUES ($1, 1, $2, $3, $4) RETURNING position",
+            &[&format!("receipt:{receipt_id}"), &event.type_name(), &event.data(), &meta],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    tx.execute(
+        "INSERT INTO item_balances AS b (sku, location, on_hand) VALUES ($1, 'default', $2)
+         ON CONFLICT (sku, location) DO UPDATE SET on_hand = b.on_hand + EXCLUDED.on_hand",
+        &[&sku, &i64::from(quantity)],
+    )
+    .await
+    .unwrap();
+    position
+}
+
+impl TestDb {
+    /// A key-value connection string for this database, for running the binary.
+    pub fn url(&self) -> String {
+        let mut parts = Vec::new();
+        for h in self.config.get_hosts() {
+            match h {
+                tokio_postgres::config::Host::Tcp(name) => parts.push(format!("host={name}")),
+                tokio_postgres::config::Host::Unix(path) => {
+                    parts.push(format!("host={}", path.display()))
+                }
+            }
+        }
+        if let Some(p) = self.config.get_ports().first() {
+            parts.push(format!("port={p}"));
+        }
+        if let Some(u) = self.config.get_user() {
+            parts.push(format!("user={u}"));
+        }
+        parts.push(format!("dbname={}", self.name));
+        parts.join(" ")
+    }
+
+    /// Waits until every live projection has applied every committed event.
+    pub async fn wait_caught_up(&self) {
+        let client = self.store.pool().get().await.unwrap();
+        for _ in 0..600 {
+            let statuses = stockledger::projection::status::status(&**client)
+                .await
+                .unwrap();
+            if statuses.iter().all(|s| s.live.lag_events == 0) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("projections did not catch up");
+    }
+
+    /// Runs the audit and asserts it found nothing.
+    pub async fn assert_audit_clean(&self) -> stockledger::audit::AuditReport {
+        let report = stockledger::audit::audit(self.store.pool()).await.unwrap();
+        assert!(
+            report.clean(),
+            "audit differences: {:#?}",
+            report.differences
+        );
+        report
+    }
+}

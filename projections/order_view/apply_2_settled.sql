@@ -1,0 +1,21 @@
+-- Confirmations, releases and expiries in ($1:$2, $3:$4]. They carry the
+-- order id, so no lookup of the reservation is needed. Runs after
+-- apply_1_created, so a reservation created and settled in one batch works.
+WITH batch AS (
+    SELECT position, seq, type, data, recorded_at
+    FROM events
+    WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
+      AND (tx_id, position) <= ($3::text::xid8, $4::bigint)
+      AND seq = 2
+      AND type IN ('ReservationConfirmed', 'ReservationReleased', 'ReservationExpired')
+)
+UPDATE order_view AS o
+SET state = CASE b.type WHEN 'ReservationConfirmed' THEN 'CONFIRMED'
+                        WHEN 'ReservationReleased' THEN 'RELEASED'
+                        ELSE 'EXPIRED' END,
+    updated_at = b.recorded_at,
+    history = o.history || jsonb_build_array(
+        jsonb_build_object('seq', b.seq, 'type', b.type, 'position', b.position, 'at', b.recorded_at)),
+    last_position = b.position
+FROM batch AS b
+WHERE o.order_id = b.data ->> 'order_id'

@@ -1,0 +1,7 @@
+-- Reservations confirmed, released or expired in ($1:$2, $3:$4] are closed.
+DELETE FROM reservation_expiry AS r
+USING events AS e
+WHERE (e.tx_id, e.position) > ($1::text::xid8, $2::bigint)
+  AND (e.tx_id, e.position) <= ($3::text::xid8, $4::bigint)
+  AND e.seq = 2
+  AND r.reservation_id = substr(e.stream, length('reservation:') + 1)

@@ -1,0 +1,128 @@
+//! Applying one batch of events to one copy of a projection.
+
+use deadpool_postgres::Transaction;
+
+use crate::projection::{Projection, Slot};
+use crate::store::{Cursor, StoreError};
+
+/// What one batch did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    pub events: i64,
+    /// The checkpoint after the batch.
+    pub cursor: Cursor,
+}
+
+/// The batch after `from`: how many events, and the last one's cursor. Only
+/// events below the safe horizon count, so nothing still in flight is passed.
+const BOUNDARY: &str = "
+    SELECT count(*), max(ARRAY[tx_id::text::bigint, position]), max(recorded_at)
+    FROM (
+        SELECT tx_id, position, recorded_at FROM events
+        WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
+          AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY tx_id, position
+        LIMIT $3
+    ) AS batch";
+
+/// Applies up to `max_events` events after the checkpoint of `slot`, in one
+/// transaction with the checkpoint. Returns zero events when caught up.
+pub async fn apply_batch(
+    client: &mut deadpool_postgres::ClientWrapper,
+    p: &Projection,
+    slot: Slot,
+    max_events: i64,
+) -> Result<Applied, StoreError> {
+    let tx = client.transaction().await?;
+    let Some(from) = lock_checkpoint(&tx, p, slot).await? else {
+        return Err(StoreError::Database(format!(
+            "projection {} has no {} checkpoint",
+            p.name,
+            slot.as_str()
+        )));
+    };
+    let applied = apply_range(&tx, p, slot, from, max_events).await?;
+    if applied.events > 0 {
+        tx.commit().await?;
+    }
+    Ok(applied)
+}
+
+/// Locks and reads the checkpoint of `slot`; `None` if the slot does not exist.
+/// The row lock serialises every writer of this copy, so even two workers
+/// running at once could not apply an event twice.
+pub(crate) async fn lock_checkpoint(
+    tx: &Transaction<'_>,
+    p: &Projection,
+    slot: Slot,
+) -> Result<Option<Cursor>, StoreError> {
+    let row = tx
+        .query_opt(
+            "SELECT tx_id::text::bigint, position FROM projection_checkpoints
+             WHERE name = $1 AND slot = $2 FOR UPDATE",
+            &[&p.name, &slot.as_str()],
+        )
+        .await?;
+    Ok(row.map(|r| Cursor {
+        tx_id: r.get(0),
+        position: r.get(1),
+    }))
+}
+
+/// Applies the next batch after `from` inside `tx` and moves the checkpoint.
+pub(crate) async fn apply_range(
+    tx: &Transaction<'_>,
+    p: &Projection,
+    slot: Slot,
+    from: Cursor,
+    max_events: i64,
+) -> Result<Applied, StoreError> {
+    let boundary = tx.prepare_cached(BOUNDARY).await?;
+    let row = tx
+        .query_one(
+            &boundary,
+            &[&from.tx_id.to_string(), &from.position, &max_events],
+        )
+        .await?;
+    let events: i64 = row.get(0);
+    if events == 0 {
+        return Ok(Applied {
+            events: 0,
+            cursor: from,
+        });
+    }
+    let last: Vec<i64> = row.get(1);
+    let last_at: chrono::DateTime<chrono::Utc> = row.get(2);
+    let to = Cursor {
+        tx_id: last[0],
+        position: last[1],
+    };
+    // Schema names are our constants, never input.
+    tx.batch_execute(&format!(
+        "SET LOCAL search_path = {}, public",
+        slot.schema()
+    ))
+    .await?;
+    let (from_tx, to_tx) = (from.tx_id.to_string(), to.tx_id.to_string());
+    for sql in p.apply {
+        let stmt = tx.prepare_cached(sql).await?;
+        tx.execute(&stmt, &[&from_tx, &from.position, &to_tx, &to.position])
+            .await?;
+    }
+    tx.execute(
+        "UPDATE projection_checkpoints
+         SET tx_id = $3::text::xid8, position = $4, events_applied = events_applied + $5,
+             last_event_at = greatest(last_event_at, $6), updated_at = now()
+         WHERE name = $1 AND slot = $2",
+        &[
+            &p.name,
+            &slot.as_str(),
+            &to_tx,
+            &to.position,
+            &events,
+            &last_at,
+        ],
+    )
+    .await?;
+    Ok(Applied { events, cursor: to })
+}

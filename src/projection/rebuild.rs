@@ -1,0 +1,206 @@
+//! Rebuilding a projection without downtime.
+//!
+//! 1. A fresh copy is created in the rebuild schema with the projection's own
+//!    `schema.sql`, with a checkpoint of its own at the start of the log.
+//! 2. The copy is filled batch by batch with the projection's own apply SQL,
+//!    while the live copy keeps serving and its worker keeps running.
+//! 3. The copy is verified against an independent replay of the log (the
+//!    audit's engine) at the copy's checkpoint.
+//! 4. The swap: one transaction locks the live checkpoint (pausing the live
+//!    worker for that moment), applies what arrived meanwhile to the copy,
+//!    moves the live tables out and the copy in, and hands the copy's
+//!    checkpoint to the live slot.
+//!
+//! Until step 4 commits, nothing of the live copy has changed: an interrupted
+//! or failed rebuild leaves it serving, and the next rebuild starts over.
+
+use std::time::{Duration, Instant};
+
+use deadpool_postgres::{ClientWrapper, Pool};
+
+use crate::limits::REBUILD_BATCH_EVENTS;
+use crate::projection::batch::{apply_range, lock_checkpoint};
+use crate::projection::{
+    apply_batch, Projection, Slot, LIVE_SCHEMA, REBUILD_SCHEMA, RETIRED_SCHEMA,
+};
+use crate::store::{pool, Cursor, StoreError};
+
+/// Reported while the copy is filled.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub projection: &'static str,
+    pub events: i64,
+    /// Events in the log when the rebuild started (the copy may end past it).
+    pub total_estimate: i64,
+    pub elapsed: Duration,
+}
+
+#[derive(Clone, Debug)]
+pub struct RebuildReport {
+    pub projection: &'static str,
+    pub events: i64,
+    pub fill: Duration,
+    pub verify: Duration,
+    pub swap: Duration,
+    pub checkpoint: Cursor,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RebuildError {
+    #[error("a rebuild of {0} is already running")]
+    AlreadyRunning(&'static str),
+    #[error("the rebuilt copy of {projection} does not match the log ({} differences, first: {}); the live copy is untouched", differences.len(), differences.first().map(|d| d.to_string()).unwrap_or_default())]
+    VerificationFailed {
+        projection: &'static str,
+        differences: Vec<crate::audit::Difference>,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Rebuilds `p` from the start of the log and swaps it in.
+/// `batch_events` is normally `REBUILD_BATCH_EVENTS`.
+pub async fn rebuild(
+    pool: &Pool,
+    p: &'static Projection,
+    batch_events: i64,
+    mut progress: impl FnMut(Progress),
+) -> Result<RebuildReport, RebuildError> {
+    // A session lock on a connection of our own: one rebuild per projection,
+    // released when this connection goes, however the rebuild ends.
+    let mut client: ClientWrapper = deadpool_postgres::Object::take(pool::get(pool).await?);
+    let got: bool = client
+        .query_one(
+            "SELECT pg_try_advisory_lock(hashtextextended('rebuild:' || $1, 0))",
+            &[&p.name],
+        )
+        .await
+        .map_err(StoreError::from)?
+        .get(0);
+    if !got {
+        return Err(RebuildError::AlreadyRunning(p.name));
+    }
+    prepare_copy(&mut client, p).await?;
+
+    let total_estimate: i64 = client
+        .query_one("SELECT count(*) FROM events", &[])
+        .await
+        .map_err(StoreError::from)?
+        .get(0);
+    let started = Instant::now();
+    let mut events = 0;
+    loop {
+        let a = apply_batch(&mut client, p, Slot::Rebuild, batch_events).await?;
+        events += a.events;
+        progress(Progress {
+            projection: p.name,
+            events,
+            total_estimate,
+            elapsed: started.elapsed(),
+        });
+        if a.events == 0 {
+            break;
+        }
+    }
+    let fill = started.elapsed();
+
+    let verify_started = Instant::now();
+    let differences = crate::audit::verify_copy(&mut client, p).await?;
+    if !differences.is_empty() {
+        return Err(RebuildError::VerificationFailed {
+            projection: p.name,
+            differences,
+        });
+    }
+    let verify = verify_started.elapsed();
+
+    let swap_started = Instant::now();
+    let (caught_up, checkpoint) = swap(&mut client, p).await?;
+    events += caught_up;
+    Ok(RebuildReport {
+        projection: p.name,
+        events,
+        fill,
+        verify,
+        swap: swap_started.elapsed(),
+        checkpoint,
+    })
+}
+
+/// Drops any copy left by an earlier, interrupted rebuild and creates an empty one.
+async fn prepare_copy(client: &mut ClientWrapper, p: &Projection) -> Result<(), StoreError> {
+    let tx = client.transaction().await?;
+    let mut sql = format!("CREATE SCHEMA IF NOT EXISTS {REBUILD_SCHEMA};");
+    for t in p.tables {
+        sql.push_str(&format!("DROP TABLE IF EXISTS {REBUILD_SCHEMA}.{t};"));
+    }
+    sql.push_str(&format!(
+        "SET LOCAL search_path = {REBUILD_SCHEMA}, public; {}",
+        p.schema
+    ));
+    tx.batch_execute(&sql).await?;
+    tx.execute(
+        "INSERT INTO projection_checkpoints (name, slot, definition_checksum) VALUES ($1, 'rebuild', $2)
+         ON CONFLICT (name, slot) DO UPDATE
+         SET tx_id = '0'::xid8, position = 0, events_applied = 0, last_event_at = NULL,
+             definition_checksum = EXCLUDED.definition_checksum, updated_at = now(), started_at = now()",
+        &[&p.name, &p.checksum()],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Catches the copy up under the live checkpoint's lock and swaps it in.
+/// Returns the events applied during the swap and the new live checkpoint.
+async fn swap(client: &mut ClientWrapper, p: &Projection) -> Result<(i64, Cursor), StoreError> {
+    let tx = client.transaction().await?;
+    lock_checkpoint(&tx, p, Slot::Live).await?.ok_or_else(|| {
+        StoreError::Database(format!("projection {} has no live checkpoint", p.name))
+    })?;
+    let mut cursor = lock_checkpoint(&tx, p, Slot::Rebuild)
+        .await?
+        .ok_or_else(|| {
+            StoreError::Database(format!("the rebuild copy of {} disappeared", p.name))
+        })?;
+    let mut caught_up = 0;
+    loop {
+        let a = apply_range(&tx, p, Slot::Rebuild, cursor, REBUILD_BATCH_EVENTS).await?;
+        caught_up += a.events;
+        cursor = a.cursor;
+        if a.events == 0 {
+            break;
+        }
+    }
+    let mut sql = format!("CREATE SCHEMA IF NOT EXISTS {RETIRED_SCHEMA};");
+    for t in p.tables {
+        sql.push_str(&format!(
+            "DROP TABLE IF EXISTS {RETIRED_SCHEMA}.{t};
+             ALTER TABLE {LIVE_SCHEMA}.{t} SET SCHEMA {RETIRED_SCHEMA};
+             ALTER TABLE {REBUILD_SCHEMA}.{t} SET SCHEMA {LIVE_SCHEMA};"
+        ));
+    }
+    tx.batch_execute(&sql).await?;
+    tx.execute(
+        "UPDATE projection_checkpoints AS l
+         SET tx_id = r.tx_id, position = r.position, events_applied = r.events_applied,
+             last_event_at = r.last_event_at, definition_checksum = r.definition_checksum,
+             started_at = r.started_at, updated_at = now()
+         FROM projection_checkpoints AS r
+         WHERE l.name = $1 AND l.slot = 'live' AND r.name = $1 AND r.slot = 'rebuild'",
+        &[&p.name],
+    )
+    .await?;
+    tx.execute(
+        "DELETE FROM projection_checkpoints WHERE name = $1 AND slot = 'rebuild'",
+        &[&p.name],
+    )
+    .await?;
+    tx.commit().await?;
+    let mut drop_retired = String::new();
+    for t in p.tables {
+        drop_retired.push_str(&format!("DROP TABLE IF EXISTS {RETIRED_SCHEMA}.{t};"));
+    }
+    client.batch_execute(&drop_retired).await?;
+    Ok((caught_up, cursor))
+}
