@@ -76,6 +76,7 @@ pub struct Replay {
     balances: BTreeMap<Item, Balance>,
     events: u64,
     streams: u64,
+    orders: u64,
     diffs: Diffs,
 }
 
@@ -97,6 +98,7 @@ impl Replay {
             balances: BTreeMap::new(),
             events: 0,
             streams: 0,
+            orders: 0,
             diffs: Diffs::default(),
         }
     }
@@ -208,10 +210,14 @@ impl Replay {
             return;
         };
         // The whole stream must obey the rules (transitions, amounts from seq 1).
-        if let Err(why) = fold(&id, valid.iter().copied()) {
-            self.diffs
-                .push("events", stream, "rule", "an allowed history", why);
-            return;
+        match fold(&id, valid.iter().copied()) {
+            Err(why) => {
+                self.diffs
+                    .push("events", stream, "rule", "an allowed history", why);
+                return;
+            }
+            Ok(Some(r)) if r.order_id.is_some() => self.orders += 1,
+            Ok(_) => {}
         }
         for (target, expected) in &mut self.targets {
             let seen: Vec<(&Row, &Event)> = valid
@@ -272,7 +278,6 @@ impl Replay {
             .await?;
         }
         let mut compared = Vec::new();
-        let mut orders = 0;
         for (target, expected) in &self.targets {
             let schema = target.slot.schema();
             let name = target.projection.name;
@@ -288,7 +293,6 @@ impl Replay {
                     .await?
                 }
                 Expected::Orders(map) => {
-                    orders = map.len() as u64;
                     compare::orders(tx, &format!("{schema}.order_view"), map, &mut self.diffs)
                         .await?
                 }
@@ -308,7 +312,7 @@ impl Replay {
             events: self.events,
             streams: self.streams,
             items: self.balances.len() as u64,
-            orders,
+            orders: self.orders,
             compared,
             difference_count: self.diffs.count,
             differences: self.diffs.kept,

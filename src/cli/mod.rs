@@ -5,6 +5,7 @@
 
 mod demo;
 mod output;
+mod read_models;
 
 use std::process::ExitCode;
 
@@ -16,6 +17,7 @@ use stockledger::domain::{
     Rejection, ReservationId, ReserveRequest, Sku,
 };
 use stockledger::limits::MAX_EVENTS_PER_READ;
+use stockledger::store::history::AsOf;
 use stockledger::store::{Cursor, Store};
 
 use output::Printer;
@@ -90,10 +92,36 @@ enum Cmd {
     },
     /// Show a reservation: state, lines, expiry and its event timeline.
     Show { reservation_id: String },
-    /// Stock figures of one item.
+    /// Stock figures of one item, from the stock_levels read model (or, with
+    /// --as-of / --as-of-position, replayed from the log at that moment).
     Stock {
         sku: String,
         #[arg(long)]
+        location: Option<String>,
+        /// A past moment (RFC 3339 time).
+        #[arg(long, conflicts_with = "as_of_position")]
+        as_of: Option<String>,
+        /// A past log position.
+        #[arg(long)]
+        as_of_position: Option<i64>,
+    },
+    /// Run every projection worker until stopped (ctrl-c finishes the batch).
+    Project,
+    /// Report on or rebuild the read models.
+    Projections {
+        #[command(subcommand)]
+        command: ProjectionsCmd,
+    },
+    /// Replay the whole log and compare with the balances and every read model.
+    /// Exit 0 when everything agrees, 4 when a difference is found.
+    Audit,
+    /// An order's or an item's event timeline.
+    History {
+        #[arg(long, conflicts_with_all = ["sku", "location"])]
+        order: Option<String>,
+        #[arg(long)]
+        sku: Option<String>,
+        #[arg(long, requires = "sku")]
         location: Option<String>,
     },
     /// Read the log in safe commit order.
@@ -108,9 +136,26 @@ enum Cmd {
     Demo,
 }
 
+#[derive(Subcommand, Debug)]
+enum ProjectionsCmd {
+    /// Each projection's checkpoint, lag in events and seconds, and state.
+    Status,
+    /// Build a fresh copy from the start while the live one serves, verify it,
+    /// and swap it in atomically.
+    Rebuild {
+        /// stock_levels, order_view or reservation_expiry.
+        #[arg(required_unless_present = "all")]
+        name: Option<String>,
+        #[arg(long, conflicts_with = "name")]
+        all: bool,
+    },
+}
+
 /// How a run ended, mapped to the documented exit codes.
 pub enum Failure {
     Rejected(Rejection),
+    /// The audit found differences (exit 4); the report is already printed.
+    AuditDifferences,
     Other(anyhow::Error),
 }
 
@@ -140,6 +185,7 @@ pub async fn run(args: Args) -> ExitCode {
             printer.rejection(&r);
             ExitCode::from(if r.code() == "INVALID_ARGUMENT" { 2 } else { 3 })
         }
+        Err(Failure::AuditDifferences) => ExitCode::from(4),
         Err(Failure::Other(e)) => {
             printer.error(&e);
             ExitCode::from(1)
@@ -149,6 +195,13 @@ pub async fn run(args: Args) -> ExitCode {
 
 /// Opens the store, telling the user when we had to start a server for them.
 async fn open(database_url: Option<&str>, printer: &Printer) -> Result<Store, Failure> {
+    Ok(open_with_server(database_url, printer).await?.0)
+}
+
+async fn open_with_server(
+    database_url: Option<&str>,
+    printer: &Printer,
+) -> Result<(Store, db::Server), Failure> {
     let (store, server) = db::open(database_url).await.map_err(anyhow::Error::from)?;
     if let Some(started) = server.started {
         if started.initialised || started.started {
@@ -163,7 +216,7 @@ async fn open(database_url: Option<&str>, printer: &Printer) -> Result<Store, Fa
             ));
         }
     }
-    Ok(store)
+    Ok((store, server))
 }
 
 fn actor() -> String {
@@ -269,14 +322,59 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
                 }
             }
         }
-        Cmd::Stock { sku, location } => {
+        Cmd::Stock {
+            sku,
+            location,
+            as_of,
+            as_of_position,
+        } => {
             let item = Item {
                 sku: Sku::parse("sku", &sku)?,
                 location: Location::parse_or_default("location", location.as_deref())?,
             };
+            let as_of = match (as_of, as_of_position) {
+                (Some(t), _) => Some(AsOf::Time(
+                    chrono::DateTime::parse_from_rfc3339(&t)
+                        .map_err(|e| {
+                            Rejection::invalid("as_of", format!("not an RFC 3339 time: {e}"))
+                        })?
+                        .with_timezone(&chrono::Utc),
+                )),
+                (None, Some(p)) if p >= 0 => Some(AsOf::Position(p)),
+                (None, Some(_)) => {
+                    return Err(Rejection::invalid("as_of_position", "must not be negative").into())
+                }
+                (None, None) => None,
+            };
             let store = open(database_url, printer).await?;
-            let balance = store.balance(&item).await?;
-            printer.stock(&item, balance);
+            read_models::stock(&store, item, as_of, printer).await?;
+        }
+        Cmd::Project => {
+            let (store, server) = open_with_server(database_url, printer).await?;
+            read_models::project(&store, server.config, printer).await?;
+        }
+        Cmd::Projections { command } => {
+            let store = open(database_url, printer).await?;
+            match command {
+                ProjectionsCmd::Status => read_models::status(&store, printer).await?,
+                ProjectionsCmd::Rebuild { name, all } => {
+                    read_models::rebuild_cmd(&store, name, all, printer).await?
+                }
+            }
+        }
+        Cmd::Audit => {
+            let store = open(database_url, printer).await?;
+            if !read_models::audit(&store, printer).await? {
+                return Err(Failure::AuditDifferences);
+            }
+        }
+        Cmd::History {
+            order,
+            sku,
+            location,
+        } => {
+            let store = open(database_url, printer).await?;
+            read_models::history(&store, order, sku, location, printer).await?;
         }
         Cmd::Events { after, limit } => {
             let after = match after {

@@ -197,15 +197,6 @@ impl Printer {
         self.value(&d.to_json(), &text);
     }
 
-    pub fn stock(&self, item: &Item, balance: Option<Balance>) {
-        let b = balance.unwrap_or_default();
-        let mut text = stock_text(item, b);
-        if balance.is_none() {
-            text.push_str(" (never received)");
-        }
-        self.value(&stock_json(item, b), &text);
-    }
-
     pub fn events(&self, page: &EventPage) {
         let doc = json!({
             "events": page.events.iter().map(event_json).collect::<Vec<_>>(),

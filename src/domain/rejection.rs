@@ -44,6 +44,10 @@ pub enum Rejection {
     #[error("reservation {reservation_id} does not exist")]
     ReservationNotFound { reservation_id: String },
 
+    /// A read asked for something that does not exist (an order, an item).
+    #[error("no {what} {key}")]
+    NotFound { what: &'static str, key: String },
+
     #[error("order {order_id} already has reservation {reservation_id}")]
     OrderAlreadyReserved {
         order_id: String,
@@ -70,6 +74,7 @@ impl Rejection {
             Rejection::AlreadyConfirmed { .. } => "ALREADY_CONFIRMED",
             Rejection::ReservationNotFound { .. } => "RESERVATION_NOT_FOUND",
             Rejection::OrderAlreadyReserved { .. } => "ORDER_ALREADY_RESERVED",
+            Rejection::NotFound { .. } => "NOT_FOUND",
         }
     }
 
@@ -94,6 +99,7 @@ impl Rejection {
                 order_id,
                 reservation_id,
             } => json!({"order_id": order_id, "reservation_id": reservation_id}),
+            Rejection::NotFound { what, key } => json!({"what": what, "key": key}),
         }
     }
 

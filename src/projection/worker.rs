@@ -184,3 +184,19 @@ pub async fn catch_up(pool: &Pool) -> Result<i64, StoreError> {
     }
     Ok(total)
 }
+
+/// Catches `p` up if no worker runs it anywhere (its runner lock is free);
+/// returns whether it did. One-shot tools use this so that a reader without
+/// running workers still sees current rows, while a running worker is left
+/// to do its job and its lag is reported instead.
+pub async fn catch_up_if_idle(pool: &Pool, p: &'static Projection) -> Result<bool, StoreError> {
+    let Some(mut client) = become_runner(pool, p).await? else {
+        return Ok(false);
+    };
+    loop {
+        let a = apply_batch(&mut client, p, Slot::Live, PROJECTION_BATCH_EVENTS).await?;
+        if a.events == 0 {
+            return Ok(true);
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! Commands over the read models: run the workers, report and rebuild them,
+//! audit the ledger, read history and stock.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use stockledger::domain::{Item, Location, OrderId, Sku};
+use stockledger::projection::{self, rebuild, status, worker};
+use stockledger::store::history::{figures, AsOf};
+use stockledger::store::Store;
+use tokio_util::sync::CancellationToken;
+
+use super::output::{event_summary, stock_json, stock_text, Printer};
+use super::Failure;
+
+/// Cancels `token` on ctrl-c or SIGTERM.
+pub fn cancel_on_signal(token: CancellationToken) {
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing a SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        token.cancel();
+    });
+}
+
+pub async fn project(
+    store: &Store,
+    listen: tokio_postgres::Config,
+    printer: &Printer,
+) -> Result<(), Failure> {
+    let cancel = CancellationToken::new();
+    cancel_on_signal(cancel.clone());
+    printer.note("projection workers running; ctrl-c finishes the current batch and stops");
+    worker::run_all(
+        store.pool().clone(),
+        listen,
+        cancel,
+        worker::WorkerConfig::default(),
+    )
+    .await;
+    printer.note("stopped");
+    Ok(())
+}
+
+pub async fn status(store: &Store, printer: &Printer) -> Result<(), Failure> {
+    let client = store.pool().get().await.map_err(anyhow::Error::from)?;
+    let all = status::status(&**client).await?;
+    let mut text = format!(
+        "{:<20} {:<11} {:>16} {:>12} {:>11} {:>9}  definition",
+        "projection", "state", "checkpoint", "applied", "lag events", "lag s"
+    );
+    for s in &all {
+        text.push_str(&format!(
+            "\n{:<20} {:<11} {:>16} {:>12} {:>11} {:>9.1}  {}",
+            s.name,
+            s.state,
+            s.live.checkpoint.to_string(),
+            s.live.events_applied,
+            format!(
+                "{}{}",
+                if s.live.lag_capped { ">=" } else { "" },
+                s.live.lag_events
+            ),
+            s.live.lag_seconds,
+            if s.definition_current {
+                "current"
+            } else {
+                "stale: rebuild it"
+            }
+        ));
+        if let Some(r) = &s.rebuild {
+            text.push_str(&format!(
+                "\n{:<20} {:<11} {:>16} {:>12} {:>11}",
+                "",
+                "(copy)",
+                r.checkpoint.to_string(),
+                r.events_applied,
+                r.lag_events
+            ));
+        }
+    }
+    printer.value(&json!({ "projections": all }), &text);
+    Ok(())
+}
+
+pub async fn rebuild_cmd(
+    store: &Store,
+    name: Option<String>,
+    all: bool,
+    printer: &Printer,
+) -> Result<(), Failure> {
+    let targets: Vec<&'static projection::Projection> = match (name, all) {
+        (_, true) => projection::ALL.to_vec(),
+        (Some(n), false) => vec![projection::by_name(&n).ok_or_else(|| {
+            stockledger::domain::Rejection::invalid(
+                "name",
+                format!(
+                    "unknown projection {n:?}; known: {}",
+                    projection::ALL
+                        .iter()
+                        .map(|p| p.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })?],
+        (None, false) => {
+            return Err(stockledger::domain::Rejection::invalid(
+                "name",
+                "name a projection or pass --all",
+            )
+            .into())
+        }
+    };
+    let mut reports = Vec::new();
+    for p in targets {
+        let mut display = Progress::new(p.name, printer.json);
+        let report = rebuild::rebuild(
+            store.pool(),
+            p,
+            stockledger::limits::REBUILD_BATCH_EVENTS,
+            |pr| display.update(pr),
+        )
+        .await
+        .map_err(anyhow::Error::from)?;
+        display.finish();
+        let secs = report.fill.as_secs_f64();
+        let text = format!(
+            "{}: rebuilt from {} events in {:.2} s ({:.0} events/s), verified in {:.2} s, swapped in {:.3} s",
+            p.name,
+            report.events,
+            secs,
+            report.events as f64 / secs.max(1e-9),
+            report.verify.as_secs_f64(),
+            report.swap.as_secs_f64()
+        );
+        if !printer.json {
+            println!("{text}");
+        }
+        reports.push(json!({
+            "projection": p.name, "events": report.events, "fill_seconds": secs,
+            "verify_seconds": report.verify.as_secs_f64(), "swap_seconds": report.swap.as_secs_f64(),
+            "checkpoint": report.checkpoint.to_string(),
+        }));
+    }
+    if printer.json {
+        printer.value(&json!({ "rebuilt": reports }), "");
+    }
+    Ok(())
+}
+
+/// A progress bar on a terminal, plain lines every few seconds otherwise.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    name: &'static str,
+    quiet: bool,
+    last_line: Instant,
+}
+
+impl Progress {
+    fn new(name: &'static str, quiet: bool) -> Self {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{prefix:>20} [{bar:30}] {pos}/{len} events, {per_sec}, ETA {eta}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            bar.set_prefix(name);
+            bar
+        });
+        Progress {
+            bar,
+            name,
+            quiet,
+            last_line: Instant::now(),
+        }
+    }
+
+    fn update(&mut self, p: rebuild::Progress) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(p.total_estimate.max(p.events) as u64);
+            bar.set_position(p.events as u64);
+        } else if !self.quiet && self.last_line.elapsed() >= Duration::from_secs(2) {
+            self.last_line = Instant::now();
+            let rate = p.events as f64 / p.elapsed.as_secs_f64().max(1e-9);
+            let left = (p.total_estimate - p.events).max(0) as f64 / rate.max(1.0);
+            eprintln!(
+                "{}: {}/{} events, {:.0} events/s, ETA {:.0} s",
+                self.name, p.events, p.total_estimate, rate, left
+            );
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+pub async fn audit(store: &Store, printer: &Printer) -> Result<bool, Failure> {
+    let report = stockledger::audit::audit(store.pool()).await?;
+    let mut text = format!(
+        "audit: {} events in {} streams, {} items, {} orders; {:.2} s ({:.0} events/s)\ncompared: item_balances",
+        report.events, report.streams, report.items, report.orders, report.seconds, report.events_per_second
+    );
+    for (name, at) in &report.projections {
+        text.push_str(&format!(", {name} at {at}"));
+    }
+    if report.clean() {
+        text.push_str("\nclean: the balances and every projection agree with the log");
+    } else {
+        text.push_str(&format!("\n{} difference(s):", report.difference_count));
+        for d in &report.differences {
+            text.push_str(&format!("\n  {d}"));
+        }
+        if report.difference_count as usize > report.differences.len() {
+            text.push_str(&format!(
+                "\n  ... and {} more",
+                report.difference_count as usize - report.differences.len()
+            ));
+        }
+    }
+    printer.value(&serde_json::to_value(&report).expect("json"), &text);
+    Ok(report.clean())
+}
+
+pub async fn history(
+    store: &Store,
+    order: Option<String>,
+    sku: Option<String>,
+    location: Option<String>,
+    printer: &Printer,
+) -> Result<(), Failure> {
+    match (order, sku) {
+        (Some(order), None) => {
+            let id = OrderId::parse("order", &order)?;
+            match store.order_history(&id).await? {
+                Some(details) => printer.reservation_details(&details),
+                None => {
+                    return Err(stockledger::domain::Rejection::NotFound {
+                        what: "reservation for order",
+                        key: order,
+                    }
+                    .into())
+                }
+            }
+        }
+        (None, Some(sku)) => {
+            let item = Item {
+                sku: Sku::parse("sku", &sku)?,
+                location: Location::parse_or_default("location", location.as_deref())?,
+            };
+            let events = store.item_history(&item).await?;
+            let mut text = format!("history of {item}: {} event(s)", events.len());
+            let mut docs = Vec::new();
+            for (i, e) in events.iter().enumerate() {
+                let b = figures(&item, &events[..=i]);
+                text.push_str(&format!(
+                    "\n{:>8}  {}  {:<40} {:<60} on_hand {:>6}  reserved {:>6}  available {:>6}",
+                    e.position,
+                    e.recorded_at.format("%Y-%m-%d %H:%M:%S%.3f"),
+                    format!("{} #{}", e.stream, e.seq),
+                    event_summary(&e.event),
+                    b.on_hand,
+                    b.reserved,
+                    b.available()
+                ));
+                let mut doc = stockledger::store::read::event_json(e);
+                doc["after"] = stock_json(&item, b);
+                docs.push(doc);
+            }
+            printer.value(
+                &json!({"sku": item.sku, "location": item.location, "events": docs}),
+                &text,
+            );
+        }
+        _ => {
+            return Err(stockledger::domain::Rejection::invalid(
+                "history",
+                "give either --order ID or --sku SKU [--location L]",
+            )
+            .into())
+        }
+    }
+    Ok(())
+}
+
+pub async fn stock(
+    store: &Store,
+    item: Item,
+    as_of: Option<AsOf>,
+    printer: &Printer,
+) -> Result<(), Failure> {
+    if let Some(as_of) = as_of {
+        let b = store.stock_as_of(&item, as_of).await?;
+        let (label, doc) = match as_of {
+            AsOf::Time(t) => (format!("as of {}", t.to_rfc3339()), json!({"time": t})),
+            AsOf::Position(p) => (format!("as of position {p}"), json!({"position": p})),
+        };
+        let mut v = stock_json(&item, b);
+        v["as_of"] = doc;
+        printer.value(
+            &v,
+            &format!("{} ({label}, replayed from the log)", stock_text(&item, b)),
+        );
+        return Ok(());
+    }
+    worker::catch_up_if_idle(store.pool(), &projection::registry::STOCK_LEVELS).await?;
+    let (balance, s) = store.stock_level(&item).await?;
+    let b = balance.unwrap_or_default();
+    let mut v = stock_json(&item, b);
+    v["as_of"] = json!({
+        "projection": "stock_levels",
+        "checkpoint": s.live.checkpoint.to_string(),
+        "lag_events": s.live.lag_events,
+        "lag_seconds": s.live.lag_seconds,
+    });
+    let behind = if s.live.lag_events == 0 {
+        "up to date with the log".to_owned()
+    } else {
+        format!(
+            "{} event(s), {:.1} s behind the log",
+            s.live.lag_events, s.live.lag_seconds
+        )
+    };
+    let mut text = format!("{} ({behind})", stock_text(&item, b));
+    if balance.is_none() {
+        text.push_str(" (never received)");
+    }
+    printer.value(&v, &text);
+    Ok(())
+}
