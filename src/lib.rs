@@ -3,6 +3,7 @@
 //! See `docs/architecture.md` for the map.
 
 pub mod audit;
+pub mod bench;
 pub mod db;
 pub mod domain;
 pub mod limits;

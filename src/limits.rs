@@ -76,3 +76,8 @@ pub const LAG_COUNT_CAP: i64 = 1_000_000;
 /// Most differences an audit or a rebuild verification keeps in its report;
 /// it still counts them all.
 pub const MAX_REPORTED_DIFFERENCES: usize = 1_000;
+
+/// How many connections (and threads) read the log side by side during an
+/// audit or a rebuild verification, each folding the streams of one hash
+/// partition. Matches the machine's two cores.
+pub const AUDIT_READERS: u32 = 2;

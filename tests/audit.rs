@@ -19,9 +19,7 @@ async fn ledger() -> TestDb {
         .unwrap();
     db.run(confirm("r2")).await.unwrap();
     db.run(release("ghost")).await.unwrap();
-    stockledger::projection::worker::catch_up(db.store.pool())
-        .await
-        .unwrap();
+    db.project_all().await;
     db
 }
 

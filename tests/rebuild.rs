@@ -90,9 +90,7 @@ async fn rebuild_while_writes_go_on() {
 async fn an_interrupted_rebuild_leaves_the_live_copy_untouched() {
     let db = Arc::new(TestDb::new().await);
     some_history(&db, "h", 40).await;
-    stockledger::projection::worker::catch_up(db.store.pool())
-        .await
-        .unwrap();
+    db.project_all().await;
     let p = stockledger::projection::by_name("order_view").unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let pool = db.store.pool().clone();
@@ -118,9 +116,7 @@ async fn an_interrupted_rebuild_leaves_the_live_copy_untouched() {
     db.assert_audit_clean().await;
     // More writes reach the live copy while the abandoned copy sits there.
     some_history(&db, "after", 5).await;
-    stockledger::projection::worker::catch_up(db.store.pool())
-        .await
-        .unwrap();
+    db.project_all().await;
     db.assert_audit_clean().await;
 
     rebuild::rebuild(db.store.pool(), p, 5, |_| {})

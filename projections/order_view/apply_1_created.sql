@@ -1,21 +1,38 @@
--- New reservations in ($1:$2, $3:$4]. A plain INSERT: each event is applied
--- exactly once, so a conflict here would be a bug and must fail loudly.
+-- New reservations in ($1:$2, $3:$4], written once in their final state for
+-- this batch: a reservation settled in the same batch (the common case during
+-- a rebuild) is inserted as settled rather than inserted and then updated.
+-- A plain INSERT: each event is applied exactly once, so a conflict here
+-- would be a bug and must fail loudly.
 WITH batch AS (
     SELECT position, stream, seq, type, data, recorded_at
     FROM events
     WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
       AND (tx_id, position) <= ($3::text::xid8, $4::bigint)
-      AND type = 'ReservationCreated'
+      AND type IN ('ReservationCreated', 'ReservationConfirmed', 'ReservationReleased', 'ReservationExpired')
+), created AS (
+    SELECT * FROM batch WHERE type = 'ReservationCreated'
+), settled AS (
+    SELECT * FROM batch WHERE seq = 2
 )
 INSERT INTO order_view (order_id, reservation_id, state, lines, expires_at,
                         created_at, updated_at, history, last_position)
-SELECT data ->> 'order_id',
-       substr(stream, length('reservation:') + 1),
-       'RESERVED',
-       data -> 'lines',
-       (data ->> 'expires_at')::timestamptz,
-       recorded_at,
-       recorded_at,
-       jsonb_build_array(jsonb_build_object('seq', seq, 'type', type, 'position', position, 'at', recorded_at)),
-       position
-FROM batch
+SELECT c.data ->> 'order_id',
+       substr(c.stream, length('reservation:') + 1),
+       CASE s.type WHEN 'ReservationConfirmed' THEN 'CONFIRMED'
+                   WHEN 'ReservationReleased' THEN 'RELEASED'
+                   WHEN 'ReservationExpired' THEN 'EXPIRED'
+                   ELSE 'RESERVED' END,
+       c.data -> 'lines',
+       (c.data ->> 'expires_at')::timestamptz,
+       c.recorded_at,
+       coalesce(s.recorded_at, c.recorded_at),
+       CASE WHEN s.stream IS NULL
+            THEN jsonb_build_array(
+                     jsonb_build_object('seq', c.seq, 'type', c.type, 'position', c.position, 'at', c.recorded_at))
+            ELSE jsonb_build_array(
+                     jsonb_build_object('seq', c.seq, 'type', c.type, 'position', c.position, 'at', c.recorded_at),
+                     jsonb_build_object('seq', s.seq, 'type', s.type, 'position', s.position, 'at', s.recorded_at))
+       END,
+       coalesce(s.position, c.position)
+FROM created AS c
+LEFT JOIN settled AS s ON s.stream = c.stream

@@ -1,8 +1,8 @@
--- Confirmations, releases and expiries in ($1:$2, $3:$4]. They carry the
--- order id, so no lookup of the reservation is needed. Runs after
--- apply_1_created, so a reservation created and settled in one batch works.
+-- Confirmations, releases and expiries in ($1:$2, $3:$4] of reservations
+-- created in an earlier batch (apply_1_created handled the others). They
+-- carry the order id, so no lookup of the reservation is needed.
 WITH batch AS (
-    SELECT position, seq, type, data, recorded_at
+    SELECT stream, position, seq, type, data, recorded_at
     FROM events
     WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
       AND (tx_id, position) <= ($3::text::xid8, $4::bigint)
@@ -19,3 +19,8 @@ SET state = CASE b.type WHEN 'ReservationConfirmed' THEN 'CONFIRMED'
     last_position = b.position
 FROM batch AS b
 WHERE o.order_id = b.data ->> 'order_id'
+  AND NOT EXISTS (
+      SELECT 1 FROM events AS c
+      WHERE c.stream = b.stream AND c.seq = 1
+        AND (c.tx_id, c.position) > ($1::text::xid8, $2::bigint)
+        AND (c.tx_id, c.position) <= ($3::text::xid8, $4::bigint))

@@ -1,9 +1,14 @@
--- Reservations created in ($1:$2, $3:$4] become open.
+-- Reservations created in ($1:$2, $3:$4] and still open at the end of it.
 INSERT INTO reservation_expiry (reservation_id, order_id, expires_at)
-SELECT substr(stream, length('reservation:') + 1),
-       data ->> 'order_id',
-       (data ->> 'expires_at')::timestamptz
-FROM events
-WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
-  AND (tx_id, position) <= ($3::text::xid8, $4::bigint)
-  AND type = 'ReservationCreated'
+SELECT substr(c.stream, length('reservation:') + 1),
+       c.data ->> 'order_id',
+       (c.data ->> 'expires_at')::timestamptz
+FROM events AS c
+WHERE (c.tx_id, c.position) > ($1::text::xid8, $2::bigint)
+  AND (c.tx_id, c.position) <= ($3::text::xid8, $4::bigint)
+  AND c.type = 'ReservationCreated'
+  AND NOT EXISTS (
+      SELECT 1 FROM events AS s
+      WHERE s.stream = c.stream AND s.seq = 2
+        AND (s.tx_id, s.position) > ($1::text::xid8, $2::bigint)
+        AND (s.tx_id, s.position) <= ($3::text::xid8, $4::bigint))

@@ -1,4 +1,5 @@
 -- Reservations confirmed, released or expired in ($1:$2, $3:$4] are closed.
+-- One created in the same batch was never inserted; deleting it is a no-op.
 DELETE FROM reservation_expiry AS r
 USING events AS e
 WHERE (e.tx_id, e.position) > ($1::text::xid8, $2::bigint)

@@ -1,41 +1,30 @@
 -- Folds the events in ($1:$2, $3:$4] (safe commit order) into stock_levels.
--- Set-based: every stock effect of the batch is summed per item and added
--- with one upsert. The effects are those of Event::stock_effects in Rust; the
--- audit checks the two against each other.
-WITH batch AS (
-    SELECT position, type, data, recorded_at
-    FROM events
-    WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
-      AND (tx_id, position) <= ($3::text::xid8, $4::bigint)
-), effects AS (
-    SELECT data ->> 'sku' AS sku,
-           data ->> 'location' AS location,
-           CASE type WHEN 'StockReceived' THEN (data ->> 'quantity')::bigint
-                     ELSE (data ->> 'delta')::bigint END AS on_hand,
-           0::bigint AS reserved,
-           0::bigint AS confirmed,
-           position,
-           recorded_at
-    FROM batch
-    WHERE type IN ('StockReceived', 'StockAdjusted')
-    UNION ALL
-    SELECT l ->> 'sku',
-           l ->> 'location',
-           CASE b.type WHEN 'ReservationConfirmed' THEN -(l ->> 'quantity')::bigint ELSE 0 END,
-           CASE b.type WHEN 'ReservationCreated' THEN (l ->> 'quantity')::bigint
-                       ELSE -(l ->> 'quantity')::bigint END,
-           CASE b.type WHEN 'ReservationConfirmed' THEN (l ->> 'quantity')::bigint ELSE 0 END,
-           b.position,
-           b.recorded_at
-    FROM batch AS b
-    CROSS JOIN LATERAL jsonb_array_elements(b.data -> 'lines') AS l
-    WHERE b.type IN ('ReservationCreated', 'ReservationConfirmed',
-                     'ReservationReleased', 'ReservationExpired')
-)
+-- Set-based, in one scan: a receipt or adjustment is treated as a one-line
+-- event, every line's effect is derived from the event type, the effects are
+-- summed per item and added with one upsert. The effects are those of
+-- Event::for_each_effect in Rust; the audit checks the two against each other.
 INSERT INTO stock_levels AS s (sku, location, on_hand, reserved, confirmed, last_position, updated_at)
-SELECT sku, location, sum(on_hand), sum(reserved), sum(confirmed), max(position), max(recorded_at)
-FROM effects
-GROUP BY sku, location
+SELECT l ->> 'sku',
+       l ->> 'location',
+       sum(CASE e.type WHEN 'StockReceived' THEN (l ->> 'quantity')::bigint
+                       WHEN 'StockAdjusted' THEN (l ->> 'delta')::bigint
+                       WHEN 'ReservationConfirmed' THEN -(l ->> 'quantity')::bigint
+                       ELSE 0 END),
+       sum(CASE e.type WHEN 'ReservationCreated' THEN (l ->> 'quantity')::bigint
+                       WHEN 'ReservationConfirmed' THEN -(l ->> 'quantity')::bigint
+                       WHEN 'ReservationReleased' THEN -(l ->> 'quantity')::bigint
+                       WHEN 'ReservationExpired' THEN -(l ->> 'quantity')::bigint
+                       ELSE 0 END),
+       sum(CASE e.type WHEN 'ReservationConfirmed' THEN (l ->> 'quantity')::bigint ELSE 0 END),
+       max(e.position),
+       max(e.recorded_at)
+FROM events AS e
+CROSS JOIN LATERAL jsonb_array_elements(
+    CASE WHEN e.type IN ('StockReceived', 'StockAdjusted') THEN jsonb_build_array(e.data)
+         ELSE e.data -> 'lines' END) AS l
+WHERE (e.tx_id, e.position) > ($1::text::xid8, $2::bigint)
+  AND (e.tx_id, e.position) <= ($3::text::xid8, $4::bigint)
+GROUP BY 1, 2
 ON CONFLICT (sku, location) DO UPDATE
 SET on_hand       = s.on_hand + EXCLUDED.on_hand,
     reserved      = s.reserved + EXCLUDED.reserved,

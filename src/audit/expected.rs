@@ -2,7 +2,7 @@
 //! is an independent implementation of the projections' SQL; the audit checks
 //! one against the other.
 
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
 
 use chrono::{DateTime, Utc};
 
@@ -18,7 +18,7 @@ pub struct OrderRow {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// (seq, type, position) per event, oldest first.
-    pub history: Vec<(u32, String, i64)>,
+    pub history: Vec<(u32, &'static str, i64)>,
 }
 
 /// One row of `reservation_expiry`.
@@ -31,7 +31,7 @@ pub struct ExpiryRow {
 /// The expected contents of one projection copy.
 #[derive(Debug)]
 pub enum Expected {
-    Stock(BTreeMap<Item, Balance>),
+    Stock(HashMap<Item, Balance>),
     Orders(HashMap<String, OrderRow>),
     Expiry(HashMap<String, ExpiryRow>),
 }
@@ -39,16 +39,19 @@ pub enum Expected {
 impl Expected {
     pub fn for_projection(name: &str) -> Option<Expected> {
         match name {
-            "stock_levels" => Some(Expected::Stock(BTreeMap::new())),
-            "order_view" => Some(Expected::Orders(HashMap::new())),
-            "reservation_expiry" => Some(Expected::Expiry(HashMap::new())),
+            "stock_levels" => Some(Expected::Stock(HashMap::default())),
+            "order_view" => Some(Expected::Orders(HashMap::default())),
+            "reservation_expiry" => Some(Expected::Expiry(HashMap::default())),
             _ => None,
         }
     }
 }
 
 /// A folded reservation plus what the order view needs beyond it.
-pub fn order_row(r: &Reservation, history: Vec<(u32, String, i64)>) -> Option<(String, OrderRow)> {
+pub fn order_row(
+    r: &Reservation,
+    history: Vec<(u32, &'static str, i64)>,
+) -> Option<(String, OrderRow)> {
     let order = r.order_id.as_ref()?;
     Some((
         order.to_string(),

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::{ClientWrapper, Pool};
 use serde::Serialize;
 
+use crate::limits::AUDIT_READERS;
 use crate::projection::{Projection, Slot, ALL};
 use crate::store::{pool, Cursor, StoreError};
 
@@ -107,11 +108,75 @@ pub async fn audit(pool: &Pool) -> Result<AuditReport, StoreError> {
             });
         }
     }
-    let mut replay = Replay::new(targets, true);
-    replay.read_log(&tx).await?;
-    let result = replay.compare(&tx).await?;
+    let result = compare_in_snapshot(pool, &tx, targets, true).await?;
     tx.commit().await?;
     Ok(report(result, started.elapsed()))
+}
+
+/// Replays the log and compares it with the tables of `targets` (and the
+/// balances, when asked), all in the snapshot of `tx`.
+///
+/// The work is spread over connections that share that one snapshot
+/// (`pg_export_snapshot`): `AUDIT_READERS` of them each stream and fold one
+/// hash partition of the log, on threads of their own, while another loads
+/// the tables; the partial replays are merged and compared at the end.
+async fn compare_in_snapshot(
+    pool: &Pool,
+    tx: &deadpool_postgres::Transaction<'_>,
+    targets: Vec<Target>,
+    balances: bool,
+) -> Result<replay::Outcome, StoreError> {
+    let id: String = tx
+        .query_one("SELECT pg_export_snapshot()", &[])
+        .await?
+        .get(0);
+    // A snapshot id is the server's (hex digits and dashes); check before quoting it.
+    if !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return Err(StoreError::Database(format!(
+            "unexpected snapshot id {id:?}"
+        )));
+    }
+    let in_snapshot = |pool: Pool, id: String| async move {
+        let client = pool::get(&pool).await?;
+        let client = deadpool_postgres::Object::take(client);
+        client
+            .batch_execute(&format!(
+                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '{id}'"
+            ))
+            .await?;
+        Ok::<_, StoreError>(client)
+    };
+    let tables = {
+        let (pool, id, targets) = (pool.clone(), id.clone(), targets.clone());
+        tokio::spawn(async move {
+            let client = in_snapshot(pool, id).await?;
+            replay::load_tables(&*client, &targets, balances).await
+        })
+    };
+    let mut readers = Vec::new();
+    for part in 0..AUDIT_READERS {
+        let (pool, id, targets) = (pool.clone(), id.clone(), targets.clone());
+        readers.push(tokio::spawn(async move {
+            // The connection was taken out of the pool: dropping it ends its
+            // read-only transaction.
+            let client = in_snapshot(pool, id).await?;
+            let mut replay = Replay::new(targets);
+            replay.read_log(&*client, part, AUDIT_READERS).await?;
+            Ok::<_, StoreError>(replay)
+        }));
+    }
+    let joined =
+        |e: tokio::task::JoinError| StoreError::Database(format!("an audit task failed: {e}"));
+    let mut merged: Option<Replay> = None;
+    for r in readers {
+        let part = r.await.map_err(joined)??;
+        match &mut merged {
+            None => merged = Some(part),
+            Some(m) => m.merge(part),
+        }
+    }
+    let tables = tables.await.map_err(joined)??;
+    Ok(merged.expect("at least one reader").diff(tables))
 }
 
 fn report(r: replay::Outcome, elapsed: Duration) -> AuditReport {
@@ -133,25 +198,26 @@ fn report(r: replay::Outcome, elapsed: Duration) -> AuditReport {
     }
 }
 
-/// Verifies the rebuild copy of `p` against the log at the copy's checkpoint.
-pub async fn verify_copy(
-    client: &mut ClientWrapper,
-    p: &'static Projection,
+/// Verifies the rebuild copies of `ps` against the log, each at its own
+/// checkpoint, in one replay. Differences name the projection as their table.
+pub async fn verify_copies(
+    pool: &Pool,
+    ps: &[&'static Projection],
 ) -> Result<Vec<Difference>, StoreError> {
-    let tx = snapshot(client).await?;
-    let cutoff = checkpoint(&tx, p, Slot::Rebuild)
-        .await?
-        .ok_or_else(|| StoreError::Database(format!("{} has no rebuild copy to verify", p.name)))?;
-    let mut replay = Replay::new(
-        vec![Target {
+    let mut client = pool::get(pool).await?;
+    let tx = snapshot(&mut client).await?;
+    let mut targets = Vec::with_capacity(ps.len());
+    for p in ps {
+        let cutoff = checkpoint(&tx, p, Slot::Rebuild).await?.ok_or_else(|| {
+            StoreError::Database(format!("{} has no rebuild copy to verify", p.name))
+        })?;
+        targets.push(Target {
             projection: p,
             cutoff,
             slot: Slot::Rebuild,
-        }],
-        false,
-    );
-    replay.read_log(&tx).await?;
-    let result = replay.compare(&tx).await?;
+        });
+    }
+    let result = compare_in_snapshot(pool, &tx, targets, false).await?;
     tx.commit().await?;
     Ok(result.differences)
 }

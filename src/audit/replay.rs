@@ -1,13 +1,12 @@
 //! Reading the log once and folding it into what every table should hold.
 
-use std::collections::BTreeMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::Transaction;
 use futures_util::TryStreamExt;
 use tokio_postgres::types::ToSql;
 
-use crate::audit::compare;
+use crate::audit::compare::{self, Actual};
 use crate::audit::expected::{order_row, Expected, ExpiryRow};
 use crate::audit::Difference;
 use crate::domain::{Balance, Event, Item, Reservation, ReservationId, ReservationState};
@@ -72,30 +71,28 @@ struct Row {
 
 pub struct Replay {
     targets: Vec<(Target, Expected)>,
-    check_balances: bool,
-    balances: BTreeMap<Item, Balance>,
+    balances: HashMap<Item, Balance>,
     events: u64,
     streams: u64,
     orders: u64,
     diffs: Diffs,
 }
 
-const LOG_IN_STREAM_ORDER: &str = "
-    SELECT stream, seq, type, data::text, recorded_at, tx_id::text::bigint, position
-    FROM events ORDER BY stream, seq";
+/// One hash partition of the log, in physical order: no sort, so the server
+/// streams it as fast as it can read it. Every event of a stream falls in the
+/// same partition. Streams are put together in memory (see `read_log`).
+const LOG: &str = "SELECT stream, seq, type, data::text, recorded_at, tx_id::text::bigint, position
+                   FROM events WHERE (hashtext(stream) & 2147483647) % $2::int4 = $1::int4";
 
 impl Replay {
-    /// `check_balances`: also compare the write-side balances (the audit does,
-    /// a rebuild verification does not need to).
-    pub fn new(targets: Vec<Target>, check_balances: bool) -> Replay {
+    pub fn new(targets: Vec<Target>) -> Replay {
         let targets = targets
             .into_iter()
             .filter_map(|t| Expected::for_projection(t.projection.name).map(|e| (t, e)))
             .collect();
         Replay {
             targets,
-            check_balances,
-            balances: BTreeMap::new(),
+            balances: HashMap::default(),
             events: 0,
             streams: 0,
             orders: 0,
@@ -103,38 +100,60 @@ impl Replay {
         }
     }
 
-    /// Streams the whole log in (stream, seq) order, folding one stream at a
-    /// time; memory holds one stream plus the expected tables.
-    pub async fn read_log(&mut self, tx: &Transaction<'_>) -> Result<(), StoreError> {
-        let stmt = tx.prepare(LOG_IN_STREAM_ORDER).await?;
-        let rows = tx
-            .query_raw(&stmt, std::iter::empty::<&(dyn ToSql + Sync)>())
-            .await?;
+    /// Streams the whole log and folds it stream by stream.
+    ///
+    /// The log is read unsorted. A receipt or adjustment is complete with its
+    /// one event. A reservation's seq 1 waits in memory until its seq 2 comes
+    /// by (the log is append-only, so in practice seq 1 is read first); what
+    /// is still waiting at the end is folded then. Memory is therefore bounded
+    /// by the reservations still open, not by the size of the log.
+    /// Reads partition `part` of `parts`; the client must be inside the
+    /// snapshot the comparison uses.
+    pub async fn read_log(
+        &mut self,
+        client: &impl tokio_postgres::GenericClient,
+        part: u32,
+        parts: u32,
+    ) -> Result<(), StoreError> {
+        let stmt = client.prepare(LOG).await?;
+        let (part, parts) = (part as i32, parts as i32);
+        let params: [&(dyn ToSql + Sync); 2] = [&part, &parts];
+        let rows = client.query_raw(&stmt, params).await?;
         let mut rows = std::pin::pin!(rows);
-        let mut current: Vec<Row> = Vec::new();
+        let mut waiting: HashMap<String, Vec<Row>> = HashMap::default();
         while let Some(r) = rows.try_next().await? {
-            let stream: String = r.get(0);
-            if current.first().is_some_and(|c| c.stream != stream) {
-                self.finish_stream(std::mem::take(&mut current));
-            }
             let seq: i32 = r.get(1);
-            let type_name: String = r.get(2);
-            let data: String = r.get(3);
-            current.push(Row {
-                stream,
+            let type_name: &str = r.get(2);
+            let data: &str = r.get(3);
+            let row = Row {
+                stream: r.get(0),
                 seq: seq as u32,
-                event: Event::from_type_and_json(&type_name, &data)
+                event: Event::from_type_and_json(type_name, data)
                     .map_err(|e| format!("{type_name}: {e}")),
                 recorded_at: r.get(4),
                 cursor: Cursor {
                     tx_id: r.get(5),
                     position: r.get(6),
                 },
-            });
+            };
             self.events += 1;
+            if !row.stream.starts_with("reservation:") {
+                self.finish_stream(vec![row]);
+                continue;
+            }
+            let stream = row.stream.clone();
+            let entry = waiting.entry(stream.clone()).or_default();
+            entry.push(row);
+            // A reservation stream is complete once it reached seq 2.
+            if entry.len() >= 2 {
+                let mut rows = waiting.remove(&stream).expect("just inserted");
+                rows.sort_by_key(|r| r.seq);
+                self.finish_stream(rows);
+            }
         }
-        if !current.is_empty() {
-            self.finish_stream(current);
+        for (_, mut rows) in waiting {
+            rows.sort_by_key(|r| r.seq);
+            self.finish_stream(rows);
         }
         Ok(())
     }
@@ -156,47 +175,37 @@ impl Replay {
         }
         // Every event moves the write-side balances, whatever its stream.
         for (_, e) in &valid {
-            for (item, d) in e.stock_effects() {
-                self.balances.entry(item).or_default().apply(d);
-            }
+            add_effects(&mut self.balances, e);
         }
         if let Some(id) = stream.strip_prefix("reservation:") {
             self.reservation_stream(&stream, id, &valid);
+            return;
+        }
+        let want = if stream.starts_with("receipt:") {
+            "StockReceived"
+        } else if stream.starts_with("adjustment:") {
+            "StockAdjusted"
         } else {
-            let want = if stream.starts_with("receipt:") {
-                Some("StockReceived")
-            } else if stream.starts_with("adjustment:") {
-                Some("StockAdjusted")
-            } else {
-                None
-            };
-            match want {
-                None => self.diffs.push(
-                    "events",
-                    &stream,
-                    "stream",
-                    "receipt:, adjustment: or reservation:",
-                    &stream,
-                ),
-                Some(t) => {
-                    if rows.len() != 1 {
-                        self.diffs.push("events", &stream, "events", 1, rows.len());
-                    }
-                    for (_, e) in &valid {
-                        if e.type_name() != t {
-                            self.diffs.push("events", &stream, "type", t, e.type_name());
-                        }
-                    }
-                }
+            self.diffs.push(
+                "events",
+                &stream,
+                "stream",
+                "receipt:, adjustment: or reservation:",
+                &stream,
+            );
+            return;
+        };
+        for (_, e) in &valid {
+            if e.type_name() != want {
+                self.diffs
+                    .push("events", &stream, "type", want, e.type_name());
             }
-            for (target, expected) in &mut self.targets {
-                if let Expected::Stock(map) = expected {
-                    for (r, e) in &valid {
-                        if r.cursor <= target.cutoff {
-                            for (item, d) in e.stock_effects() {
-                                map.entry(item).or_default().apply(d);
-                            }
-                        }
+        }
+        for (target, expected) in &mut self.targets {
+            if let Expected::Stock(map) = expected {
+                for (r, e) in &valid {
+                    if r.cursor <= target.cutoff {
+                        add_effects(map, e);
                     }
                 }
             }
@@ -210,105 +219,135 @@ impl Replay {
             return;
         };
         // The whole stream must obey the rules (transitions, amounts from seq 1).
-        match fold(&id, valid.iter().copied()) {
+        let full = match fold(&id, valid.iter().copied()) {
             Err(why) => {
                 self.diffs
                     .push("events", stream, "rule", "an allowed history", why);
                 return;
             }
-            Ok(Some(r)) if r.order_id.is_some() => self.orders += 1,
-            Ok(_) => {}
+            Ok(None) => return,
+            Ok(Some(r)) => r,
+        };
+        if full.order_id.is_some() {
+            self.orders += 1;
         }
         for (target, expected) in &mut self.targets {
-            let seen: Vec<(&Row, &Event)> = valid
+            let seen = valid
                 .iter()
-                .copied()
                 .filter(|(r, _)| r.cursor <= target.cutoff)
-                .collect();
+                .count();
+            if seen == 0 {
+                continue;
+            }
+            // Usually the target has seen the whole stream; fold again only
+            // when its checkpoint falls inside it.
+            let partial;
+            let r = if seen == valid.len() {
+                &full
+            } else {
+                match fold(&id, valid.iter().copied().take(seen)) {
+                    Ok(Some(r)) => {
+                        partial = r;
+                        &partial
+                    }
+                    _ => continue,
+                }
+            };
             match expected {
                 Expected::Stock(map) => {
-                    for (_, e) in &seen {
-                        for (item, d) in e.stock_effects() {
-                            map.entry(item).or_default().apply(d);
-                        }
+                    for (_, e) in valid.iter().take(seen) {
+                        add_effects(map, e);
                     }
                 }
                 Expected::Orders(map) => {
-                    if let Ok(Some(r)) = fold(&id, seen.iter().copied()) {
-                        let history = seen
-                            .iter()
-                            .map(|(row, e)| {
-                                (row.seq, e.type_name().to_owned(), row.cursor.position)
-                            })
-                            .collect();
-                        if let Some((order, row)) = order_row(&r, history) {
-                            map.insert(order, row);
-                        }
+                    let history = valid
+                        .iter()
+                        .take(seen)
+                        .map(|(row, e)| (row.seq, e.type_name(), row.cursor.position))
+                        .collect();
+                    if let Some((order, row)) = order_row(r, history) {
+                        map.insert(order, row);
                     }
                 }
                 Expected::Expiry(map) => {
-                    if let Ok(Some(r)) = fold(&id, seen.iter().copied()) {
-                        if let (ReservationState::Reserved, Some(order), Some(expires_at)) =
-                            (r.state, &r.order_id, r.expires_at)
-                        {
-                            map.insert(
-                                id.to_string(),
-                                ExpiryRow {
-                                    order_id: order.to_string(),
-                                    expires_at,
-                                },
-                            );
-                        }
+                    if let (ReservationState::Reserved, Some(order), Some(expires_at)) =
+                        (r.state, &r.order_id, r.expires_at)
+                    {
+                        map.insert(
+                            id.to_string(),
+                            ExpiryRow {
+                                order_id: order.to_string(),
+                                expires_at,
+                            },
+                        );
                     }
                 }
             }
         }
     }
 
-    /// Compares what the log says with the tables, inside the same snapshot.
-    pub(crate) async fn compare(mut self, tx: &Transaction<'_>) -> Result<Outcome, StoreError> {
-        if self.check_balances {
-            compare::figures(
-                tx,
-                "item_balances",
-                "public.item_balances",
-                &self.balances,
-                &mut self.diffs,
-            )
-            .await?;
+    /// Adds what `other` read (another partition of the same log) to this one.
+    pub fn merge(&mut self, other: Replay) {
+        for (item, b) in other.balances {
+            let mine = self.balances.entry(item).or_default();
+            mine.on_hand += b.on_hand;
+            mine.reserved += b.reserved;
+            mine.confirmed += b.confirmed;
+        }
+        for ((_, mine), (_, theirs)) in self.targets.iter_mut().zip(other.targets) {
+            match (mine, theirs) {
+                (Expected::Stock(a), Expected::Stock(b)) => {
+                    for (item, d) in b {
+                        let m = a.entry(item).or_default();
+                        m.on_hand += d.on_hand;
+                        m.reserved += d.reserved;
+                        m.confirmed += d.confirmed;
+                    }
+                }
+                (Expected::Orders(a), Expected::Orders(b)) => a.extend(b),
+                (Expected::Expiry(a), Expected::Expiry(b)) => a.extend(b),
+                _ => unreachable!("replays of the same targets"),
+            }
+        }
+        self.events += other.events;
+        self.streams += other.streams;
+        self.orders += other.orders;
+        self.diffs.count += other.diffs.count;
+        for d in other.diffs.kept {
+            if self.diffs.kept.len() < MAX_REPORTED_DIFFERENCES {
+                self.diffs.kept.push(d);
+            }
+        }
+    }
+
+    /// The targets, for loading their tables.
+    pub fn targets(&self) -> Vec<Target> {
+        self.targets.iter().map(|(t, _)| *t).collect()
+    }
+
+    /// Compares what the log says with the tables, loaded by `load_tables`
+    /// for the same targets in the same snapshot.
+    pub(crate) fn diff(mut self, tables: Tables) -> Outcome {
+        if let Some(balances) = tables.balances {
+            compare::figures("item_balances", &self.balances, balances, &mut self.diffs);
         }
         let mut compared = Vec::new();
-        for (target, expected) in &self.targets {
-            let schema = target.slot.schema();
-            let name = target.projection.name;
-            match expected {
-                Expected::Stock(map) => {
-                    compare::figures(
-                        tx,
-                        name,
-                        &format!("{schema}.stock_levels"),
-                        map,
-                        &mut self.diffs,
-                    )
-                    .await?
+        for ((target, expected), actual) in self.targets.iter().zip(tables.projections) {
+            match (expected, actual) {
+                (Expected::Stock(map), Actual::Figures(a)) => {
+                    compare::figures(target.projection.name, map, a, &mut self.diffs)
                 }
-                Expected::Orders(map) => {
-                    compare::orders(tx, &format!("{schema}.order_view"), map, &mut self.diffs)
-                        .await?
+                (Expected::Orders(map), Actual::Orders(a)) => {
+                    compare::orders(map, a, &mut self.diffs)
                 }
-                Expected::Expiry(map) => {
-                    compare::expiry(
-                        tx,
-                        &format!("{schema}.reservation_expiry"),
-                        map,
-                        &mut self.diffs,
-                    )
-                    .await?
+                (Expected::Expiry(map), Actual::Expiry(a)) => {
+                    compare::expiry(map, a, &mut self.diffs)
                 }
+                _ => unreachable!("tables are loaded in target order"),
             }
-            compared.push((name.to_owned(), target.cutoff.to_string()));
+            compared.push((target.projection.name.to_owned(), target.cutoff.to_string()));
         }
-        Ok(Outcome {
+        Outcome {
             events: self.events,
             streams: self.streams,
             items: self.balances.len() as u64,
@@ -316,8 +355,61 @@ impl Replay {
             compared,
             difference_count: self.diffs.count,
             differences: self.diffs.kept,
-        })
+        }
     }
+}
+
+/// The tables to compare, as they are in the snapshot.
+pub(crate) struct Tables {
+    pub balances: Option<compare::ActualFigures>,
+    pub projections: Vec<Actual>,
+}
+
+/// Loads the write-side balances (when asked) and every target's tables.
+pub(crate) async fn load_tables(
+    client: &impl tokio_postgres::GenericClient,
+    targets: &[Target],
+    balances: bool,
+) -> Result<Tables, StoreError> {
+    let balances = if balances {
+        match compare::load_figures(client, "public.item_balances").await? {
+            Actual::Figures(f) => Some(f),
+            _ => unreachable!("figures load as figures"),
+        }
+    } else {
+        None
+    };
+    let mut projections = Vec::with_capacity(targets.len());
+    for t in targets {
+        let schema = t.slot.schema();
+        projections.push(match t.projection.name {
+            "stock_levels" => {
+                compare::load_figures(client, &format!("{schema}.stock_levels")).await?
+            }
+            "order_view" => compare::load_orders(client, &format!("{schema}.order_view")).await?,
+            "reservation_expiry" => {
+                compare::load_expiry(client, &format!("{schema}.reservation_expiry")).await?
+            }
+            other => unreachable!("targets are known projections, not {other}"),
+        });
+    }
+    Ok(Tables {
+        balances,
+        projections,
+    })
+}
+
+/// Adds an event's stock effects to `map`, cloning an item key only the first
+/// time the item is seen.
+fn add_effects(map: &mut HashMap<Item, Balance>, e: &Event) {
+    e.for_each_effect(|item, d| match map.get_mut(item) {
+        Some(b) => b.apply(d),
+        None => {
+            let mut b = Balance::default();
+            b.apply(d);
+            map.insert(item.clone(), b);
+        }
+    });
 }
 
 /// Folds a reservation stream strictly; `None` for no events.

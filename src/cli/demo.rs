@@ -249,7 +249,8 @@ pub async fn run(store: &Store, printer: &Printer) -> Result<(), Failure> {
     tokio::time::sleep(Duration::from_millis(1200)).await;
     // The expiry pass finds due reservations in the expiry projection; bring
     // the projections up to date first, as the running workers would.
-    stockledger::projection::worker::catch_up(s.store.pool()).await?;
+    stockledger::projection::worker::catch_up_fully(s.store.pool(), Duration::from_secs(10))
+        .await?;
     let expired = s.store.expire_due("demo").await?;
     let late_pay = s
         .exec(command::confirm(&s.id("dave")).expect("valid"))

@@ -3,6 +3,7 @@
 //! Exit codes: 0 success (replays included), 3 business rejection,
 //! 2 usage error or `INVALID_ARGUMENT`, 1 anything else.
 
+mod bench;
 mod demo;
 mod output;
 mod read_models;
@@ -134,6 +135,11 @@ enum Cmd {
     },
     /// Tell the story of a flash sale end to end, on fresh ids.
     Demo,
+    /// Benchmarks (see docs/benchmarks.md).
+    Bench {
+        #[command(subcommand)]
+        command: bench::BenchCmd,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -392,6 +398,7 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
             let page = store.events(after, limit, None).await?;
             printer.events(&page);
         }
+        Cmd::Bench { command } => bench::run(command, database_url, printer).await?,
         Cmd::Demo => {
             let store = open(database_url, printer).await?;
             demo::run(&store, printer).await?;

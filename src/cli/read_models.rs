@@ -116,75 +116,83 @@ pub async fn rebuild_cmd(
             .into())
         }
     };
-    let mut reports = Vec::new();
-    for p in targets {
-        let mut display = Progress::new(p.name, printer.json);
-        let report = rebuild::rebuild(
-            store.pool(),
-            p,
-            stockledger::limits::REBUILD_BATCH_EVENTS,
-            |pr| display.update(pr),
-        )
-        .await
-        .map_err(anyhow::Error::from)?;
-        display.finish();
-        let secs = report.fill.as_secs_f64();
-        let text = format!(
-            "{}: rebuilt from {} events in {:.2} s ({:.0} events/s), verified in {:.2} s, swapped in {:.3} s",
-            p.name,
-            report.events,
-            secs,
-            report.events as f64 / secs.max(1e-9),
-            report.verify.as_secs_f64(),
-            report.swap.as_secs_f64()
-        );
+    let mut display = Progress::new(&targets, printer.json);
+    let reports = rebuild::rebuild_many(
+        store.pool(),
+        &targets,
+        stockledger::limits::REBUILD_BATCH_EVENTS,
+        |pr| display.update(pr),
+    )
+    .await
+    .map_err(anyhow::Error::from)?;
+    display.finish();
+    let mut docs = Vec::new();
+    for r in &reports {
+        let secs = r.fill.as_secs_f64();
         if !printer.json {
-            println!("{text}");
+            println!(
+                "{}: rebuilt from {} events in {:.2} s ({:.0} events/s), verified in {:.2} s, swapped in {:.3} s",
+                r.projection,
+                r.events,
+                secs,
+                r.events as f64 / secs.max(1e-9),
+                r.verify.as_secs_f64(),
+                r.swap.as_secs_f64()
+            );
         }
-        reports.push(json!({
-            "projection": p.name, "events": report.events, "fill_seconds": secs,
-            "verify_seconds": report.verify.as_secs_f64(), "swap_seconds": report.swap.as_secs_f64(),
-            "checkpoint": report.checkpoint.to_string(),
+        docs.push(json!({
+            "projection": r.projection, "events": r.events, "fill_seconds": secs,
+            "verify_seconds": r.verify.as_secs_f64(), "swap_seconds": r.swap.as_secs_f64(),
+            "checkpoint": r.checkpoint.to_string(),
         }));
     }
     if printer.json {
-        printer.value(&json!({ "rebuilt": reports }), "");
+        printer.value(&json!({ "rebuilt": docs }), "");
     }
     Ok(())
 }
 
-/// A progress bar on a terminal, plain lines every few seconds otherwise.
+/// Progress bars on a terminal (one per projection), plain lines every few
+/// seconds otherwise.
 struct Progress {
-    bar: Option<indicatif::ProgressBar>,
-    name: &'static str,
+    bars: Vec<(&'static str, indicatif::ProgressBar)>,
+    _multi: Option<indicatif::MultiProgress>,
     quiet: bool,
     last_line: Instant,
 }
 
 impl Progress {
-    fn new(name: &'static str, quiet: bool) -> Self {
-        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
-            let bar = indicatif::ProgressBar::new(0);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{prefix:>20} [{bar:30}] {pos}/{len} events, {per_sec}, ETA {eta}",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
-            );
-            bar.set_prefix(name);
-            bar
-        });
+    fn new(ps: &[&'static projection::Projection], quiet: bool) -> Self {
+        let show = !quiet && std::io::stderr().is_terminal();
+        let multi = show.then(indicatif::MultiProgress::new);
+        let bars = match &multi {
+            None => Vec::new(),
+            Some(m) => ps
+                .iter()
+                .map(|p| {
+                    let bar = m.add(indicatif::ProgressBar::new(0));
+                    bar.set_style(
+                        indicatif::ProgressStyle::with_template(
+                            "{prefix:>20} [{bar:30}] {pos}/{len} events, {per_sec}, ETA {eta}",
+                        )
+                        .expect("valid template")
+                        .progress_chars("=> "),
+                    );
+                    bar.set_prefix(p.name);
+                    (p.name, bar)
+                })
+                .collect(),
+        };
         Progress {
-            bar,
-            name,
+            bars,
+            _multi: multi,
             quiet,
             last_line: Instant::now(),
         }
     }
 
     fn update(&mut self, p: rebuild::Progress) {
-        if let Some(bar) = &self.bar {
+        if let Some((_, bar)) = self.bars.iter().find(|(n, _)| *n == p.projection) {
             bar.set_length(p.total_estimate.max(p.events) as u64);
             bar.set_position(p.events as u64);
         } else if !self.quiet && self.last_line.elapsed() >= Duration::from_secs(2) {
@@ -193,13 +201,13 @@ impl Progress {
             let left = (p.total_estimate - p.events).max(0) as f64 / rate.max(1.0);
             eprintln!(
                 "{}: {}/{} events, {:.0} events/s, ETA {:.0} s",
-                self.name, p.events, p.total_estimate, rate, left
+                p.projection, p.events, p.total_estimate, rate, left
             );
         }
     }
 
     fn finish(&self) {
-        if let Some(bar) = &self.bar {
+        for (_, bar) in &self.bars {
             bar.finish_and_clear();
         }
     }

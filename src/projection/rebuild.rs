@@ -64,67 +64,101 @@ pub async fn rebuild(
     pool: &Pool,
     p: &'static Projection,
     batch_events: i64,
-    mut progress: impl FnMut(Progress),
+    progress: impl FnMut(Progress) + Send,
 ) -> Result<RebuildReport, RebuildError> {
-    // A session lock on a connection of our own: one rebuild per projection,
-    // released when this connection goes, however the rebuild ends.
-    let mut client: ClientWrapper = deadpool_postgres::Object::take(pool::get(pool).await?);
-    let got: bool = client
-        .query_one(
-            "SELECT pg_try_advisory_lock(hashtextextended('rebuild:' || $1, 0))",
-            &[&p.name],
-        )
-        .await
-        .map_err(StoreError::from)?
-        .get(0);
-    if !got {
-        return Err(RebuildError::AlreadyRunning(p.name));
-    }
-    prepare_copy(&mut client, p).await?;
+    let mut reports = rebuild_many(pool, &[p], batch_events, progress).await?;
+    Ok(reports.pop().expect("one report per projection"))
+}
 
-    let total_estimate: i64 = client
+/// Rebuilds several projections at once: their copies are filled side by
+/// side (each on its own connection, so the server works on all of them),
+/// verified together in one replay of the log, then swapped in one by one.
+pub async fn rebuild_many(
+    pool: &Pool,
+    ps: &[&'static Projection],
+    batch_events: i64,
+    progress: impl FnMut(Progress) + Send,
+) -> Result<Vec<RebuildReport>, RebuildError> {
+    // Each copy gets a connection of its own holding that projection's rebuild
+    // lock, released when the connection goes, however the rebuild ends.
+    let mut clients = Vec::with_capacity(ps.len());
+    for p in ps {
+        let client: ClientWrapper = deadpool_postgres::Object::take(pool::get(pool).await?);
+        let got: bool = client
+            .query_one(
+                "SELECT pg_try_advisory_lock(hashtextextended('rebuild:' || $1, 0))",
+                &[&p.name],
+            )
+            .await
+            .map_err(StoreError::from)?
+            .get(0);
+        if !got {
+            return Err(RebuildError::AlreadyRunning(p.name));
+        }
+        clients.push(client);
+    }
+    for (client, p) in clients.iter_mut().zip(ps) {
+        prepare_copy(client, p).await?;
+    }
+    let total_estimate: i64 = clients[0]
         .query_one("SELECT count(*) FROM events", &[])
         .await
         .map_err(StoreError::from)?
         .get(0);
+
+    // The fills run concurrently in this task; the progress callback is shared
+    // behind a mutex that is never held across an await.
+    let progress = std::sync::Mutex::new(progress);
     let started = Instant::now();
-    let mut events = 0;
-    loop {
-        let a = apply_batch(&mut client, p, Slot::Rebuild, batch_events).await?;
-        events += a.events;
-        progress(Progress {
-            projection: p.name,
-            events,
-            total_estimate,
-            elapsed: started.elapsed(),
-        });
-        if a.events == 0 {
-            break;
+    let fills = clients.iter_mut().zip(ps).map(|(client, p)| {
+        let progress = &progress;
+        async move {
+            let mut events = 0;
+            loop {
+                let a = apply_batch(client, p, Slot::Rebuild, batch_events).await?;
+                events += a.events;
+                (progress.lock().expect("progress callback panicked"))(Progress {
+                    projection: p.name,
+                    events,
+                    total_estimate,
+                    elapsed: started.elapsed(),
+                });
+                if a.events == 0 {
+                    return Ok::<_, StoreError>((events, started.elapsed()));
+                }
+            }
         }
-    }
-    let fill = started.elapsed();
+    });
+    let filled = futures_util::future::try_join_all(fills).await?;
 
     let verify_started = Instant::now();
-    let differences = crate::audit::verify_copy(&mut client, p).await?;
-    if !differences.is_empty() {
+    let differences = crate::audit::verify_copies(pool, ps).await?;
+    if let Some(first) = differences.first() {
+        let projection = ps
+            .iter()
+            .find(|p| p.name == first.table)
+            .map_or(ps[0].name, |p| p.name);
         return Err(RebuildError::VerificationFailed {
-            projection: p.name,
+            projection,
             differences,
         });
     }
     let verify = verify_started.elapsed();
 
-    let swap_started = Instant::now();
-    let (caught_up, checkpoint) = swap(&mut client, p).await?;
-    events += caught_up;
-    Ok(RebuildReport {
-        projection: p.name,
-        events,
-        fill,
-        verify,
-        swap: swap_started.elapsed(),
-        checkpoint,
-    })
+    let mut reports = Vec::with_capacity(ps.len());
+    for ((client, p), (events, fill)) in clients.iter_mut().zip(ps).zip(filled) {
+        let swap_started = Instant::now();
+        let (caught_up, checkpoint) = swap(client, p).await?;
+        reports.push(RebuildReport {
+            projection: p.name,
+            events: events + caught_up,
+            fill,
+            verify,
+            swap: swap_started.elapsed(),
+            checkpoint,
+        });
+    }
+    Ok(reports)
 }
 
 /// Drops any copy left by an earlier, interrupted rebuild and creates an empty one.

@@ -200,3 +200,26 @@ pub async fn catch_up_if_idle(pool: &Pool, p: &'static Projection) -> Result<boo
         }
     }
 }
+
+/// Catches every live projection up until none lags behind the log, or
+/// `timeout` passes; returns whether they are current.
+///
+/// `catch_up` alone stops at the safe horizon, and that horizon is
+/// server-wide: a transaction still open in any database on the server (even
+/// another application's) holds it back. Callers that need the read models
+/// to include everything committed so far wait here.
+pub async fn catch_up_fully(pool: &Pool, timeout: Duration) -> Result<bool, StoreError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        catch_up(pool).await?;
+        let client = pool::get(pool).await?;
+        let statuses = crate::projection::status::status(&**client).await?;
+        if statuses.iter().all(|s| s.live.lag_events == 0) {
+            return Ok(true);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(false);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -98,8 +98,15 @@ fn message(e: &tokio_postgres::Error) -> String {
 /// The one place SQLSTATE codes are read.
 pub(crate) fn classify(e: &tokio_postgres::Error) -> Failure {
     let Some(code) = e.code() else {
-        // No SQLSTATE: the connection broke or could not be used.
-        return Failure::Retry(message(e));
+        // No SQLSTATE: either the connection broke (worth another attempt on
+        // a new one) or the client itself refused the call (a bug, not retryable).
+        let broken =
+            e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+        return if broken {
+            Failure::Retry(message(e))
+        } else {
+            Failure::Fatal(StoreError::Database(message(e)))
+        };
     };
     let msg = message(e);
     match code.code() {

@@ -266,6 +266,17 @@ impl TestDb {
         parts.join(" ")
     }
 
+    /// Brings every live projection up to date with everything committed.
+    pub async fn project_all(&self) {
+        let current = stockledger::projection::worker::catch_up_fully(
+            self.store.pool(),
+            std::time::Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+        assert!(current, "projections did not catch up");
+    }
+
     /// Waits until every live projection has applied every committed event.
     pub async fn wait_caught_up(&self) {
         let client = self.store.pool().get().await.unwrap();
