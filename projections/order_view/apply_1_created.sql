@@ -28,10 +28,10 @@ SELECT c.data ->> 'order_id',
        coalesce(s.recorded_at, c.recorded_at),
        CASE WHEN s.stream IS NULL
             THEN jsonb_build_array(
-                     jsonb_build_object('seq', c.seq, 'type', c.type, 'position', c.position, 'at', c.recorded_at))
+                     jsonb_build_object('seq', c.seq, 'type', c.type, 'position', c.position))
             ELSE jsonb_build_array(
-                     jsonb_build_object('seq', c.seq, 'type', c.type, 'position', c.position, 'at', c.recorded_at),
-                     jsonb_build_object('seq', s.seq, 'type', s.type, 'position', s.position, 'at', s.recorded_at))
+                     jsonb_build_object('seq', c.seq, 'type', c.type, 'position', c.position),
+                     jsonb_build_object('seq', s.seq, 'type', s.type, 'position', s.position))
        END,
        coalesce(s.position, c.position)
 FROM created AS c

@@ -15,7 +15,7 @@ SET state = CASE b.type WHEN 'ReservationConfirmed' THEN 'CONFIRMED'
                         ELSE 'EXPIRED' END,
     updated_at = b.recorded_at,
     history = o.history || jsonb_build_array(
-        jsonb_build_object('seq', b.seq, 'type', b.type, 'position', b.position, 'at', b.recorded_at)),
+        jsonb_build_object('seq', b.seq, 'type', b.type, 'position', b.position)),
     last_position = b.position
 FROM batch AS b
 WHERE o.order_id = b.data ->> 'order_id'

@@ -8,7 +8,7 @@ CREATE TABLE order_view (
     expires_at     timestamptz NOT NULL,
     created_at     timestamptz NOT NULL,
     updated_at     timestamptz NOT NULL,
-    -- [{seq, type, position, at}], oldest first.
+    -- [{seq, type, position}], oldest first; the times are created_at and updated_at.
     history        jsonb       NOT NULL,
     last_position  bigint      NOT NULL
 );
