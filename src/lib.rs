@@ -6,6 +6,8 @@ pub mod audit;
 pub mod bench;
 pub mod db;
 pub mod domain;
+pub mod expiry;
 pub mod limits;
 pub mod projection;
+pub mod server;
 pub mod store;

@@ -81,3 +81,28 @@ pub const MAX_REPORTED_DIFFERENCES: usize = 1_000;
 /// audit or a rebuild verification, each folding the streams of one hash
 /// partition. Matches the machine's two cores.
 pub const AUDIT_READERS: u32 = 2;
+
+/// Largest HTTP request body. Contract: 64 KiB, else `PAYLOAD_TOO_LARGE`.
+pub const MAX_REQUEST_BODY_BYTES: usize = 64 * 1024;
+
+/// How long one HTTP request may take before the caller gets `UNAVAILABLE`.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
+
+/// Per-key rate limit: sustained requests per second and burst.
+pub const DEFAULT_RATE_LIMIT_PER_SECOND: u32 = 1_000;
+pub const DEFAULT_RATE_LIMIT_BURST: u32 = 2_000;
+
+/// How long a looked-up API key is trusted before it is looked up again;
+/// a revocation takes effect within this time.
+pub const DEFAULT_KEY_CACHE_SECONDS: u64 = 5;
+
+/// Most API keys remembered at once (cache and rate-limit buckets).
+pub const MAX_CACHED_KEYS: usize = 10_000;
+
+/// How often the expiry worker looks for due reservations, and how many it
+/// expires per pass.
+pub const DEFAULT_EXPIRY_INTERVAL_MS: u64 = 1_000;
+pub const DEFAULT_EXPIRY_BATCH: i64 = 500;
+
+/// How long a graceful shutdown may take before the process exits anyway.
+pub const SHUTDOWN_GRACE_SECONDS: u64 = 20;

@@ -251,7 +251,10 @@ pub async fn run(store: &Store, printer: &Printer) -> Result<(), Failure> {
     // the projections up to date first, as the running workers would.
     stockledger::projection::worker::catch_up_fully(s.store.pool(), Duration::from_secs(10))
         .await?;
-    let expired = s.store.expire_due("demo").await?;
+    let expired = s
+        .store
+        .expire_due("demo", stockledger::limits::MAX_EXPIRIES_PER_PASS)
+        .await?;
     let late_pay = s
         .exec(command::confirm(&s.id("dave")).expect("valid"))
         .await?;

@@ -7,6 +7,7 @@ mod bench;
 mod demo;
 mod output;
 mod read_models;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -38,8 +39,22 @@ pub struct Args {
     #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
     database_url: Option<String>,
 
+    /// Log format on stderr: text or json.
+    #[arg(long, env = "STOCKLEDGER_LOG_FORMAT", global = true, default_value = "text", value_parser = ["text", "json"])]
+    log_format: String,
+
     #[command(subcommand)]
     command: Cmd,
+}
+
+impl Args {
+    pub fn is_serve(&self) -> bool {
+        matches!(self.command, Cmd::Serve(_))
+    }
+
+    pub fn json_logs(&self) -> bool {
+        self.log_format == "json"
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -135,6 +150,15 @@ enum Cmd {
     },
     /// Tell the story of a flash sale end to end, on fresh ids.
     Demo,
+    /// Serve the HTTP API, with the projection and expiry workers.
+    Serve(serve::ServeArgs),
+    /// Print the HTTP API's OpenAPI 3.1 description (kept in docs/openapi.json).
+    Openapi,
+    /// Manage API keys.
+    Keys {
+        #[command(subcommand)]
+        command: serve::KeysCmd,
+    },
     /// Benchmarks (see docs/benchmarks.md).
     Bench {
         #[command(subcommand)]
@@ -208,7 +232,23 @@ async fn open_with_server(
     database_url: Option<&str>,
     printer: &Printer,
 ) -> Result<(Store, db::Server), Failure> {
-    let (store, server) = db::open(database_url).await.map_err(anyhow::Error::from)?;
+    open_with_pool(
+        database_url,
+        stockledger::limits::DEFAULT_POOL_SIZE,
+        printer,
+    )
+    .await
+}
+
+/// `open_with_server` with a pool of `pool_size` connections.
+async fn open_with_pool(
+    database_url: Option<&str>,
+    pool_size: usize,
+    printer: &Printer,
+) -> Result<(Store, db::Server), Failure> {
+    let (store, server) = db::open_with_pool(database_url, pool_size)
+        .await
+        .map_err(anyhow::Error::from)?;
     if let Some(started) = server.started {
         if started.initialised || started.started {
             let did = if started.initialised {
@@ -399,6 +439,12 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
             printer.events(&page);
         }
         Cmd::Bench { command } => bench::run(command, database_url, printer).await?,
+        Cmd::Serve(args) => serve::serve(args, database_url, printer).await?,
+        Cmd::Openapi => print!("{}", stockledger::server::openapi::document()),
+        Cmd::Keys { command } => {
+            let store = open(database_url, printer).await?;
+            serve::keys(command, &store, printer).await?;
+        }
         Cmd::Demo => {
             let store = open(database_url, printer).await?;
             demo::run(&store, printer).await?;

@@ -90,8 +90,16 @@ pub async fn ensure_database(admin: &tokio_postgres::Config, name: &str) -> Resu
 
 /// Opens a migrated store on `database_url` or the private cluster.
 pub async fn open(database_url: Option<&str>) -> Result<(Store, Server), DbError> {
+    open_with_pool(database_url, DEFAULT_POOL_SIZE).await
+}
+
+/// `open` with a pool of `pool_size` connections.
+pub async fn open_with_pool(
+    database_url: Option<&str>,
+    pool_size: usize,
+) -> Result<(Store, Server), DbError> {
     let server = server(database_url).await?;
-    let store = Store::new(pool::build(server.config.clone(), DEFAULT_POOL_SIZE)?);
+    let store = Store::new(pool::build(server.config.clone(), pool_size)?);
     store.migrate().await?;
     Ok((store, server))
 }

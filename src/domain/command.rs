@@ -17,7 +17,7 @@ pub const DEFAULT_RELEASE_REASON: &str = "cancelled";
 
 // ---- raw requests -------------------------------------------------------
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LineRequest {
     pub sku: String,
@@ -26,7 +26,7 @@ pub struct LineRequest {
     pub quantity: i64,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReserveRequest {
     pub reservation_id: String,
@@ -36,7 +36,7 @@ pub struct ReserveRequest {
     pub ttl_seconds: Option<i64>,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReceiveRequest {
     pub receipt_id: String,
@@ -46,7 +46,7 @@ pub struct ReceiveRequest {
     pub quantity: i64,
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AdjustRequest {
     pub adjustment_id: String,

@@ -34,6 +34,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "projection_runtime",
         sql: include_str!("../../schema/0003_projection_runtime.sql"),
     },
+    Migration {
+        version: 4,
+        name: "api_keys",
+        sql: include_str!("../../schema/0004_api_keys.sql"),
+    },
 ];
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -5,6 +5,7 @@
 mod error;
 mod execute;
 pub mod history;
+pub mod keys;
 mod load;
 pub mod migrate;
 pub mod pool;
@@ -141,9 +142,9 @@ impl Store {
     /// Expires every reservation that is due now (as far as the expiry
     /// projection knows), through the normal command path; returns how many
     /// it expired.
-    pub async fn expire_due(&self, actor: &str) -> Result<usize, StoreError> {
+    pub async fn expire_due(&self, actor: &str, limit: i64) -> Result<usize, StoreError> {
         let client = pool::get(&self.pool).await?;
-        let due = read::due_reservations(&client, MAX_EXPIRIES_PER_PASS).await?;
+        let due = read::due_reservations(&client, limit.clamp(1, MAX_EXPIRIES_PER_PASS)).await?;
         drop(client);
         let batch: Vec<_> = due
             .into_iter()

@@ -39,7 +39,7 @@ pub fn build(mut config: tokio_postgres::Config, size: usize) -> Result<Pool, St
         .map_err(|e| StoreError::Database(format!("building the pool: {e}")))
 }
 
-pub(crate) async fn get(pool: &Pool) -> Result<Object, StoreError> {
+pub async fn get(pool: &Pool) -> Result<Object, StoreError> {
     pool.get().await.map_err(|e| match e {
         PoolError::Timeout(_) => {
             StoreError::Unavailable("no database connection became free in time".into())

@@ -6,6 +6,8 @@
 //! state) and drops it when the `TestDb` goes out of scope, even on panic.
 #![allow(dead_code)]
 
+pub mod server;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use stockledger::db;

@@ -1,0 +1,164 @@
+//! `stockledger serve` and `stockledger keys ...`.
+
+use std::time::Duration;
+
+use clap::{Args as ClapArgs, Subcommand};
+use serde_json::json;
+use stockledger::limits::{
+    DEFAULT_EXPIRY_BATCH, DEFAULT_EXPIRY_INTERVAL_MS, DEFAULT_KEY_CACHE_SECONDS, DEFAULT_POOL_SIZE,
+    DEFAULT_RATE_LIMIT_BURST, DEFAULT_RATE_LIMIT_PER_SECOND, DEFAULT_REQUEST_TIMEOUT_MS,
+    SHUTDOWN_GRACE_SECONDS,
+};
+use stockledger::server::ServerConfig;
+use stockledger::store::keys::{self, Role};
+use stockledger::store::{pool, Store};
+use tokio_util::sync::CancellationToken;
+
+use super::output::Printer;
+use super::read_models::cancel_on_signal;
+use super::Failure;
+
+#[derive(ClapArgs, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "STOCKLEDGER_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: String,
+    /// Development mode: no API keys are checked. Never in production.
+    #[arg(long, env = "STOCKLEDGER_DEV")]
+    dev: bool,
+    /// Do not run the projection workers here (run `stockledger project` elsewhere).
+    #[arg(long, env = "STOCKLEDGER_NO_PROJECTIONS")]
+    no_projections: bool,
+    /// Do not run the expiry worker here.
+    #[arg(long, env = "STOCKLEDGER_NO_EXPIRY")]
+    no_expiry: bool,
+    /// Database connections in the pool.
+    #[arg(long, env = "STOCKLEDGER_POOL_SIZE", default_value_t = DEFAULT_POOL_SIZE)]
+    pool_size: usize,
+    /// A request taking longer is answered UNAVAILABLE.
+    #[arg(long, env = "STOCKLEDGER_REQUEST_TIMEOUT_MS", default_value_t = DEFAULT_REQUEST_TIMEOUT_MS)]
+    request_timeout_ms: u64,
+    /// Sustained requests per second per key.
+    #[arg(long, env = "STOCKLEDGER_RATE_LIMIT_PER_SECOND", default_value_t = DEFAULT_RATE_LIMIT_PER_SECOND)]
+    rate_limit_per_second: u32,
+    /// Requests a key may send at once before the rate limit applies.
+    #[arg(long, env = "STOCKLEDGER_RATE_LIMIT_BURST", default_value_t = DEFAULT_RATE_LIMIT_BURST)]
+    rate_limit_burst: u32,
+    /// How long a key is trusted before it is looked up again (revocations take this long).
+    #[arg(long, env = "STOCKLEDGER_KEY_CACHE_SECONDS", default_value_t = DEFAULT_KEY_CACHE_SECONDS)]
+    key_cache_seconds: u64,
+    /// How often the expiry worker looks for due reservations.
+    #[arg(long, env = "STOCKLEDGER_EXPIRY_INTERVAL_MS", default_value_t = DEFAULT_EXPIRY_INTERVAL_MS)]
+    expiry_interval_ms: u64,
+    /// Most reservations one expiry pass handles.
+    #[arg(long, env = "STOCKLEDGER_EXPIRY_BATCH", default_value_t = DEFAULT_EXPIRY_BATCH)]
+    expiry_batch: i64,
+}
+
+pub async fn serve(
+    args: ServeArgs,
+    database_url: Option<&str>,
+    printer: &Printer,
+) -> Result<(), Failure> {
+    let (store, server) = super::open_with_pool(database_url, args.pool_size, printer).await?;
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+    let config = ServerConfig {
+        dev: args.dev,
+        request_timeout: Duration::from_millis(args.request_timeout_ms),
+        rate_limit_per_second: args.rate_limit_per_second,
+        rate_limit_burst: args.rate_limit_burst,
+        key_cache: Duration::from_secs(args.key_cache_seconds),
+        run_projections: !args.no_projections,
+        run_expiry: !args.no_expiry,
+        expiry_interval: Duration::from_millis(args.expiry_interval_ms),
+        expiry_batch: args.expiry_batch,
+    };
+    printer.note(&format!(
+        "serving http://{} on {}",
+        listener.local_addr().map_err(anyhow::Error::from)?,
+        server.description
+    ));
+    let shutdown = CancellationToken::new();
+    cancel_on_signal(shutdown.clone());
+    let grace = {
+        let shutdown = shutdown.clone();
+        async move {
+            shutdown.cancelled().await;
+            tokio::time::sleep(Duration::from_secs(SHUTDOWN_GRACE_SECONDS)).await;
+        }
+    };
+    tokio::select! {
+        served = stockledger::server::serve(listener, store, server.config, config, shutdown) => {
+            served.map_err(anyhow::Error::from)?;
+        }
+        _ = grace => printer.note(&format!("shutdown took longer than {SHUTDOWN_GRACE_SECONDS} s; stopping anyway")),
+    }
+    printer.note("stopped");
+    Ok(())
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeysCmd {
+    /// Create a key; it is printed once and only its hash is stored.
+    Create {
+        /// writer, reader, auditor or admin.
+        #[arg(long)]
+        role: String,
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// List keys (never their secrets).
+    List,
+    /// Revoke a key by name or id.
+    Revoke { key: String },
+}
+
+pub async fn keys(cmd: KeysCmd, store: &Store, printer: &Printer) -> Result<(), Failure> {
+    let client = pool::get(store.pool()).await?;
+    match cmd {
+        KeysCmd::Create { role, name } => {
+            let role = Role::parse(&role)?;
+            let (key, secret) = keys::create(&client, name.as_deref(), role).await??;
+            printer.value(
+                &json!({"id": key.id, "name": key.name, "role": key.role, "key": secret}),
+                &format!(
+                    "created {} key {}:\n\n  {secret}\n\nStore it now: it is not shown again.",
+                    key.role.as_str(),
+                    key.name
+                ),
+            );
+        }
+        KeysCmd::List => {
+            let all = keys::list(&client).await?;
+            let mut text = format!(
+                "{:<36}  {:<24} {:<8} {:<25} revoked",
+                "id", "name", "role", "created"
+            );
+            for k in &all {
+                text.push_str(&format!(
+                    "\n{}  {:<24} {:<8} {:<25} {}",
+                    k.id,
+                    k.name,
+                    k.role.as_str(),
+                    k.created_at.format("%Y-%m-%d %H:%M:%S"),
+                    k.revoked_at.map_or("-".to_owned(), |t| t
+                        .format("%Y-%m-%d %H:%M:%S")
+                        .to_string())
+                ));
+            }
+            printer.value(&json!({ "keys": all }), &text);
+        }
+        KeysCmd::Revoke { key } => match keys::revoke(&client, &key).await? {
+            Some(k) => printer.value(
+                &json!({ "revoked": k }),
+                &format!("revoked key {} ({})", k.name, k.id),
+            ),
+            None => {
+                return Err(stockledger::domain::Rejection::NotFound { what: "key", key }.into())
+            }
+        },
+    }
+    Ok(())
+}

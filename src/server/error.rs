@@ -1,0 +1,117 @@
+//! The API's one error type: every failure becomes `{code, message, details}`
+//! with the status of the HTTP contract, and `Retry-After` where retrying is
+//! the answer. Internal details are logged, never sent to callers.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+use tracing::error;
+
+use crate::domain::Rejection;
+use crate::store::StoreError;
+
+/// Seconds a caller is asked to wait after `UNAVAILABLE`.
+pub const UNAVAILABLE_RETRY_AFTER_SECONDS: u64 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(transparent)]
+    Rejected(#[from] Rejection),
+    #[error("the request body is not valid JSON: {0}")]
+    MalformedJson(String),
+    #[error("a valid API key is required (Authorization: Bearer <key>)")]
+    Unauthenticated,
+    #[error("a {role} key may not {action}")]
+    Forbidden {
+        role: &'static str,
+        action: &'static str,
+    },
+    #[error("request bodies are limited to {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("too many requests for this key; retry after {retry_after} s")]
+    RateLimited { retry_after: u64 },
+    #[error("the ledger cannot answer right now ({0}); retry with the same ids")]
+    Unavailable(String),
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        if e.is_retryable() {
+            ApiError::Unavailable(e.to_string())
+        } else {
+            ApiError::Internal(e.to_string())
+        }
+    }
+}
+
+impl ApiError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Rejected(r) => r.code(),
+            ApiError::MalformedJson(_) => "MALFORMED_JSON",
+            ApiError::Unauthenticated => "UNAUTHENTICATED",
+            ApiError::Forbidden { .. } => "FORBIDDEN",
+            ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
+            ApiError::RateLimited { .. } => "RATE_LIMITED",
+            ApiError::Unavailable(_) => "UNAVAILABLE",
+            ApiError::Internal(_) => "INTERNAL",
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Rejected(r) => match r.code() {
+                "INVALID_ARGUMENT" => StatusCode::BAD_REQUEST,
+                "RESERVATION_NOT_FOUND" | "NOT_FOUND" => StatusCode::NOT_FOUND,
+                "INSUFFICIENT_STOCK" => StatusCode::UNPROCESSABLE_ENTITY,
+                _ => StatusCode::CONFLICT,
+            },
+            ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthenticated => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
+            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn details(&self) -> Value {
+        match self {
+            ApiError::Rejected(r) => r.details(),
+            ApiError::PayloadTooLarge { limit } => json!({"limit_bytes": limit}),
+            ApiError::RateLimited { retry_after } => json!({"retry_after_seconds": retry_after}),
+            _ => json!({}),
+        }
+    }
+
+    fn retry_after(&self) -> Option<u64> {
+        match self {
+            ApiError::RateLimited { retry_after } => Some(*retry_after),
+            ApiError::Unavailable(_) => Some(UNAVAILABLE_RETRY_AFTER_SECONDS),
+            _ => None,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let message = match &self {
+            ApiError::Internal(detail) => {
+                error!(%detail, "internal error");
+                "internal error; the server log has the details".to_owned()
+            }
+            other => other.to_string(),
+        };
+        let body = json!({"code": self.code(), "message": message, "details": self.details()});
+        let mut response = (self.status(), axum::Json(body)).into_response();
+        if let Some(seconds) = self.retry_after() {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}

@@ -1,0 +1,214 @@
+//! Read routes. Reservations come from the log (always current), stock and
+//! orders from the read models (which say how far they have come), the log
+//! itself in safe commit order.
+
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::domain::{Item, Location, OrderId, Rejection, ReservationId, Sku};
+use crate::limits::MAX_EVENTS_PER_READ;
+use crate::server::auth::{Access, Caller};
+use crate::server::error::ApiError;
+use crate::server::openapi::{
+    ErrorBody, EventsPage, OrderResponse, ProjectionsResponse, ReservationResponse, StockResponse,
+};
+use crate::server::AppState;
+use crate::store::history::{self, AsOf};
+use crate::store::read::event_json;
+use crate::store::{pool, Cursor};
+
+#[utoipa::path(get, path = "/v1/reservations/{id}", tag = "reads", params(("id" = String, Path)),
+    responses((status = 200, description = "the reservation, read from the log", body = ReservationResponse),
+              (status = 404, description = "RESERVATION_NOT_FOUND", body = ErrorBody),
+              (status = "4XX", description = "INVALID_ARGUMENT, UNAUTHENTICATED, FORBIDDEN, RATE_LIMITED", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn reservation(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(Access::Read)?;
+    let rid = ReservationId::parse("reservation_id", &id)?;
+    match s.store.reservation(&rid).await? {
+        Some(d) => Ok(Json(d.to_json())),
+        None => Err(Rejection::ReservationNotFound { reservation_id: id }.into()),
+    }
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+pub struct StockQuery {
+    /// Default "default".
+    location: Option<String>,
+    /// An RFC 3339 time: the figures at that moment, replayed from the log.
+    as_of: Option<String>,
+    /// A log position: the figures with every event up to it, from the log.
+    as_of_position: Option<String>,
+}
+
+#[utoipa::path(get, path = "/v1/stock/{sku}", tag = "reads", params(("sku" = String, Path), StockQuery),
+    responses((status = 200, description = "the figures, from the stock_levels read model or (with as_of) the log", body = StockResponse),
+              (status = 404, description = "NOT_FOUND: never received (without as_of; a past moment before the first receipt has zeros)", body = ErrorBody),
+              (status = "4XX", description = "INVALID_ARGUMENT, UNAUTHENTICATED, FORBIDDEN, RATE_LIMITED", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn stock(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(sku): Path<String>,
+    q: Result<Query<StockQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(Access::Read)?;
+    let Query(q) = q.map_err(|e| Rejection::invalid("query", e.body_text()))?;
+    let item = Item {
+        sku: Sku::parse("sku", &sku)?,
+        location: Location::parse_or_default("location", q.location.as_deref())?,
+    };
+    let as_of = match (q.as_of, q.as_of_position) {
+        (Some(_), Some(_)) => {
+            return Err(
+                Rejection::invalid("as_of", "give as_of or as_of_position, not both").into(),
+            )
+        }
+        (Some(t), None) => Some(AsOf::Time(
+            chrono::DateTime::parse_from_rfc3339(&t)
+                .map_err(|e| Rejection::invalid("as_of", format!("not an RFC 3339 time: {e}")))?
+                .with_timezone(&chrono::Utc),
+        )),
+        (None, Some(p)) => Some(AsOf::Position(
+            p.parse::<i64>().ok().filter(|p| *p >= 0).ok_or_else(|| {
+                Rejection::invalid("as_of_position", "must be a whole number >= 0")
+            })?,
+        )),
+        (None, None) => None,
+    };
+    let not_found = || Rejection::NotFound {
+        what: "item",
+        key: item.to_string(),
+    };
+    let client = pool::get(s.store.pool()).await?;
+    let (b, as_of_doc) = match as_of {
+        Some(a) => {
+            let events = history::item_events(&client, &item, Some(a)).await?;
+            let doc = match (a, events.last()) {
+                (AsOf::Time(t), last) => {
+                    json!({"recorded_at": t, "position": last.map(|e| e.position)})
+                }
+                (AsOf::Position(p), last) => {
+                    json!({"position": p, "recorded_at": last.map(|e| e.recorded_at)})
+                }
+            };
+            (history::figures(&item, &events), doc)
+        }
+        None => {
+            let (balance, at) = history::stock_level_as_of(&client, &item).await?;
+            (
+                balance.ok_or_else(not_found)?,
+                json!({"position": at.position, "recorded_at": at.recorded_at}),
+            )
+        }
+    };
+    Ok(Json(json!({
+        "sku": item.sku, "location": item.location, "on_hand": b.on_hand, "reserved": b.reserved,
+        "available": b.available(), "confirmed": b.confirmed, "as_of": as_of_doc,
+    })))
+}
+
+#[utoipa::path(get, path = "/v1/orders/{order_id}", tag = "reads", params(("order_id" = String, Path)),
+    responses((status = 200, description = "the per-order view", body = OrderResponse),
+              (status = 404, description = "NOT_FOUND", body = ErrorBody),
+              (status = "4XX", description = "INVALID_ARGUMENT, UNAUTHENTICATED, FORBIDDEN, RATE_LIMITED", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn order(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(order_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(Access::Read)?;
+    let order = OrderId::parse("order_id", &order_id)?;
+    let client = pool::get(s.store.pool()).await?;
+    if let Some(view) = history::order_view(&client, &order).await? {
+        return Ok(Json(view));
+    }
+    // Not projected yet (the read model lags a little): answer from the log,
+    // in the same shape.
+    drop(client);
+    let Some(d) = s.store.order_history(&order).await? else {
+        return Err(Rejection::NotFound {
+            what: "order",
+            key: order_id,
+        }
+        .into());
+    };
+    let history: Vec<Value> = d
+        .events
+        .iter()
+        .map(|e| json!({"seq": e.seq, "type": e.event.type_name(), "position": e.position}))
+        .collect();
+    Ok(Json(json!({
+        "order_id": order, "reservation_id": d.view.reservation_id, "state": d.view.state,
+        "lines": d.view.lines, "expires_at": d.view.expires_at, "created_at": d.created_at,
+        "updated_at": d.updated_at, "history": history,
+    })))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+pub struct EventsQuery {
+    /// The `next` cursor of the previous page; from the start when absent.
+    after: Option<String>,
+    /// 1 to 1000; default 100.
+    limit: Option<String>,
+    /// Only streams starting with this prefix (e.g. `reservation:`).
+    stream: Option<String>,
+}
+
+#[utoipa::path(get, path = "/v1/events", tag = "reads", params(EventsQuery),
+    responses((status = 200, description = "a page of the log in safe commit order", body = EventsPage),
+              (status = "4XX", description = "INVALID_ARGUMENT, UNAUTHENTICATED, FORBIDDEN (auditor or admin), RATE_LIMITED", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn events(
+    State(s): State<AppState>,
+    caller: Caller,
+    q: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(Access::Audit)?;
+    let Query(q) = q.map_err(|e| Rejection::invalid("query", e.body_text()))?;
+    let after = match q.after {
+        Some(a) => a.parse::<Cursor>()?,
+        None => Cursor::START,
+    };
+    let limit = match q.limit {
+        None => 100,
+        Some(l) => l
+            .parse::<i64>()
+            .ok()
+            .filter(|l| (1..=MAX_EVENTS_PER_READ).contains(l))
+            .ok_or_else(|| {
+                Rejection::invalid("limit", format!("must be from 1 to {MAX_EVENTS_PER_READ}"))
+            })?,
+    };
+    if let Some(prefix) = &q.stream {
+        if prefix.is_empty() || prefix.len() > 80 {
+            return Err(Rejection::invalid("stream", "must be 1 to 80 characters").into());
+        }
+    }
+    let page = s.store.events(after, limit, q.stream.as_deref()).await?;
+    Ok(Json(json!({
+        "events": page.events.iter().map(event_json).collect::<Vec<_>>(),
+        "next": page.next.to_string(),
+    })))
+}
+
+#[utoipa::path(get, path = "/v1/projections", tag = "reads",
+    responses((status = 200, description = "each projection's checkpoint, lag and state", body = ProjectionsResponse),
+              (status = "4XX", description = "UNAUTHENTICATED, FORBIDDEN (auditor or admin), RATE_LIMITED", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn projections(
+    State(s): State<AppState>,
+    caller: Caller,
+) -> Result<Json<Value>, ApiError> {
+    caller.require(Access::Audit)?;
+    let client = pool::get(s.store.pool()).await?;
+    let all = crate::projection::status::status(&**client).await?;
+    Ok(Json(json!({ "projections": all })))
+}

@@ -1,0 +1,111 @@
+//! A real `stockledger serve` on port 0 over a fresh database, with one key
+//! per role, for the HTTP tests.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use stockledger::server::ServerConfig;
+use stockledger::store::keys::{self, Role};
+use tokio_util::sync::CancellationToken;
+
+use super::TestDb;
+
+pub struct TestServer {
+    pub db: TestDb,
+    pub base: String,
+    pub http: reqwest::Client,
+    pub keys: HashMap<&'static str, String>,
+    pub shutdown: CancellationToken,
+    pub task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+/// Test settings: keys are looked up every time (so revocations show at
+/// once), the expiry worker runs often.
+pub fn test_config() -> ServerConfig {
+    ServerConfig {
+        key_cache: Duration::ZERO,
+        expiry_interval: Duration::from_millis(100),
+        ..ServerConfig::default()
+    }
+}
+
+impl TestServer {
+    pub async fn start(config: ServerConfig) -> TestServer {
+        let db = TestDb::new().await;
+        let mut keys = HashMap::new();
+        let client = db.store.pool().get().await.unwrap();
+        for role in [Role::Writer, Role::Reader, Role::Auditor, Role::Admin] {
+            let (_, secret) = keys::create(&client, Some(role.as_str()), role)
+                .await
+                .unwrap()
+                .unwrap();
+            keys.insert(role.as_str(), secret);
+        }
+        drop(client);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(stockledger::server::serve(
+            listener,
+            db.store.clone(),
+            db.config.clone(),
+            config,
+            shutdown.clone(),
+        ));
+        TestServer {
+            db,
+            base,
+            http: reqwest::Client::new(),
+            keys,
+            shutdown,
+            task: Some(task),
+        }
+    }
+
+    /// A request with `role`'s key (or none).
+    pub fn req(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        role: Option<&str>,
+    ) -> reqwest::RequestBuilder {
+        let r = self.http.request(method, format!("{}{path}", self.base));
+        match role {
+            Some(role) => r.bearer_auth(&self.keys[role]),
+            None => r,
+        }
+    }
+
+    /// Sends `body` with the writer key; returns status and JSON.
+    pub async fn post(&self, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+        let r = self
+            .req(reqwest::Method::POST, path, Some("writer"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        (
+            r.status().as_u16(),
+            r.json().await.unwrap_or(serde_json::Value::Null),
+        )
+    }
+
+    pub async fn get(&self, path: &str, role: &str) -> (u16, serde_json::Value) {
+        let r = self
+            .req(reqwest::Method::GET, path, Some(role))
+            .send()
+            .await
+            .unwrap();
+        (
+            r.status().as_u16(),
+            r.json().await.unwrap_or(serde_json::Value::Null),
+        )
+    }
+
+    pub async fn stop(&mut self) {
+        self.shutdown.cancel();
+        if let Some(t) = self.task.take() {
+            t.await.unwrap().unwrap();
+        }
+    }
+}
