@@ -76,11 +76,14 @@ fn constant_time_eq(a: &str, b: &str) -> bool {
             == 0
 }
 
+/// A looked-up key with its stored hash, or `None` for no such live key.
+type Found = Option<(ApiKey, String)>;
+
 /// Recently looked-up keys, by hash; absent keys are remembered too, so a
 /// flood of bad keys does not become a flood of queries.
 pub struct KeyCache {
     ttl: Duration,
-    entries: Mutex<HashMap<String, (Option<(ApiKey, String)>, Instant)>>,
+    entries: Mutex<HashMap<String, (Found, Instant)>>,
 }
 
 impl KeyCache {
@@ -91,7 +94,7 @@ impl KeyCache {
         }
     }
 
-    fn get(&self, hash: &str) -> Option<Option<(ApiKey, String)>> {
+    fn get(&self, hash: &str) -> Option<Found> {
         let entries = self.entries.lock().expect("key cache lock");
         entries
             .get(hash)
@@ -99,7 +102,7 @@ impl KeyCache {
             .map(|(k, _)| k.clone())
     }
 
-    fn put(&self, hash: String, key: Option<(ApiKey, String)>) {
+    fn put(&self, hash: String, key: Found) {
         let mut entries = self.entries.lock().expect("key cache lock");
         if entries.len() >= MAX_CACHED_KEYS {
             let ttl = self.ttl;
