@@ -17,6 +17,9 @@ pub enum BenchCmd {
     /// Fill a database with a realistic log, then time a full rebuild of
     /// every projection and a full audit.
     Projections(ProjectionsArgs),
+    /// The flash-sale benchmark: scenarios × callers, library and HTTP, against
+    /// the usual designs, with an oversell check and an audit.
+    Commands(super::bench_commands::CommandsArgs),
 }
 
 #[derive(ClapArgs, Debug)]
@@ -46,6 +49,7 @@ pub async fn run(
 ) -> Result<(), Failure> {
     match cmd {
         BenchCmd::Projections(args) => projections(args, database_url, printer).await,
+        BenchCmd::Commands(args) => super::bench_commands::run(args, database_url, printer).await,
     }
 }
 

@@ -4,6 +4,7 @@
 //! 2 usage error or `INVALID_ARGUMENT`, 1 anything else.
 
 mod bench;
+mod bench_commands;
 mod demo;
 mod output;
 mod read_models;

@@ -181,7 +181,12 @@ pub async fn serve(
         warn!("{banner}");
         eprintln!("\n  !!! {banner} !!!\n");
     }
-    let state = AppState::new(store.clone(), config.clone());
+    // Concurrent requests share transactions (group commit); the workers use
+    // the plain store.
+    let state = AppState::new(
+        store.grouped(crate::store::group::GroupConfig::default()),
+        config.clone(),
+    );
     let workers = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
     if config.run_projections {

@@ -4,7 +4,7 @@
 
 use tokio_postgres::error::SqlState;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     /// The database cannot be reached or the pool is exhausted. Retryable: the
     /// caller sends the same command again with the same ids.

@@ -4,6 +4,7 @@
 
 mod error;
 mod execute;
+pub mod group;
 pub mod history;
 pub mod keys;
 mod load;
@@ -25,11 +26,29 @@ use crate::limits::{MAX_COMMANDS_PER_BATCH, MAX_EXPIRIES_PER_PASS};
 #[derive(Clone)]
 pub struct Store {
     pool: Pool,
+    /// When set, single commands are gathered into group commits.
+    group: Option<std::sync::Arc<group::GroupCommit>>,
 }
 
 impl Store {
     pub fn new(pool: Pool) -> Self {
-        Store { pool }
+        Store { pool, group: None }
+    }
+
+    /// This store, with `execute` gathering concurrent commands into shared
+    /// transactions (see `group`). Needs a running tokio runtime.
+    pub fn grouped(&self, config: group::GroupConfig) -> Self {
+        Self::with_group_commit(self.pool.clone(), config)
+    }
+
+    /// A store whose `execute` gathers concurrent commands into shared
+    /// transactions (see `group`). Needs a running tokio runtime.
+    pub fn with_group_commit(pool: Pool, config: group::GroupConfig) -> Self {
+        let group = group::GroupCommit::start(pool.clone(), config);
+        Store {
+            pool,
+            group: Some(std::sync::Arc::new(group)),
+        }
     }
 
     pub fn pool(&self) -> &Pool {
@@ -51,6 +70,9 @@ impl Store {
         cmd: Command,
         ctx: CommandContext,
     ) -> Result<Result<Outcome, Rejection>, StoreError> {
+        if let Some(group) = &self.group {
+            return group.execute(cmd, ctx).await;
+        }
         let mut results = self.execute_batch(&[(cmd, ctx)]).await?;
         Ok(results.pop().expect("one answer per command"))
     }

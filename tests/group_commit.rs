@@ -1,0 +1,299 @@
+//! Group commit: many commands in one transaction give the answers they would
+//! give one by one, and a failing command cannot spoil its neighbours.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use stockledger::domain::{AdjustRequest, Command, CommandContext, Outcome, Rejection};
+use stockledger::store::group::GroupConfig;
+
+fn adjust(id: &str, sku: &str, delta: i64) -> Command {
+    AdjustRequest {
+        adjustment_id: id.into(),
+        sku: sku.into(),
+        location: None,
+        delta,
+        reason: "count".into(),
+    }
+    .validate()
+    .unwrap()
+}
+
+/// What matters of an answer, without times that differ between databases.
+fn summary(a: &Result<Outcome, Rejection>) -> String {
+    match a {
+        Ok(o @ Outcome::Reservation { .. }) => format!(
+            "{}{}",
+            state_of(o),
+            if o.replayed() { " replayed" } else { "" }
+        ),
+        Ok(o) => format!("ok{}", if o.replayed() { " replayed" } else { "" }),
+        Err(r) => r.code().to_owned(),
+    }
+}
+
+/// A script touching every row of the outcome table that needs no clock.
+fn script() -> Vec<Command> {
+    vec![
+        receive("in-a", "a", 5),
+        receive("in-b", "b", 3),
+        reserve("r1", "o1", &[("a", 2), ("b", 1)], None),
+        reserve("r1", "o1", &[("a", 2), ("b", 1)], None),
+        reserve("r1", "o1", &[("a", 3)], None),
+        reserve("r2", "o1", &[("a", 1)], None),
+        reserve("r3", "o3", &[("a", 3), ("b", 3)], None),
+        reserve("r4", "o4", &[("a", 3), ("b", 2)], None),
+        confirm("r1"),
+        confirm("r1"),
+        release("r1"),
+        release("r4"),
+        release("r4"),
+        confirm("r4"),
+        release("r5"),
+        reserve("r5", "o5", &[("a", 1)], None),
+        confirm("r6"),
+        adjust("adj-1", "a", -4),
+        adjust("adj-2", "a", -3),
+        receive("in-b", "b", 3),
+        receive("in-b", "b", 4),
+        reserve("r7", "o7", &[("b", 2)], None),
+        expire("r7"),
+    ]
+}
+
+#[tokio::test]
+async fn one_batch_answers_as_one_by_one() {
+    let one_by_one = TestDb::new().await;
+    let mut expected = Vec::new();
+    for cmd in script() {
+        expected.push(summary(&one_by_one.run(cmd).await));
+    }
+    let batched = TestDb::new().await;
+    let batch: Vec<_> = script()
+        .into_iter()
+        .map(|c| (c, CommandContext::new("test")))
+        .collect();
+    let got: Vec<String> = batched
+        .store
+        .execute_batch(&batch)
+        .await
+        .unwrap()
+        .iter()
+        .map(summary)
+        .collect();
+    assert_eq!(got, expected);
+    // The failures inside the batch (conflicts, shortfalls) did not stop the rest.
+    assert!(
+        expected.contains(&"INSUFFICIENT_STOCK".to_owned())
+            && expected.contains(&"IDEMPOTENCY_CONFLICT".to_owned())
+    );
+    for sku in ["a", "b"] {
+        assert_eq!(
+            batched.figures(sku).await,
+            one_by_one.figures(sku).await,
+            "{sku}"
+        );
+    }
+    assert_eq!(
+        batched.count_events().await,
+        one_by_one.count_events().await
+    );
+    batched.project_all().await;
+    batched.assert_audit_clean().await;
+}
+
+/// Items shared between multi-item reservations and receipts of one batch:
+/// each command sees exactly what the earlier ones left.
+#[tokio::test]
+async fn shared_items_inside_one_batch() {
+    let db = TestDb::new().await;
+    let batch: Vec<_> = vec![
+        receive("in-a", "a", 2),
+        reserve("r1", "o1", &[("a", 2), ("b", 1)], None), // b not received yet: refused
+        receive("in-b", "b", 1),
+        reserve("r2", "o2", &[("a", 2), ("b", 1)], None), // now both are there
+        reserve("r3", "o3", &[("b", 1)], None),           // b is gone
+        release("r2"),
+        reserve("r4", "o4", &[("b", 1), ("a", 1)], None), // freed by the release
+    ]
+    .into_iter()
+    .map(|c| (c, CommandContext::new("test")))
+    .collect();
+    let got: Vec<String> = db
+        .store
+        .execute_batch(&batch)
+        .await
+        .unwrap()
+        .iter()
+        .map(summary)
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "ok",
+            "INSUFFICIENT_STOCK",
+            "ok",
+            "RESERVED",
+            "INSUFFICIENT_STOCK",
+            "RELEASED",
+            "RESERVED"
+        ]
+    );
+    assert_eq!(db.figures("a").await, (2, 1, 0));
+    assert_eq!(db.figures("b").await, (1, 1, 0));
+}
+
+/// The same message delivered many times at once through group commit lands
+/// in one batch and appends one event; exactly one caller gets the original.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn duplicates_inside_one_batch() {
+    let db = TestDb::new().await;
+    db.receive("in-1", "a", 10).await;
+    let config = GroupConfig {
+        window: Duration::from_millis(50),
+        ..GroupConfig::default()
+    };
+    let store = Arc::new(db.store.grouped(config));
+    let cmd = reserve("r-dup", "o-dup", &[("a", 4)], None);
+    let tasks: Vec<_> = (0..40)
+        .map(|_| {
+            let (store, cmd) = (store.clone(), cmd.clone());
+            tokio::spawn(async move {
+                store
+                    .execute(cmd, CommandContext::new("test"))
+                    .await
+                    .unwrap()
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut originals = 0;
+    for t in tasks {
+        originals += usize::from(!t.await.unwrap().replayed());
+    }
+    assert_eq!(originals, 1);
+    assert_eq!(db.count_stream("reservation:r-dup").await, 1);
+    assert_eq!(db.figures("a").await, (10, 4, 0));
+}
+
+/// A batch that fails at COMMIT: the poisoned command gets an error, its
+/// neighbours are run again on their own and get their true answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_batch_whose_commit_fails() {
+    let db = TestDb::new().await;
+    // A deferred constraint trigger refuses one stream, at COMMIT time.
+    db.client()
+        .await
+        .batch_execute(
+            "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.stream = 'receipt:poison' THEN RAISE EXCEPTION 'poisoned' USING ERRCODE = 'P0001'; END IF;
+                 RETURN NULL;
+             END $$;
+             CREATE CONSTRAINT TRIGGER poison AFTER INSERT ON events
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION poison();",
+        )
+        .await
+        .unwrap();
+    let config = GroupConfig {
+        window: Duration::from_millis(100),
+        pipelines: 1,
+        ..GroupConfig::default()
+    };
+    let store = Arc::new(db.store.grouped(config));
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let id = if i == 7 {
+            "poison".to_owned()
+        } else {
+            format!("in-{i}")
+        };
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            (
+                id.clone(),
+                store
+                    .execute(receive(&id, "a", 1), CommandContext::new("test"))
+                    .await,
+            )
+        }));
+    }
+    let mut ok = 0;
+    for t in tasks {
+        let (id, answer) = t.await.unwrap();
+        match answer {
+            Ok(Ok(o)) => {
+                assert!(!o.replayed(), "{id}");
+                ok += 1;
+            }
+            Err(e) => {
+                assert_eq!(id, "poison", "only the poisoned command fails: {e}");
+                assert!(!e.is_retryable());
+            }
+            Ok(Err(r)) => panic!("{id}: {r}"),
+        }
+    }
+    assert_eq!(ok, 19);
+    assert_eq!(db.count_events().await, 19);
+    assert_eq!(db.figures("a").await, (19, 0, 0));
+}
+
+/// Two processes (two stores with their own pools and group commits) batch
+/// against the same items at once: exactly the stock is sold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_processes_batching_the_same_items() {
+    let db = TestDb::new().await;
+    db.receive("in-1", "hot", 150).await;
+    let other_pool = stockledger::store::pool::build(db.config.clone(), 8).unwrap();
+    let stores = [
+        Arc::new(db.store.grouped(GroupConfig::default())),
+        Arc::new(stockledger::store::Store::with_group_commit(
+            other_pool,
+            GroupConfig::default(),
+        )),
+    ];
+    let mut tasks = Vec::new();
+    for i in 0..400 {
+        let store = stores[i % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            let lines: &[(&str, i64)] = if i % 5 == 0 {
+                &[("hot", 1), ("cold", 1)]
+            } else {
+                &[("hot", 1)]
+            };
+            store
+                .execute(
+                    reserve(&format!("r-{i}"), &format!("o-{i}"), lines, None),
+                    CommandContext::new("test"),
+                )
+                .await
+                .unwrap()
+        }));
+        if i == 200 {
+            // Cold stock arrives half-way through.
+            db.receive("in-cold", "cold", 30).await;
+        }
+    }
+    let mut reserved = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => reserved += 1,
+            Err(Rejection::InsufficientStock { .. }) => {}
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    let (on_hand, hot_reserved, _) = db.figures("hot").await;
+    assert_eq!(
+        (on_hand, hot_reserved),
+        (150, 150),
+        "exactly the stock is sold"
+    );
+    assert_eq!(reserved, 150);
+    let cold = db.figures("cold").await;
+    assert!(cold.1 <= cold.0, "cold never oversold: {cold:?}");
+    db.project_all().await;
+    db.assert_audit_clean().await;
+}
