@@ -53,31 +53,32 @@ pub async fn run(
     }
 }
 
+/// The benchmark's own database on the server: `name`, dropped and created
+/// afresh when `recreate`, migrated by the caller. Returns its settings.
+pub async fn bench_database(
+    database_url: Option<&str>,
+    name: &str,
+    recreate: bool,
+) -> Result<tokio_postgres::Config, Failure> {
+    let server = db::server(database_url)
+        .await
+        .map_err(anyhow::Error::from)?;
+    stockledger::domain::ids::check_id("database", name)?;
+    if recreate {
+        db::drop_database(&server.config, name).await?;
+    }
+    db::ensure_database(&server.config, name).await?;
+    let mut config = server.config.clone();
+    config.dbname(name);
+    Ok(config)
+}
+
 async fn projections(
     args: ProjectionsArgs,
     database_url: Option<&str>,
     printer: &Printer,
 ) -> Result<(), Failure> {
-    let server = db::server(database_url)
-        .await
-        .map_err(anyhow::Error::from)?;
-    let name = stockledger::domain::ids::check_id("database", &args.database)
-        .map(|_| args.database.clone())?;
-    if !args.reuse {
-        let (admin, conn) = server
-            .config
-            .connect(tokio_postgres::NoTls)
-            .await
-            .map_err(anyhow::Error::from)?;
-        tokio::spawn(conn);
-        admin
-            .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-            .await
-            .map_err(anyhow::Error::from)?;
-    }
-    db::ensure_database(&server.config, &name).await?;
-    let mut config = server.config.clone();
-    config.dbname(&name);
+    let config = bench_database(database_url, &args.database, !args.reuse).await?;
     let store = Store::new(pool::build(config, 8)?);
     store.migrate().await?;
 
@@ -90,8 +91,8 @@ async fn projections(
     let mut fill_line = String::from("reused");
     if existing == 0 {
         printer.note(&format!(
-            "filling {name} with {} events over {} items...",
-            args.events, args.items
+            "filling {} with {} events over {} items...",
+            args.database, args.events, args.items
         ));
         let mut last = Instant::now();
         let report = fill(

@@ -10,7 +10,6 @@ use stockledger::bench::baselines::{self, RedisLua};
 use stockledger::bench::load::{closed_loop, RunStats, Sent};
 use stockledger::bench::rng::Rng;
 use stockledger::bench::svg::{throughput_and_p99, Series};
-use stockledger::db;
 use stockledger::domain::{
     command, Command, CommandContext, LineRequest, Outcome, ReceiveRequest, Rejection,
     ReserveRequest,
@@ -203,26 +202,7 @@ pub async fn run(
     database_url: Option<&str>,
     printer: &Printer,
 ) -> Result<(), Failure> {
-    let server = db::server(database_url)
-        .await
-        .map_err(anyhow::Error::from)?;
-    let name = stockledger::domain::ids::check_id("database", &args.database)
-        .map(|_| args.database.clone())?;
-    {
-        let (admin, conn) = server
-            .config
-            .connect(tokio_postgres::NoTls)
-            .await
-            .map_err(anyhow::Error::from)?;
-        tokio::spawn(conn);
-        admin
-            .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-            .await
-            .map_err(anyhow::Error::from)?;
-    }
-    db::ensure_database(&server.config, &name).await?;
-    let mut config = server.config.clone();
-    config.dbname(&name);
+    let config = super::bench::bench_database(database_url, &args.database, true).await?;
     let plain = Store::new(pool::build(config.clone(), args.pool_size)?);
     plain.migrate().await?;
     let group = GroupConfig {

@@ -55,7 +55,7 @@ pub async fn server(database_url: Option<&str>) -> Result<Server, DbError> {
     Ok(Server {
         config: cluster.config(PRIVATE_DATABASE),
         description: format!(
-            "the private PostgreSQL cluster in {} (set DATABASE_URL to use another server)",
+            "the private PostgreSQL cluster in {}",
             cluster.data_dir.display()
         ),
         started: Some(started),
@@ -83,6 +83,19 @@ pub async fn ensure_database(admin: &tokio_postgres::Config, name: &str) -> Resu
             Err(e) => return Err(e.into()),
         }
     }
+    drop(client);
+    let _ = conn.await;
+    Ok(())
+}
+
+/// Drops database `name` on the server of `admin`, disconnecting its users.
+pub async fn drop_database(admin: &tokio_postgres::Config, name: &str) -> Result<(), StoreError> {
+    let (client, connection) = admin.connect(NoTls).await?;
+    let conn = tokio::spawn(connection);
+    let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+    client
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {quoted} WITH (FORCE)"))
+        .await?;
     drop(client);
     let _ = conn.await;
     Ok(())
