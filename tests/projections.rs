@@ -192,17 +192,26 @@ async fn workers_survive_being_killed_at_random_points() {
             task.abort();
             let _ = task.await;
         } else {
-            // Kill every backend holding a runner lock: mid-batch, mid-commit, or idle.
-            let killed: i64 = admin
-                .query_one(
-                    "SELECT count(pg_terminate_backend(pid)) FROM pg_locks
-                     WHERE locktype = 'advisory' AND pid <> pg_backend_pid()
-                       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-                    &[],
-                )
-                .await
-                .unwrap()
-                .get(0);
+            // Kill every backend holding a runner lock: mid-batch, mid-commit, or
+            // idle. On a slow machine the workers may not hold their locks yet,
+            // so wait (boundedly) until one does.
+            let mut killed = 0i64;
+            for _ in 0..200 {
+                killed = admin
+                    .query_one(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_locks
+                         WHERE locktype = 'advisory' AND pid <> pg_backend_pid()
+                           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                        &[],
+                    )
+                    .await
+                    .unwrap()
+                    .get(0);
+                if killed > 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
             assert!(killed >= 1, "round {round}: runners were found");
             cancel.cancel();
             task.await.unwrap();

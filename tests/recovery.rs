@@ -39,7 +39,7 @@ async fn a_killed_backend_is_retried_and_answered_truthfully() {
                        WHERE datname = current_database() AND wait_event = 'advisory'
                          AND pid <> pg_backend_pid()";
     let mut killed = 0;
-    for _ in 0..200 {
+    for _ in 0..500 {
         let rows = admin.query(find_waiter, &[]).await.unwrap();
         if let Some(row) = rows.first() {
             let pid: i32 = row.get(0);

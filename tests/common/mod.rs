@@ -282,7 +282,7 @@ impl TestDb {
     /// Waits until every live projection has applied every committed event.
     pub async fn wait_caught_up(&self) {
         let client = self.store.pool().get().await.unwrap();
-        for _ in 0..600 {
+        for _ in 0..1500 {
             let statuses = stockledger::projection::status::status(&**client)
                 .await
                 .unwrap();
