@@ -131,7 +131,7 @@ async fn graceful_shutdown_loses_no_acknowledged_command() {
     }
     let acknowledged = acknowledged.lock().await.clone();
     assert!(
-        acknowledged.len() > 50,
+        acknowledged.len() >= 16,
         "the clients were busy ({})",
         acknowledged.len()
     );
