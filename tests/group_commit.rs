@@ -35,6 +35,21 @@ fn summary(a: &Result<Outcome, Rejection>) -> String {
     }
 }
 
+/// Runs `commands` as one batch and summarises each answer.
+async fn run_batch(db: &TestDb, commands: Vec<Command>) -> Vec<String> {
+    let batch: Vec<_> = commands
+        .into_iter()
+        .map(|c| (c, CommandContext::new("test")))
+        .collect();
+    db.store
+        .execute_batch(&batch)
+        .await
+        .unwrap()
+        .iter()
+        .map(summary)
+        .collect()
+}
+
 /// A script touching every row of the outcome table that needs no clock.
 fn script() -> Vec<Command> {
     vec![
@@ -72,18 +87,7 @@ async fn one_batch_answers_as_one_by_one() {
         expected.push(summary(&one_by_one.run(cmd).await));
     }
     let batched = TestDb::new().await;
-    let batch: Vec<_> = script()
-        .into_iter()
-        .map(|c| (c, CommandContext::new("test")))
-        .collect();
-    let got: Vec<String> = batched
-        .store
-        .execute_batch(&batch)
-        .await
-        .unwrap()
-        .iter()
-        .map(summary)
-        .collect();
+    let got = run_batch(&batched, script()).await;
     assert_eq!(got, expected);
     // The failures inside the batch (conflicts, shortfalls) did not stop the rest.
     assert!(
@@ -110,26 +114,19 @@ async fn one_batch_answers_as_one_by_one() {
 #[tokio::test]
 async fn shared_items_inside_one_batch() {
     let db = TestDb::new().await;
-    let batch: Vec<_> = vec![
-        receive("in-a", "a", 2),
-        reserve("r1", "o1", &[("a", 2), ("b", 1)], None), // b not received yet: refused
-        receive("in-b", "b", 1),
-        reserve("r2", "o2", &[("a", 2), ("b", 1)], None), // now both are there
-        reserve("r3", "o3", &[("b", 1)], None),           // b is gone
-        release("r2"),
-        reserve("r4", "o4", &[("b", 1), ("a", 1)], None), // freed by the release
-    ]
-    .into_iter()
-    .map(|c| (c, CommandContext::new("test")))
-    .collect();
-    let got: Vec<String> = db
-        .store
-        .execute_batch(&batch)
-        .await
-        .unwrap()
-        .iter()
-        .map(summary)
-        .collect();
+    let got = run_batch(
+        &db,
+        vec![
+            receive("in-a", "a", 2),
+            reserve("r1", "o1", &[("a", 2), ("b", 1)], None), // b not received yet: refused
+            receive("in-b", "b", 1),
+            reserve("r2", "o2", &[("a", 2), ("b", 1)], None), // now both are there
+            reserve("r3", "o3", &[("b", 1)], None),           // b is gone
+            release("r2"),
+            reserve("r4", "o4", &[("b", 1), ("a", 1)], None), // freed by the release
+        ],
+    )
+    .await;
     assert_eq!(
         got,
         [

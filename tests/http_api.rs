@@ -409,6 +409,22 @@ async fn validation_unknown_fields_malformed_json_and_large_bodies() {
         let b: Value = r.json().await.unwrap();
         assert_eq!((st, code(&b)), (400, "MALFORMED_JSON"), "{raw}");
     }
+    // A path that is not text, and a method a route does not take.
+    let (st, b) = s.post("/v1/reservations/%FF/confirm", json!({})).await;
+    assert_eq!(
+        (st, code(&b), b["details"]["field"].as_str()),
+        (400, "INVALID_ARGUMENT", Some("path")),
+        "{b}"
+    );
+    let r = s
+        .req(Method::PUT, "/v1/reservations", Some("writer"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let st = r.status().as_u16();
+    let b: Value = r.json().await.unwrap();
+    assert_eq!((st, code(&b)), (405, "METHOD_NOT_ALLOWED"));
     let big = json!({"receipt_id": "r", "sku": "a", "quantity": 1, "pad": "x".repeat(65 * 1024)});
     let (st, b) = s.post("/v1/stock/receipts", big).await;
     assert_eq!((st, code(&b)), (413, "PAYLOAD_TOO_LARGE"));
@@ -563,5 +579,27 @@ async fn the_openapi_document_is_served_and_kept_in_docs() {
     ] {
         assert!(doc["paths"][path].is_object(), "{path} is described");
     }
+    s.stop().await;
+}
+
+/// Stock asked for before its read model has the item (here: no projection
+/// workers at all) is answered from the write-side balances, not 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stock_before_its_read_model_has_the_item() {
+    let mut config = test_config();
+    config.run_projections = false;
+    let mut s = TestServer::start(config).await;
+    s.post(
+        "/v1/stock/receipts",
+        json!({"receipt_id": "in-1", "sku": "fresh", "quantity": 3}),
+    )
+    .await;
+    let (st, b) = s.get("/v1/stock/fresh", "reader").await;
+    assert_eq!(
+        (st, b["on_hand"].clone(), b["available"].clone()),
+        (200, json!(3), json!(3)),
+        "{b}"
+    );
+    assert_eq!(s.get("/v1/stock/never", "reader").await.0, 404);
     s.stop().await;
 }

@@ -135,17 +135,11 @@ async fn graceful_shutdown_loses_no_acknowledged_command() {
         "the clients were busy ({})",
         acknowledged.len()
     );
-    let client = s.db.client().await;
-    let logged: std::collections::HashSet<String> = client
-        .query(
-            "SELECT substr(stream, 9) FROM events WHERE stream LIKE 'receipt:%'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let logged: std::collections::HashSet<String> =
+        s.db.column("SELECT substr(stream, 9) FROM events WHERE stream LIKE 'receipt:%'")
+            .await
+            .into_iter()
+            .collect();
     let lost: Vec<_> = acknowledged
         .iter()
         .filter(|id| !logged.contains(*id))

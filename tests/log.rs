@@ -62,17 +62,9 @@ async fn migrations_are_repeatable_and_safe_to_race() {
     assert!(again.is_empty(), "a second run applies nothing");
     let (a, b) = tokio::join!(db.store.migrate(), db.store.migrate());
     assert!(a.unwrap().is_empty() && b.unwrap().is_empty());
-    let client = db.client().await;
-    let versions: Vec<i32> = client
-        .query(
-            "SELECT version FROM schema_migrations ORDER BY version",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let versions: Vec<i32> = db
+        .column("SELECT version FROM schema_migrations ORDER BY version")
+        .await;
     let known: Vec<i32> = stockledger::store::migrate::MIGRATIONS
         .iter()
         .map(|m| m.version)

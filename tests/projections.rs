@@ -229,17 +229,8 @@ async fn workers_survive_being_killed_at_random_points() {
     task.await.unwrap();
     let total = db.count_events().await;
     let applied: Vec<i64> = db
-        .client()
-        .await
-        .query(
-            "SELECT events_applied FROM projection_checkpoints WHERE slot = 'live'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+        .column("SELECT events_applied FROM projection_checkpoints WHERE slot = 'live'")
+        .await;
     assert_eq!(
         applied,
         vec![total; 3],

@@ -97,9 +97,11 @@ pub(crate) async fn apply_range(
         tx_id: last[0],
         position: last[1],
     };
-    // Schema names are our constants, never input.
+    // Schema names are our constants, never input. JIT is off: a batch's
+    // range is over-estimated by the planner, so every batch would pay to
+    // compile its plan.
     tx.batch_execute(&format!(
-        "SET LOCAL search_path = {}, public",
+        "SET LOCAL search_path = {}, public; SET LOCAL jit = off",
         slot.schema()
     ))
     .await?;

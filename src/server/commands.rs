@@ -1,7 +1,7 @@
 //! Command routes: validate, run through the store, answer. `201` when the
 //! command did the work, `200` when it was a replay (or a confirm/release).
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -13,7 +13,7 @@ use crate::domain::{
 };
 use crate::server::auth::{Access, Caller};
 use crate::server::error::ApiError;
-use crate::server::json::ApiJson;
+use crate::server::json::{ApiJson, ApiPath};
 use crate::server::openapi::{AdjustmentResponse, ErrorBody, ReceiptResponse, ReservationResponse};
 use crate::server::{AppState, CAUSATION_HEADER, CORRELATION_HEADER};
 
@@ -166,7 +166,7 @@ pub async fn confirm(
     State(s): State<AppState>,
     caller: Caller,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(_): ApiJson<ConfirmBody>,
 ) -> Result<Response, ApiError> {
     caller.require(Access::Write)?;
@@ -187,7 +187,7 @@ pub async fn release(
     State(s): State<AppState>,
     caller: Caller,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ReleaseBody>,
 ) -> Result<Response, ApiError> {
     caller.require(Access::Write)?;

@@ -26,6 +26,8 @@ pub enum ApiError {
         role: &'static str,
         action: &'static str,
     },
+    #[error("this route does not take that method")]
+    MethodNotAllowed,
     #[error("request bodies are limited to {limit} bytes")]
     PayloadTooLarge { limit: usize },
     #[error("too many requests for this key; retry after {retry_after} s")]
@@ -53,6 +55,7 @@ impl ApiError {
             ApiError::MalformedJson(_) => "MALFORMED_JSON",
             ApiError::Unauthenticated => "UNAUTHENTICATED",
             ApiError::Forbidden { .. } => "FORBIDDEN",
+            ApiError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             ApiError::RateLimited { .. } => "RATE_LIMITED",
             ApiError::Unavailable(_) => "UNAVAILABLE",
@@ -71,6 +74,7 @@ impl ApiError {
             ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthenticated => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,

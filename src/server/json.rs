@@ -58,3 +58,21 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
         Ok(ApiJson(value))
     }
 }
+
+/// A path parameter; one that cannot be read (invalid percent-encoding or
+/// UTF-8) is `INVALID_ARGUMENT` like any other bad field, not axum's plain text.
+pub struct ApiPath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> axum::extract::FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(v)| ApiPath(v))
+            .map_err(|e| ApiError::Rejected(Rejection::invalid("path", e.body_text())))
+    }
+}

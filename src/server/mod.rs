@@ -123,6 +123,7 @@ pub fn router(state: AppState) -> Router {
                 key: "here".into(),
             })
         })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY_BYTES))
         .with_state(state)

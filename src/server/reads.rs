@@ -2,7 +2,7 @@
 //! orders from the read models (which say how far they have come), the log
 //! itself in safe commit order.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -11,6 +11,7 @@ use crate::domain::{Item, Location, OrderId, Rejection, ReservationId, Sku};
 use crate::limits::MAX_EVENTS_PER_READ;
 use crate::server::auth::{Access, Caller};
 use crate::server::error::ApiError;
+use crate::server::json::ApiPath;
 use crate::server::openapi::{
     ErrorBody, EventsPage, OrderResponse, ProjectionsResponse, ReservationResponse, StockResponse,
 };
@@ -27,7 +28,7 @@ use crate::store::{pool, Cursor};
 pub async fn reservation(
     State(s): State<AppState>,
     caller: Caller,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(Access::Read)?;
     let rid = ReservationId::parse("reservation_id", &id)?;
@@ -55,7 +56,7 @@ pub struct StockQuery {
 pub async fn stock(
     State(s): State<AppState>,
     caller: Caller,
-    Path(sku): Path<String>,
+    ApiPath(sku): ApiPath<String>,
     q: Result<Query<StockQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(Access::Read)?;
@@ -102,8 +103,16 @@ pub async fn stock(
         }
         None => {
             let (balance, at) = history::stock_level_as_of(&client, &item).await?;
+            let balance = match balance {
+                Some(b) => b,
+                // Received moments ago and not projected yet: the write-side
+                // balance is current, so answer from it rather than say 404.
+                None => crate::store::read::balance(&client, &item)
+                    .await?
+                    .ok_or_else(not_found)?,
+            };
             (
-                balance.ok_or_else(not_found)?,
+                balance,
                 json!({"position": at.position, "recorded_at": at.recorded_at}),
             )
         }
@@ -122,7 +131,7 @@ pub async fn stock(
 pub async fn order(
     State(s): State<AppState>,
     caller: Caller,
-    Path(order_id): Path<String>,
+    ApiPath(order_id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(Access::Read)?;
     let order = OrderId::parse("order_id", &order_id)?;

@@ -59,6 +59,7 @@ async fn run_once(
     client: &mut deadpool_postgres::Object,
     batch: &[(Command, CommandContext)],
 ) -> Result<BatchResult, Failure> {
+    let started = std::time::Instant::now();
     let tx = client.transaction().await?;
     let load::Loaded {
         mut state,
@@ -82,14 +83,25 @@ async fn run_once(
         }
     }
 
+    // Phase times go to the debug log: they are how batch costs were measured
+    // (docs/benchmarks.md), and lock waits show up in `load`.
+    let loaded = started.elapsed();
     if !events.is_empty() {
         write::append(&tx, &events, now).await?;
+    }
+    let appended = started.elapsed();
+    if !events.is_empty() {
         write::move_balances(&tx, &events, &existing).await?;
     }
+    let balanced = started.elapsed();
     tx.commit().await?;
     debug!(
         commands = batch.len(),
         events = events.len(),
+        load_us = loaded.as_micros() as u64,
+        append_us = (appended - loaded).as_micros() as u64,
+        balances_us = (balanced - appended).as_micros() as u64,
+        commit_us = (started.elapsed() - balanced).as_micros() as u64,
         "batch committed"
     );
     Ok(results)

@@ -77,6 +77,18 @@ impl TestDb {
         client
     }
 
+    /// The first column of every row of `sql`.
+    pub async fn column<T: for<'a> tokio_postgres::types::FromSql<'a>>(&self, sql: &str) -> Vec<T> {
+        self.client()
+            .await
+            .query(sql, &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
+
     pub async fn count_events(&self) -> i64 {
         self.client()
             .await
