@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod bench;
+pub mod chaos;
 pub mod db;
 pub mod domain;
 pub mod expiry;

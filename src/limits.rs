@@ -37,6 +37,11 @@ pub const MAX_COMMANDS_PER_BATCH: usize = 1024;
 /// gets a retryable error.
 pub const MAX_TRANSACTION_ATTEMPTS: u32 = 6;
 
+/// Deadline on a whole batch, all attempts together: no new attempt starts
+/// after it. Under the HTTP request timeout, so the answer still reaches the
+/// caller.
+pub const BATCH_DEADLINE_MS: u64 = 8_000;
+
 /// First back-off between attempts; doubled each time.
 pub const RETRY_BACKOFF_START_MS: u64 = 5;
 
@@ -53,6 +58,36 @@ pub const POOL_WAIT_TIMEOUT_MS: u64 = 5_000;
 /// abandoned transaction cannot hold item locks for long.
 pub const STATEMENT_TIMEOUT_MS: u64 = 30_000;
 pub const IDLE_IN_TRANSACTION_TIMEOUT_MS: u64 = 60_000;
+
+/// Longest wait for a row or advisory lock inside any statement. A lock held
+/// by a stuck or abandoned transaction costs a command this long, then the
+/// command is answered `UNAVAILABLE` and its items are set aside (see
+/// `SUSPECT_ITEM_MS`) instead of holding up a whole batch.
+pub const LOCK_TIMEOUT_MS: u64 = 1_000;
+
+/// Deadline on one attempt of a command transaction, from taking the
+/// connection to the COMMIT reply. Past it the connection is discarded and the
+/// attempt's outcome is resolved by its transaction id (`pg_xact_status`),
+/// never guessed. Well under the HTTP request timeout, so a caller caught in a
+/// stalled connection still gets its true answer from a second attempt.
+pub const TRANSACTION_ATTEMPT_DEADLINE_MS: u64 = 3_000;
+
+/// How long resolving an attempt of unknown outcome may take (a fresh
+/// connection, the transaction's status, ending its backend if it is still
+/// open). Past it the caller gets `UNAVAILABLE`, "outcome unknown".
+pub const OUTCOME_RESOLUTION_DEADLINE_MS: u64 = 3_000;
+
+/// TCP keepalive and user timeout on every database connection, both ways:
+/// a peer that vanished (a cut cable, a dead host) is noticed within about
+/// `TCP_KEEPALIVE_IDLE + TCP_KEEPALIVE_INTERVAL × TCP_KEEPALIVE_RETRIES`
+/// seconds, and unacknowledged data is given up after `TCP_USER_TIMEOUT_MS`.
+pub const TCP_KEEPALIVE_IDLE_SECONDS: u64 = 10;
+pub const TCP_KEEPALIVE_INTERVAL_SECONDS: u64 = 2;
+pub const TCP_KEEPALIVE_RETRIES: u32 = 3;
+pub const TCP_USER_TIMEOUT_MS: u64 = 15_000;
+
+/// How long opening a database connection may take.
+pub const CONNECT_TIMEOUT_MS: u64 = 5_000;
 
 /// How long the private PostgreSQL cluster may take to start before we give up.
 pub const PRIVATE_CLUSTER_START_TIMEOUT_SECONDS: u64 = 60;
@@ -85,6 +120,31 @@ pub const AUDIT_READERS: u32 = 2;
 /// Largest HTTP request body. Contract: 64 KiB, else `PAYLOAD_TOO_LARGE`.
 pub const MAX_REQUEST_BODY_BYTES: usize = 64 * 1024;
 
+/// HTTP connections open at once, at most (`--max-connections`). Lowered at
+/// start to fit the open-files limit.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4_096;
+
+/// HTTP connections open at once from one client address
+/// (`--max-connections-per-address`). Below the total, so one address can
+/// never take every connection; raise it behind a load balancer or proxy,
+/// where every connection comes from its few addresses.
+pub const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS: usize = 1_024;
+
+/// How long a client may take to send a request's headers.
+pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 5_000;
+
+/// How long a connection may sit with no request in flight (a fresh one that
+/// sends nothing, or a keep-alive one between requests) before it is closed.
+pub const DEFAULT_IDLE_CONNECTION_TIMEOUT_MS: u64 = 30_000;
+
+/// File descriptors kept free of client connections for the database pool,
+/// the log and the listener itself.
+pub const FILE_DESCRIPTORS_RESERVED: usize = 256;
+
+/// Pause after a failed accept (out of file descriptors), so the loop waits
+/// for connections to end instead of spinning.
+pub const ACCEPT_ERROR_PAUSE_MS: u64 = 100;
+
 /// How long one HTTP request may take before the caller gets `UNAVAILABLE`.
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
 
@@ -96,8 +156,18 @@ pub const DEFAULT_RATE_LIMIT_BURST: u32 = 2_000;
 /// a revocation takes effect within this time.
 pub const DEFAULT_KEY_CACHE_SECONDS: u64 = 5;
 
-/// Most API keys remembered at once (cache and rate-limit buckets).
+/// Most API keys remembered at once (cache and rate-limit buckets); live and
+/// unknown keys are counted apart.
 pub const MAX_CACHED_KEYS: usize = 10_000;
+
+/// Longest API key accepted in `Authorization: Bearer`.
+pub const MAX_API_KEY_LEN: usize = 256;
+
+/// Lookups of keys that are not in the cache, per client address: sustained
+/// per second and burst. An unknown key costs a database query; this bounds
+/// what unauthenticated callers can make the database do.
+pub const KEY_LOOKUPS_PER_ADDRESS_PER_SECOND: u32 = 20;
+pub const KEY_LOOKUPS_PER_ADDRESS_BURST: u32 = 40;
 
 /// How often the expiry worker looks for due reservations, and how many it
 /// expires per pass.
@@ -124,5 +194,30 @@ pub const GROUP_COMMIT_WINDOW_MICROS: u64 = 0;
 /// let one batch gather while the other waits for its commit.
 pub const GROUP_COMMIT_PIPELINES: usize = 2;
 
+/// Group commit: how long an item (or stream) whose command waited out
+/// `LOCK_TIMEOUT_MS` stays suspect. Commands that touch a suspect item run on
+/// their own, beside the batches, so a lock held by a stuck transaction costs
+/// only the commands that need it.
+pub const SUSPECT_ITEM_MS: u64 = 2_000;
+
+/// Group commit: most commands on suspect items running at once, each on its
+/// own connection; past it such commands are answered UNAVAILABLE at once.
+pub const SUSPECT_COMMANDS_IN_FLIGHT: usize = 4;
+
+/// Group commit: commands of a failed batch run one by one, this many at
+/// once (each on its own connection of the pool).
+pub const ONE_BY_ONE_IN_FLIGHT: usize = 8;
+
+/// Group commit: most remembered suspect items; the oldest are forgotten first.
+pub const MAX_SUSPECT_ITEMS: usize = 1_024;
+
 /// Group commit: commands waiting at most; past it callers get UNAVAILABLE.
 pub const GROUP_COMMIT_QUEUE_DEPTH: usize = 20_000;
+
+/// How long `/metrics` reuses the projection lag it read from the database.
+pub const METRICS_CACHE_MS: u64 = 1_000;
+
+/// Heavy reads (as-of figures, an item's history) running at once in the HTTP
+/// server; more wait for a permit within their request timeout. Each holds one
+/// connection of the pool while it runs, so commands keep the rest.
+pub const MAX_HEAVY_READS_IN_FLIGHT: usize = 2;

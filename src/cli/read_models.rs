@@ -308,7 +308,7 @@ pub async fn stock(
     printer: &Printer,
 ) -> Result<(), Failure> {
     if let Some(as_of) = as_of {
-        let b = store.stock_as_of(&item, as_of).await?;
+        let b = store.stock_as_of(&item, as_of).await?.figures;
         let (label, doc) = match as_of {
             AsOf::Time(t) => (format!("as of {}", t.to_rfc3339()), json!({"time": t})),
             AsOf::Position(p) => (format!("as of position {p}"), json!({"position": p})),

@@ -5,10 +5,12 @@ use std::time::Duration;
 use clap::{Args as ClapArgs, Subcommand};
 use serde_json::json;
 use stockledger::limits::{
-    DEFAULT_EXPIRY_BATCH, DEFAULT_EXPIRY_INTERVAL_MS, DEFAULT_KEY_CACHE_SECONDS, DEFAULT_POOL_SIZE,
-    DEFAULT_RATE_LIMIT_BURST, DEFAULT_RATE_LIMIT_PER_SECOND, DEFAULT_REQUEST_TIMEOUT_MS,
-    SHUTDOWN_GRACE_SECONDS,
+    DEFAULT_EXPIRY_BATCH, DEFAULT_EXPIRY_INTERVAL_MS, DEFAULT_HEADER_READ_TIMEOUT_MS,
+    DEFAULT_IDLE_CONNECTION_TIMEOUT_MS, DEFAULT_KEY_CACHE_SECONDS, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, DEFAULT_POOL_SIZE, DEFAULT_RATE_LIMIT_BURST,
+    DEFAULT_RATE_LIMIT_PER_SECOND, DEFAULT_REQUEST_TIMEOUT_MS, SHUTDOWN_GRACE_SECONDS,
 };
+use stockledger::server::listener::{self, ConnectionLimits};
 use stockledger::server::ServerConfig;
 use stockledger::store::keys::{self, Role};
 use stockledger::store::{pool, Store};
@@ -53,6 +55,18 @@ pub struct ServeArgs {
     /// Most reservations one expiry pass handles.
     #[arg(long, env = "STOCKLEDGER_EXPIRY_BATCH", default_value_t = DEFAULT_EXPIRY_BATCH)]
     expiry_batch: i64,
+    /// HTTP connections open at once, at most (lowered to fit the open-files limit).
+    #[arg(long, env = "STOCKLEDGER_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// HTTP connections open at once from one client address.
+    #[arg(long, env = "STOCKLEDGER_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = DEFAULT_MAX_CONNECTIONS_PER_ADDRESS)]
+    max_connections_per_address: usize,
+    /// A client must send a request's headers within this time.
+    #[arg(long, env = "STOCKLEDGER_HEADER_READ_TIMEOUT_MS", default_value_t = DEFAULT_HEADER_READ_TIMEOUT_MS)]
+    header_read_timeout_ms: u64,
+    /// A connection with no request in flight for this long is closed.
+    #[arg(long, env = "STOCKLEDGER_IDLE_TIMEOUT_MS", default_value_t = DEFAULT_IDLE_CONNECTION_TIMEOUT_MS)]
+    idle_timeout_ms: u64,
 }
 
 pub async fn serve(
@@ -74,6 +88,12 @@ pub async fn serve(
         run_expiry: !args.no_expiry,
         expiry_interval: Duration::from_millis(args.expiry_interval_ms),
         expiry_batch: args.expiry_batch,
+        connections: ConnectionLimits {
+            max_connections: listener::fit_to_open_files_limit(args.max_connections.max(1)),
+            max_per_address: args.max_connections_per_address.max(1),
+            header_read_timeout: Duration::from_millis(args.header_read_timeout_ms.max(1)),
+            idle_timeout: Duration::from_millis(args.idle_timeout_ms.max(1)),
+        },
     };
     printer.note(&format!(
         "serving http://{} on {}",

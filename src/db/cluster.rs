@@ -228,6 +228,33 @@ impl PrivateCluster {
     }
 }
 
+impl PrivateCluster {
+    /// Restarts the server the hard way (`pg_ctl restart -m immediate`: no
+    /// checkpoint, every connection cut, crash recovery on start), as a crash
+    /// would. For fault tests and `stockledger chaos`.
+    pub fn restart_immediately(&self) -> Result<(), ClusterError> {
+        let bin = find_binaries().ok_or(ClusterError::NoBinaries)?;
+        let runner = if is_root() { postgres_user() } else { None };
+        run(
+            "pg_ctl restart",
+            Command::new(bin.join("pg_ctl"))
+                .arg("restart")
+                .arg("-D")
+                .arg(&self.data_dir)
+                .arg("-l")
+                .arg(self.data_dir.join("server.log"))
+                .args([
+                    "-m",
+                    "immediate",
+                    "-w",
+                    "-t",
+                    &PRIVATE_CLUSTER_START_TIMEOUT_SECONDS.to_string(),
+                ]),
+            runner,
+        )
+    }
+}
+
 /// Creates `dir` and its missing ancestors readable and traversable by all,
 /// so that the `postgres` user can reach a data directory below them.
 fn create_traversable(dir: &Path) -> Result<(), ClusterError> {

@@ -349,6 +349,17 @@ fn decide_reserve(
     now: DateTime<Utc>,
 ) -> Result<Decision, Rejection> {
     if let Some(res) = state.reservations.get(&r.reservation_id) {
+        // This very command wrote seq 1: it is re-run because its COMMIT reply
+        // was lost. Its caller gets what that commit did (a reservation made,
+        // not a replay), whatever happened to the stream since.
+        if !res.is_tombstone() && res.step_commands.first() == Some(&command_id) {
+            let mut view = ReservationView::from(res);
+            view.state = ReservationState::Reserved;
+            return Ok(Decision::answer(Outcome::Reservation {
+                view,
+                replayed: false,
+            }));
+        }
         if res.is_tombstone() {
             return Err(released(&r.reservation_id));
         }

@@ -435,6 +435,25 @@ fn a_rerun_after_a_lost_commit_is_not_a_replay() {
 }
 
 #[test]
+fn a_rerun_after_a_lost_commit_answers_its_own_commit_even_after_a_release() {
+    // The reserve committed, its COMMIT reply was lost, and another caller
+    // released the reservation before the re-run: the re-run still answers
+    // what its own commit did.
+    let mut st = setup(Setup::None);
+    let cmd = reserve("o1", 2);
+    let id = Uuid::new_v4();
+    let first = decide(&st, &cmd, id, t(1)).unwrap();
+    apply(&mut st, &first, id, t(1));
+    run(&mut st, &command::release("r1", None).unwrap(), t(2)).unwrap();
+    let again = decide(&st, &cmd, id, t(3)).expect("its own commit, not RESERVATION_RELEASED");
+    assert!(again.events.is_empty());
+    assert_eq!(again.outcome, first.outcome, "the answer its commit produced");
+    // Any other caller with the same request sees the reservation as it is.
+    let other = decide(&st, &cmd, Uuid::new_v4(), t(3)).unwrap_err();
+    assert_eq!(other.code(), "RESERVATION_RELEASED");
+}
+
+#[test]
 fn receipts_and_adjustments_are_idempotent_and_checked() {
     let mut st = setup(Setup::Reserved); // on_hand 10, reserved 2
     let replay = run(&mut st, &receive("in-1", 10), t(1)).unwrap();

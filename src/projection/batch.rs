@@ -20,7 +20,7 @@ const BOUNDARY: &str = "
     FROM (
         SELECT tx_id, position, recorded_at FROM events
         WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
-          AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
+          AND tx_id < $4::text::xid8
         ORDER BY tx_id, position
         LIMIT $3
     ) AS batch";
@@ -33,6 +33,8 @@ pub async fn apply_batch(
     slot: Slot,
     max_events: i64,
 ) -> Result<Applied, StoreError> {
+    // The horizon is read before the transaction begins (see horizon.rs).
+    let horizon = crate::store::horizon::safe_horizon(client).await?;
     let tx = client.transaction().await?;
     let Some(from) = lock_checkpoint(&tx, p, slot).await? else {
         return Err(StoreError::Database(format!(
@@ -41,7 +43,7 @@ pub async fn apply_batch(
             slot.as_str()
         )));
     };
-    let applied = apply_range(&tx, p, slot, from, max_events).await?;
+    let applied = apply_range(&tx, p, slot, from, max_events, horizon).await?;
     if applied.events > 0 {
         tx.commit().await?;
     }
@@ -76,12 +78,18 @@ pub(crate) async fn apply_range(
     slot: Slot,
     from: Cursor,
     max_events: i64,
+    horizon: i64,
 ) -> Result<Applied, StoreError> {
     let boundary = tx.prepare_cached(BOUNDARY).await?;
     let row = tx
         .query_one(
             &boundary,
-            &[&from.tx_id.to_string(), &from.position, &max_events],
+            &[
+                &from.tx_id.to_string(),
+                &from.position,
+                &max_events,
+                &horizon.to_string(),
+            ],
         )
         .await?;
     let events: i64 = row.get(0);

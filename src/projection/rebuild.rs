@@ -188,6 +188,8 @@ async fn prepare_copy(client: &mut ClientWrapper, p: &Projection) -> Result<(), 
 /// Catches the copy up under the live checkpoint's lock and swaps it in.
 /// Returns the events applied during the swap and the new live checkpoint.
 async fn swap(client: &mut ClientWrapper, p: &Projection) -> Result<(i64, Cursor), StoreError> {
+    // Read before the transaction begins (see store/horizon.rs).
+    let horizon = crate::store::horizon::safe_horizon(client).await?;
     let tx = client.transaction().await?;
     lock_checkpoint(&tx, p, Slot::Live).await?.ok_or_else(|| {
         StoreError::Database(format!("projection {} has no live checkpoint", p.name))
@@ -199,7 +201,7 @@ async fn swap(client: &mut ClientWrapper, p: &Projection) -> Result<(i64, Cursor
         })?;
     let mut caught_up = 0;
     loop {
-        let a = apply_range(&tx, p, Slot::Rebuild, cursor, REBUILD_BATCH_EVENTS).await?;
+        let a = apply_range(&tx, p, Slot::Rebuild, cursor, REBUILD_BATCH_EVENTS, horizon).await?;
         caught_up += a.events;
         cursor = a.cursor;
         if a.events == 0 {

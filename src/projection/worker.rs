@@ -43,14 +43,17 @@ fn runner_lock_sql(kind: &str) -> String {
     format!("SELECT {kind}(hashtextextended('projection:' || $1, 0))")
 }
 
-/// Takes a connection out of the pool and tries to become the runner.
+/// Tries to become the runner. The lock is tried on a pooled connection and
+/// only a connection that got it is taken out of the pool (the lock must die
+/// with it, never linger on a pooled one); a process that waits for another
+/// runner hands the connection back, so it opens and closes none.
 async fn become_runner(pool: &Pool, p: &Projection) -> Result<Option<ClientWrapper>, StoreError> {
-    let client = deadpool_postgres::Object::take(pool::get(pool).await?);
+    let client = pool::get(pool).await?;
     let got: bool = client
         .query_one(&runner_lock_sql("pg_try_advisory_lock"), &[&p.name])
         .await?
         .get(0);
-    Ok(got.then_some(client))
+    Ok(got.then(|| deadpool_postgres::Object::take(client)))
 }
 
 /// Runs the worker of one projection until `cancel` fires. A batch under way
@@ -107,7 +110,10 @@ pub async fn listen(
     cancel: CancellationToken,
 ) {
     while !cancel.is_cancelled() {
-        match config.connect(tokio_postgres::NoTls).await {
+        match pool::hardened(config.clone())
+            .connect(tokio_postgres::NoTls)
+            .await
+        {
             Ok((client, mut connection)) => {
                 let mut messages =
                     futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));

@@ -5,14 +5,15 @@
 //! for the role it needs. In development mode every caller is an admin.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::extract::FromRequestParts;
+use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
-use crate::limits::MAX_CACHED_KEYS;
+use crate::limits::{MAX_API_KEY_LEN, MAX_CACHED_KEYS};
 use crate::server::error::ApiError;
 use crate::server::AppState;
 use crate::store::keys::{self, ApiKey, Role};
@@ -79,40 +80,75 @@ fn constant_time_eq(a: &str, b: &str) -> bool {
 /// A looked-up key with its stored hash, or `None` for no such live key.
 type Found = Option<(ApiKey, String)>;
 
-/// Recently looked-up keys, by hash; absent keys are remembered too, so a
-/// flood of bad keys does not become a flood of queries.
+/// Recently looked-up keys, by hash. Live keys and absent ones are kept
+/// apart: a flood of made-up keys fills (and, when full, evicts from) only the
+/// absent side, never pushing a good key out.
 pub struct KeyCache {
     ttl: Duration,
-    entries: Mutex<HashMap<String, (Found, Instant)>>,
+    live: Mutex<HashMap<String, (Found, Instant)>>,
+    absent: Mutex<HashMap<String, Instant>>,
 }
 
 impl KeyCache {
     pub fn new(ttl: Duration) -> Self {
         KeyCache {
             ttl,
-            entries: Mutex::new(HashMap::new()),
+            live: Mutex::new(HashMap::new()),
+            absent: Mutex::new(HashMap::new()),
         }
     }
 
     fn get(&self, hash: &str) -> Option<Found> {
-        let entries = self.entries.lock().expect("key cache lock");
-        entries
+        if let Some((found, at)) = self.live.lock().expect("key cache lock").get(hash) {
+            if at.elapsed() < self.ttl {
+                return Some(found.clone());
+            }
+        }
+        let absent = self.absent.lock().expect("key cache lock");
+        absent
             .get(hash)
-            .filter(|(_, at)| at.elapsed() < self.ttl)
-            .map(|(k, _)| k.clone())
+            .filter(|at| at.elapsed() < self.ttl)
+            .map(|_| None)
     }
 
     fn put(&self, hash: String, key: Found) {
-        let mut entries = self.entries.lock().expect("key cache lock");
-        if entries.len() >= MAX_CACHED_KEYS {
-            let ttl = self.ttl;
-            entries.retain(|_, (_, at)| at.elapsed() < ttl);
-            if entries.len() >= MAX_CACHED_KEYS {
-                entries.clear();
+        let ttl = self.ttl;
+        match key {
+            Some(_) => {
+                let mut live = self.live.lock().expect("key cache lock");
+                make_room(&mut live, ttl, |(_, at)| *at);
+                live.insert(hash, (key, Instant::now()));
+            }
+            None => {
+                let mut absent = self.absent.lock().expect("key cache lock");
+                make_room(&mut absent, ttl, |at| *at);
+                absent.insert(hash, Instant::now());
             }
         }
-        entries.insert(hash, (key, Instant::now()));
     }
+}
+
+/// Makes room for one more entry: drops expired ones, then the oldest.
+fn make_room<V>(map: &mut HashMap<String, V>, ttl: Duration, at: impl Fn(&V) -> Instant) {
+    if map.len() < MAX_CACHED_KEYS {
+        return;
+    }
+    map.retain(|_, v| at(v).elapsed() < ttl);
+    if map.len() >= MAX_CACHED_KEYS {
+        if let Some(oldest) = map.iter().min_by_key(|(_, v)| at(v)).map(|(k, _)| k.clone()) {
+            map.remove(&oldest);
+        }
+    }
+}
+
+/// The key presented in `Authorization: Bearer <key>`; the scheme's case does
+/// not matter (RFC 9110 §11.1).
+fn presented_key(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, key) = value.trim_start().split_once(' ')?;
+    let key = key.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !key.is_empty() && key.len() <= MAX_API_KEY_LEN)
+        .then_some(key)
 }
 
 /// A token bucket per key.
@@ -134,10 +170,18 @@ impl RateLimiter {
     /// Takes a token for `key`, or says how many seconds until one is free.
     pub fn check(&self, key: &str) -> Result<(), u64> {
         let mut buckets = self.buckets.lock().expect("rate limiter lock");
-        if buckets.len() >= MAX_CACHED_KEYS && !buckets.contains_key(key) {
-            buckets.clear();
-        }
         let now = Instant::now();
+        if buckets.len() >= MAX_CACHED_KEYS && !buckets.contains_key(key) {
+            // A bucket idle long enough to have refilled is full: forgetting
+            // it changes nothing. Only then the one used longest ago goes.
+            let refill = Duration::from_secs_f64(self.burst / self.per_second);
+            buckets.retain(|_, (_, last)| now.duration_since(*last) < refill);
+            if buckets.len() >= MAX_CACHED_KEYS {
+                if let Some(k) = buckets.iter().min_by_key(|(_, (_, l))| *l).map(|(k, _)| k.clone()) {
+                    buckets.remove(&k);
+                }
+            }
+        }
         let (tokens, last) = buckets.entry(key.to_owned()).or_insert((self.burst, now));
         *tokens =
             (*tokens + now.duration_since(*last).as_secs_f64() * self.per_second).min(self.burst);
@@ -161,18 +205,21 @@ impl FromRequestParts<AppState> for Caller {
                 role: Role::Admin,
             }
         } else {
-            let presented = parts
-                .headers
-                .get(AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(str::trim)
-                .filter(|k| !k.is_empty() && k.len() <= 256)
-                .ok_or(ApiError::Unauthenticated)?;
+            let presented = presented_key(&parts.headers).ok_or(ApiError::Unauthenticated)?;
             let hash = keys::hash_key(presented);
             let found = match state.keys.get(&hash) {
                 Some(cached) => cached,
                 None => {
+                    // A key not in the cache costs a query: bounded per client
+                    // address, so made-up keys cannot become a flood of queries.
+                    let address = parts
+                        .extensions
+                        .get::<ConnectInfo<SocketAddr>>()
+                        .map_or_else(|| "unknown".to_owned(), |c| c.0.ip().to_string());
+                    state
+                        .lookups
+                        .check(&address)
+                        .map_err(|retry_after| ApiError::RateLimited { retry_after })?;
                     let client = pool::get(state.store.pool()).await?;
                     let found = keys::find(&client, &hash).await?;
                     state.keys.put(hash.clone(), found.clone());
@@ -226,6 +273,40 @@ mod tests {
         assert!(limiter.check("k").is_ok());
         assert_eq!(limiter.check("k"), Err(1));
         assert!(limiter.check("other").is_ok(), "buckets are per key");
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        let mut headers = axum::http::HeaderMap::new();
+        for (value, expected) in [
+            ("Bearer k1", Some("k1")),
+            ("bearer k1", Some("k1")),
+            ("BEARER  k1 ", Some("k1")),
+            ("Basic k1", None),
+            ("Bearer ", None),
+            ("Bearerk1", None),
+        ] {
+            headers.insert(AUTHORIZATION, value.parse().unwrap());
+            assert_eq!(presented_key(&headers), expected, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn made_up_keys_never_push_a_live_key_out_of_the_cache() {
+        let cache = KeyCache::new(Duration::from_secs(60));
+        let key = ApiKey {
+            id: uuid::Uuid::new_v4(),
+            name: "good".into(),
+            role: Role::Writer,
+            created_at: chrono::Utc::now(),
+            revoked_at: None,
+        };
+        cache.put("good".into(), Some((key, "good".into())));
+        for i in 0..(MAX_CACHED_KEYS * 2) {
+            cache.put(format!("bad{i}"), None);
+        }
+        assert!(matches!(cache.get("good"), Some(Some(_))), "the live key stays");
+        assert!(matches!(cache.get(&format!("bad{}", MAX_CACHED_KEYS * 2 - 1)), Some(None)));
     }
 
     #[test]

@@ -86,7 +86,12 @@ async fn reservation_body(s: &AppState, outcome: Outcome) -> Result<(bool, Value
         )));
     };
     let mut body = match s.store.reservation(&view.reservation_id).await? {
-        Some(details) => details.to_json(),
+        Some(mut details) => {
+            if !replayed {
+                details.as_committed(&view);
+            }
+            details.to_json()
+        }
         None => serde_json::to_value(&view).expect("views serialise"),
     };
     body["replayed"] = json!(replayed);

@@ -1,11 +1,13 @@
 //! The API's one error type: every failure becomes `{code, message, details}`
 //! with the status of the HTTP contract, and `Retry-After` where retrying is
-//! the answer. Internal details are logged, never sent to callers.
+//! the answer. Internal details are logged, never sent to callers: a 5xx body
+//! says what happened in plain words and carries the request's correlation id,
+//! so the caller can point an operator at the log line.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
-use tracing::error;
+use tracing::{error, warn};
 
 use crate::domain::Rejection;
 use crate::store::StoreError;
@@ -19,6 +21,8 @@ pub enum ApiError {
     Rejected(#[from] Rejection),
     #[error("the request body is not valid JSON: {0}")]
     MalformedJson(String),
+    #[error("request bodies must be JSON, sent as Content-Type: application/json (got {0})")]
+    UnsupportedMediaType(String),
     #[error("a valid API key is required (Authorization: Bearer <key>)")]
     Unauthenticated,
     #[error("a {role} key may not {action}")]
@@ -32,8 +36,10 @@ pub enum ApiError {
     PayloadTooLarge { limit: usize },
     #[error("too many requests for this key; retry after {retry_after} s")]
     RateLimited { retry_after: u64 },
-    #[error("the ledger cannot answer right now ({0}); retry with the same ids")]
-    Unavailable(String),
+    /// `reason` is sent to the caller; `detail` (which may hold the database's
+    /// own message) only goes to the log.
+    #[error("{reason}; retry with the same ids")]
+    Unavailable { reason: &'static str, detail: String },
     #[error("internal error")]
     Internal(String),
 }
@@ -41,7 +47,10 @@ pub enum ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         if e.is_retryable() {
-            ApiError::Unavailable(e.to_string())
+            ApiError::Unavailable {
+                reason: e.public_reason(),
+                detail: e.to_string(),
+            }
         } else {
             ApiError::Internal(e.to_string())
         }
@@ -49,16 +58,25 @@ impl From<StoreError> for ApiError {
 }
 
 impl ApiError {
+    /// A 503 whose cause needs no further detail in the log.
+    pub fn unavailable(reason: &'static str) -> Self {
+        ApiError::Unavailable {
+            reason,
+            detail: String::new(),
+        }
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::Rejected(r) => r.code(),
             ApiError::MalformedJson(_) => "MALFORMED_JSON",
+            ApiError::UnsupportedMediaType(_) => "UNSUPPORTED_MEDIA_TYPE",
             ApiError::Unauthenticated => "UNAUTHENTICATED",
             ApiError::Forbidden { .. } => "FORBIDDEN",
             ApiError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             ApiError::RateLimited { .. } => "RATE_LIMITED",
-            ApiError::Unavailable(_) => "UNAVAILABLE",
+            ApiError::Unavailable { .. } => "UNAVAILABLE",
             ApiError::Internal(_) => "INTERNAL",
         }
     }
@@ -72,12 +90,13 @@ impl ApiError {
                 _ => StatusCode::CONFLICT,
             },
             ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unauthenticated => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -87,6 +106,9 @@ impl ApiError {
             ApiError::Rejected(r) => r.details(),
             ApiError::PayloadTooLarge { limit } => json!({"limit_bytes": limit}),
             ApiError::RateLimited { retry_after } => json!({"retry_after_seconds": retry_after}),
+            ApiError::Unavailable { .. } | ApiError::Internal(_) => {
+                json!({"correlation_id": crate::server::current_correlation_id()})
+            }
             _ => json!({}),
         }
     }
@@ -94,7 +116,7 @@ impl ApiError {
     fn retry_after(&self) -> Option<u64> {
         match self {
             ApiError::RateLimited { retry_after } => Some(*retry_after),
-            ApiError::Unavailable(_) => Some(UNAVAILABLE_RETRY_AFTER_SECONDS),
+            ApiError::Unavailable { .. } => Some(UNAVAILABLE_RETRY_AFTER_SECONDS),
             _ => None,
         }
     }
@@ -104,8 +126,15 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let message = match &self {
             ApiError::Internal(detail) => {
-                error!(%detail, "internal error");
-                "internal error; the server log has the details".to_owned()
+                error!(?detail, "internal error");
+                "internal error; the server log has the details under this request's correlation id"
+                    .to_owned()
+            }
+            ApiError::Unavailable { detail, .. } => {
+                if !detail.is_empty() {
+                    warn!(?detail, "answered UNAVAILABLE");
+                }
+                self.to_string()
             }
             other => other.to_string(),
         };

@@ -11,6 +11,7 @@ pub mod auth;
 mod commands;
 pub mod error;
 mod json;
+pub mod listener;
 pub mod metrics;
 pub mod openapi;
 mod ops;
@@ -32,6 +33,7 @@ use crate::domain::Rejection;
 use crate::limits::{
     DEFAULT_EXPIRY_BATCH, DEFAULT_EXPIRY_INTERVAL_MS, DEFAULT_KEY_CACHE_SECONDS,
     DEFAULT_RATE_LIMIT_BURST, DEFAULT_RATE_LIMIT_PER_SECOND, DEFAULT_REQUEST_TIMEOUT_MS,
+    KEY_LOOKUPS_PER_ADDRESS_BURST, KEY_LOOKUPS_PER_ADDRESS_PER_SECOND, MAX_HEAVY_READS_IN_FLIGHT,
     MAX_METADATA_ID_LEN, MAX_REQUEST_BODY_BYTES,
 };
 use crate::projection::worker;
@@ -42,6 +44,16 @@ use metrics::Metrics;
 
 pub const CORRELATION_HEADER: &str = "x-correlation-id";
 pub const CAUSATION_HEADER: &str = "x-causation-id";
+
+tokio::task_local! {
+    /// The correlation id of the request being answered, for error bodies.
+    static CORRELATION_ID: String;
+}
+
+/// The correlation id of the request this task is answering, if any.
+pub fn current_correlation_id() -> Option<String> {
+    CORRELATION_ID.try_with(Clone::clone).ok()
+}
 
 /// Every setting of the server; the CLI fills it from flags and
 /// `STOCKLEDGER_*` variables.
@@ -57,6 +69,7 @@ pub struct ServerConfig {
     pub run_expiry: bool,
     pub expiry_interval: Duration,
     pub expiry_batch: i64,
+    pub connections: listener::ConnectionLimits,
 }
 
 impl Default for ServerConfig {
@@ -71,6 +84,7 @@ impl Default for ServerConfig {
             run_expiry: true,
             expiry_interval: Duration::from_millis(DEFAULT_EXPIRY_INTERVAL_MS),
             expiry_batch: DEFAULT_EXPIRY_BATCH,
+            connections: listener::ConnectionLimits::default(),
         }
     }
 }
@@ -82,7 +96,15 @@ pub struct AppState {
     pub config: Arc<ServerConfig>,
     pub keys: Arc<KeyCache>,
     pub limiter: Arc<RateLimiter>,
+    /// Per client address: lookups of keys not in the cache.
+    pub lookups: Arc<RateLimiter>,
     pub metrics: Arc<Metrics>,
+    /// Projection lag for `/metrics`, read at most once per
+    /// `METRICS_CACHE_MS`, however often it is scraped.
+    pub lag: Arc<ops::LagCache>,
+    /// Permits for heavy reads (as-of figures, history), so they cannot take
+    /// the connections and the time commands need.
+    pub heavy_reads: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -94,7 +116,13 @@ impl AppState {
                 config.rate_limit_per_second,
                 config.rate_limit_burst,
             )),
+            lookups: Arc::new(RateLimiter::new(
+                KEY_LOOKUPS_PER_ADDRESS_PER_SECOND,
+                KEY_LOOKUPS_PER_ADDRESS_BURST,
+            )),
             metrics: Arc::new(Metrics::default()),
+            lag: Arc::new(ops::LagCache::default()),
+            heavy_reads: Arc::new(tokio::sync::Semaphore::new(MAX_HEAVY_READS_IN_FLIGHT)),
             config: Arc::new(config),
         }
     }
@@ -145,18 +173,22 @@ async fn observe(
         .filter(|v| !v.is_empty() && v.len() <= MAX_METADATA_ID_LEN)
         .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
     let method = req.method().clone();
+    // The correlation id comes from the caller: logged with Debug, so quotes,
+    // spaces and control characters are escaped and cannot forge log fields.
     let span =
-        tracing::info_span!("request", %method, route = %route, correlation_id = %correlation);
+        tracing::info_span!("request", %method, route = %route, correlation_id = ?correlation);
     let started = Instant::now();
-    let mut response = match tokio::time::timeout(
-        state.config.request_timeout,
-        next.run(req).instrument(span.clone()),
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(_) => ApiError::Unavailable("the request timed out".into()).into_response(),
-    };
+    let timeout = state.config.request_timeout;
+    let inner = span.clone();
+    let mut response = CORRELATION_ID
+        .scope(correlation.clone(), async move {
+            match tokio::time::timeout(timeout, next.run(req).instrument(inner)).await {
+                Ok(r) => r,
+                Err(_) => ApiError::unavailable("the request took longer than the server allows")
+                    .into_response(),
+            }
+        })
+        .await;
     let took = started.elapsed();
     let status = response.status().as_u16();
     state.metrics.request(&route, status, took);
@@ -209,9 +241,7 @@ pub async fn serve(
         ));
     }
     info!(address = %listener.local_addr()?, "serving");
-    let served = axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await;
+    let served = listener::serve(listener, router(state), config.connections, shutdown).await;
     // Requests are drained; now the workers finish their batch and stop.
     workers.cancel();
     while tasks.join_next().await.is_some() {}

@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::server::error::ApiError;
 use crate::server::metrics::Gauges;
 use crate::server::AppState;
+use crate::limits::METRICS_CACHE_MS;
 use crate::store::{migrate, pool};
 
 /// `200` while the process runs.
@@ -30,9 +31,17 @@ pub async fn readyz(State(s): State<AppState>) -> Response {
     match check.await {
         Ok(pending) if pending.is_empty() => Json(json!({"status": "ready"})).into_response(),
         Ok(pending) => {
-            ApiError::Unavailable(format!("migrations {pending:?} are not applied")).into_response()
+            ApiError::Unavailable {
+                reason: "the database schema is older than this server",
+                detail: format!("migrations {pending:?} are not applied"),
+            }
+            .into_response()
         }
-        Err(e) => ApiError::Unavailable(e.to_string()).into_response(),
+        Err(e) => ApiError::Unavailable {
+            reason: e.public_reason(),
+            detail: e.to_string(),
+        }
+        .into_response(),
     }
 }
 
@@ -41,18 +50,7 @@ pub async fn readyz(State(s): State<AppState>) -> Response {
 #[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics(State(s): State<AppState>) -> Response {
     let status = s.store.pool().status();
-    let projections = async {
-        let client = pool::get(s.store.pool()).await?;
-        crate::projection::status::status(&**client).await
-    };
-    let projections = match projections.await {
-        Ok(all) => all
-            .into_iter()
-            .map(|p| (p.name, p.live.lag_events, p.live.lag_seconds))
-            .collect(),
-        // Metrics must answer even when the database does not.
-        Err(_) => Vec::new(),
-    };
+    let projections = s.lag.get(&s).await;
     let gauges = Gauges {
         pool_size: status.size,
         pool_available: status.available,
@@ -78,4 +76,40 @@ pub async fn openapi() -> Response {
         crate::server::openapi::document(),
     )
         .into_response()
+}
+
+/// Projection lag as `/metrics` shows it: (name, lag in events, lag in seconds).
+type Lag = Vec<(&'static str, i64, f64)>;
+
+/// The projection lag, read from the database at most once per
+/// `METRICS_CACHE_MS`: a scrape costs no more than a cached read, however
+/// many scrapers there are, and concurrent scrapes share one read.
+#[derive(Default)]
+pub struct LagCache {
+    cached: tokio::sync::Mutex<Option<(std::time::Instant, Lag)>>,
+}
+
+impl LagCache {
+    async fn get(&self, s: &AppState) -> Lag {
+        let mut cached = self.cached.lock().await;
+        if let Some((at, lag)) = cached.as_ref() {
+            if at.elapsed() < std::time::Duration::from_millis(METRICS_CACHE_MS) {
+                return lag.clone();
+            }
+        }
+        let read = async {
+            let client = pool::get(s.store.pool()).await?;
+            crate::projection::status::status(&**client).await
+        };
+        let lag: Lag = match read.await {
+            Ok(all) => all
+                .into_iter()
+                .map(|p| (p.name, p.live.lag_events, p.live.lag_seconds))
+                .collect(),
+            // Metrics must answer even when the database does not.
+            Err(_) => Vec::new(),
+        };
+        *cached = Some((std::time::Instant::now(), lag.clone()));
+        lag
+    }
 }

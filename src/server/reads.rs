@@ -2,7 +2,7 @@
 //! orders from the read models (which say how far they have come), the log
 //! itself in safe commit order.
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -11,7 +11,7 @@ use crate::domain::{Item, Location, OrderId, Rejection, ReservationId, Sku};
 use crate::limits::MAX_EVENTS_PER_READ;
 use crate::server::auth::{Access, Caller};
 use crate::server::error::ApiError;
-use crate::server::json::ApiPath;
+use crate::server::json::{ApiPath, ApiQuery};
 use crate::server::openapi::{
     ErrorBody, EventsPage, OrderResponse, ProjectionsResponse, ReservationResponse, StockResponse,
 };
@@ -57,10 +57,9 @@ pub async fn stock(
     State(s): State<AppState>,
     caller: Caller,
     ApiPath(sku): ApiPath<String>,
-    q: Result<Query<StockQuery>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(q): ApiQuery<StockQuery>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(Access::Read)?;
-    let Query(q) = q.map_err(|e| Rejection::invalid("query", e.body_text()))?;
     let item = Item {
         sku: Sku::parse("sku", &sku)?,
         location: Location::parse_or_default("location", q.location.as_deref())?,
@@ -87,21 +86,26 @@ pub async fn stock(
         what: "item",
         key: item.to_string(),
     };
-    let client = pool::get(s.store.pool()).await?;
     let (b, as_of_doc) = match as_of {
         Some(a) => {
-            let events = history::item_events(&client, &item, Some(a)).await?;
-            let doc = match (a, events.last()) {
-                (AsOf::Time(t), last) => {
-                    json!({"recorded_at": t, "position": last.map(|e| e.position)})
-                }
-                (AsOf::Position(p), last) => {
-                    json!({"position": p, "recorded_at": last.map(|e| e.recorded_at)})
-                }
+            // Heavy: wait for a permit (within the request timeout), so that
+            // at most a few run at once and commands keep their connections.
+            let _permit = s
+                .heavy_reads
+                .acquire()
+                .await
+                .map_err(|_| ApiError::unavailable("the server is shutting down"))?;
+            let f = s.store.stock_as_of(&item, a).await?;
+            let last_position = f.last.map(|(p, _)| p);
+            let last_at = f.last.map(|(_, t)| t);
+            let doc = match f.answered {
+                AsOf::Time(t) => json!({"recorded_at": t, "position": last_position, "clamped": f.clamped}),
+                AsOf::Position(p) => json!({"position": p, "recorded_at": last_at, "clamped": f.clamped}),
             };
-            (history::figures(&item, &events), doc)
+            (f.figures, doc)
         }
         None => {
+            let client = pool::get(s.store.pool()).await?;
             let (balance, at) = history::stock_level_as_of(&client, &item).await?;
             let balance = match balance {
                 Some(b) => b,
@@ -178,10 +182,9 @@ pub struct EventsQuery {
 pub async fn events(
     State(s): State<AppState>,
     caller: Caller,
-    q: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+    ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(Access::Audit)?;
-    let Query(q) = q.map_err(|e| Rejection::invalid("query", e.body_text()))?;
     let after = match q.after {
         Some(a) => a.parse::<Cursor>()?,
         None => Cursor::START,

@@ -19,6 +19,17 @@ pub enum StoreError {
     #[error("statement timed out")]
     Timeout,
 
+    /// A lock the command needs is held by another transaction for longer than
+    /// `LOCK_TIMEOUT_MS`. Retryable: nothing was written.
+    #[error("a lock the command needs is held by another transaction")]
+    LockTimeout,
+
+    /// The database never confirmed a COMMIT, and whether it happened could not
+    /// be established in time. Retryable with the same ids: every command is
+    /// idempotent by its stream, so a retry finds the work if it was done.
+    #[error("the outcome of a commit is unknown: {0}")]
+    OutcomeUnknown(String),
+
     /// Someone tried to change or delete logged events.
     #[error("the event log is append-only: {0}")]
     AppendOnly(String),
@@ -44,10 +55,36 @@ impl StoreError {
     /// A stable code for interfaces (the API's `UNAVAILABLE` and friends).
     pub fn code(&self) -> &'static str {
         match self {
-            StoreError::Unavailable(_) | StoreError::Exhausted { .. } | StoreError::Timeout => {
-                "UNAVAILABLE"
+            StoreError::Unavailable(_)
+            | StoreError::Exhausted { .. }
+            | StoreError::Timeout
+            | StoreError::LockTimeout
+            | StoreError::OutcomeUnknown(_) => "UNAVAILABLE",
+            StoreError::AppendOnly(_)
+            | StoreError::Invariant(_)
+            | StoreError::Corrupt(_)
+            | StoreError::Migration(_)
+            | StoreError::Database(_) => "INTERNAL",
+        }
+    }
+
+    /// What happened, in plain words for a caller: never a database message,
+    /// which may name tables, values or the server's internals (those go to
+    /// the log).
+    pub fn public_reason(&self) -> &'static str {
+        match self {
+            StoreError::Unavailable(_) => "the database cannot be reached right now",
+            StoreError::Exhausted { .. } => "the database was too busy to take the command",
+            StoreError::Timeout => "the database did not answer in time",
+            StoreError::LockTimeout => "an item the command needs is locked by another transaction",
+            StoreError::OutcomeUnknown(_) => {
+                "the database did not confirm the commit; the command may or may not have taken effect"
             }
-            _ => "INTERNAL",
+            StoreError::AppendOnly(_)
+            | StoreError::Invariant(_)
+            | StoreError::Corrupt(_)
+            | StoreError::Migration(_)
+            | StoreError::Database(_) => "internal error",
         }
     }
 
@@ -60,10 +97,14 @@ impl StoreError {
 /// How one failed attempt should be handled by the retry loop.
 #[derive(Debug)]
 pub(crate) enum Failure {
-    /// Try the whole transaction again: deadlock, serialization failure, a
-    /// concurrent duplicate, or a connection lost (maybe during COMMIT, in
-    /// which case the re-run finds our own events and answers truthfully).
+    /// The server rolled the transaction back (deadlock, serialization
+    /// failure, a concurrent duplicate): try the whole transaction again.
     Retry(String),
+    /// The connection failed or was ended. A transaction open on it may have
+    /// committed (the COMMIT was sent), may still be open on the server (the
+    /// connection is stalled, not closed), or is gone: the retry loop resolves
+    /// which by the transaction id before it tries again.
+    Broken(String),
     Fatal(StoreError),
 }
 
@@ -83,7 +124,7 @@ impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
         match classify(&e) {
             Failure::Fatal(f) => f,
-            Failure::Retry(msg) => StoreError::Unavailable(msg),
+            Failure::Retry(msg) | Failure::Broken(msg) => StoreError::Unavailable(msg),
         }
     }
 }
@@ -103,7 +144,7 @@ pub(crate) fn classify(e: &tokio_postgres::Error) -> Failure {
         let broken =
             e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
         return if broken {
-            Failure::Retry(message(e))
+            Failure::Broken(message(e))
         } else {
             Failure::Fatal(StoreError::Database(message(e)))
         };
@@ -120,6 +161,7 @@ pub(crate) fn classify(e: &tokio_postgres::Error) -> Failure {
         }
         _ if *code == SqlState::CHECK_VIOLATION => Failure::Fatal(StoreError::Invariant(msg)),
         _ if *code == SqlState::QUERY_CANCELED => Failure::Fatal(StoreError::Timeout),
+        _ if *code == SqlState::LOCK_NOT_AVAILABLE => Failure::Fatal(StoreError::LockTimeout),
         // Connection exceptions (class 08), the server shutting down or killing
         // our backend (57P01..57P03), too many connections, and an abandoned
         // transaction timed out (25P03): the next attempt gets a new connection.
@@ -128,7 +170,7 @@ pub(crate) fn classify(e: &tokio_postgres::Error) -> Failure {
             || *code == SqlState::TOO_MANY_CONNECTIONS
             || c == "25P03" =>
         {
-            Failure::Retry(msg)
+            Failure::Broken(msg)
         }
         _ => Failure::Fatal(StoreError::Database(msg)),
     }

@@ -1,24 +1,45 @@
 //! The command path: one transaction decides a whole batch of commands.
 //!
 //! lock and load -> decide each command in order (pure) -> append all events
-//! -> move balances -> commit -> answer. A failed attempt that is worth
-//! retrying (deadlock, concurrent duplicate, lost connection) runs the whole
-//! batch again from the start with the same command ids; because every command
-//! is idempotent by its stream, a re-run after a commit whose acknowledgement
-//! was lost finds its own events and gives the caller the true answer.
+//! -> move balances -> commit -> answer.
+//!
+//! Every attempt has a deadline. An attempt that fails because the server
+//! rolled it back (deadlock, a concurrent duplicate) runs again from the
+//! start with the same command ids. An attempt whose connection failed or
+//! stalled may have committed, may still be open on the server, or may be
+//! gone: it is resolved by its transaction id (`outcome.rs`), never guessed.
+//! Committed: the callers get the answers that commit produced. Aborted (or
+//! ended by us): the batch runs again.
 
 use std::time::Duration;
 
-use deadpool_postgres::Pool;
+use deadpool_postgres::{Object, Pool};
+use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use crate::domain::{apply, decide, Command, CommandContext, Outcome, Rejection};
-use crate::limits::{MAX_COMMANDS_PER_BATCH, MAX_TRANSACTION_ATTEMPTS, RETRY_BACKOFF_START_MS};
+use crate::limits::{
+    BATCH_DEADLINE_MS, MAX_COMMANDS_PER_BATCH, MAX_TRANSACTION_ATTEMPTS, RETRY_BACKOFF_START_MS,
+    TRANSACTION_ATTEMPT_DEADLINE_MS,
+};
 use crate::store::error::Failure;
+use crate::store::load::TxIdentity;
+use crate::store::outcome::{resolve, TxOutcome};
 use crate::store::{load, pool, write, StoreError};
 
 /// The answer to each command of a batch, in order.
 pub type BatchResult = Vec<Result<Outcome, Rejection>>;
+
+/// What one attempt got as far as, kept when the attempt is cut short: which
+/// transaction it was, and the answers it decided (true if it committed).
+#[derive(Default)]
+struct Attempt {
+    tx: Option<TxIdentity>,
+    decided: Option<BatchResult>,
+    /// Whether the attempt wrote anything; one that did not has nothing to
+    /// resolve, whatever happened to its connection.
+    wrote: bool,
+}
 
 pub(crate) async fn execute_batch(
     pool: &Pool,
@@ -32,22 +53,48 @@ pub(crate) async fn execute_batch(
     if batch.is_empty() {
         return Ok(Vec::new());
     }
+    let deadline = Instant::now() + Duration::from_millis(BATCH_DEADLINE_MS);
     let mut backoff_ms = RETRY_BACKOFF_START_MS;
     let mut last = String::new();
-    for attempt in 1..=MAX_TRANSACTION_ATTEMPTS {
-        let mut client = pool::get(pool).await?;
-        match run_once(&mut client, batch).await {
-            Ok(results) => return Ok(results),
-            Err(Failure::Fatal(e)) => return Err(e),
-            Err(Failure::Retry(why)) => {
-                warn!(attempt, commands = batch.len(), %why, "command transaction will be retried");
-                last = why;
-                // Jitter keeps two colliding transactions from colliding again.
-                let jitter = uuid::Uuid::new_v4().as_u128() as u64 % (backoff_ms + 1);
-                tokio::time::sleep(Duration::from_millis(backoff_ms + jitter)).await;
-                backoff_ms *= 2;
-            }
+    for attempt_no in 1..=MAX_TRANSACTION_ATTEMPTS {
+        if attempt_no > 1 && Instant::now() >= deadline {
+            break;
         }
+        let mut client = pool::get(pool).await?;
+        let mut attempt = Attempt::default();
+        let ran = tokio::time::timeout(
+            Duration::from_millis(TRANSACTION_ATTEMPT_DEADLINE_MS),
+            run_once(&mut client, batch, &mut attempt),
+        )
+        .await;
+        let why = match ran {
+            Ok(Ok(results)) => return Ok(results),
+            Ok(Err(Failure::Fatal(e))) => return Err(e),
+            Ok(Err(Failure::Retry(why))) => why,
+            Ok(Err(Failure::Broken(why))) => {
+                discard(client);
+                if let Some(results) = settle(pool, &mut attempt, &why).await? {
+                    return Ok(results);
+                }
+                why
+            }
+            Err(_) => {
+                // The connection is stalled somewhere between us and the
+                // server: never hand it out again.
+                discard(client);
+                let why = format!("no answer within {TRANSACTION_ATTEMPT_DEADLINE_MS} ms");
+                if let Some(results) = settle(pool, &mut attempt, &why).await? {
+                    return Ok(results);
+                }
+                why
+            }
+        };
+        warn!(attempt = attempt_no, commands = batch.len(), %why, "command transaction will be retried");
+        last = why;
+        // Jitter keeps two colliding transactions from colliding again.
+        let jitter = uuid::Uuid::new_v4().as_u128() as u64 % (backoff_ms + 1);
+        tokio::time::sleep(Duration::from_millis(backoff_ms + jitter)).await;
+        backoff_ms *= 2;
     }
     Err(StoreError::Exhausted {
         attempts: MAX_TRANSACTION_ATTEMPTS,
@@ -55,9 +102,40 @@ pub(crate) async fn execute_batch(
     })
 }
 
+/// Takes a connection out of the pool for good; dropping it closes it.
+fn discard(client: Object) {
+    drop(Object::take(client));
+}
+
+/// After an attempt lost its connection: `Some(answers)` if its transaction
+/// committed, `None` if it did not (the batch may run again), or an error if
+/// that cannot be established in time.
+async fn settle(
+    pool: &Pool,
+    attempt: &mut Attempt,
+    why: &str,
+) -> Result<Option<BatchResult>, StoreError> {
+    let Some(tx) = attempt.tx.filter(|_| attempt.wrote) else {
+        return Ok(None);
+    };
+    match resolve(pool, tx).await? {
+        TxOutcome::Committed => {
+            warn!(xid = tx.xid, %why, "the commit reply was lost; the transaction committed");
+            Ok(Some(
+                attempt
+                    .decided
+                    .take()
+                    .expect("an attempt that wrote has decided"),
+            ))
+        }
+        TxOutcome::Aborted => Ok(None),
+    }
+}
+
 async fn run_once(
-    client: &mut deadpool_postgres::Object,
+    client: &mut Object,
     batch: &[(Command, CommandContext)],
+    attempt: &mut Attempt,
 ) -> Result<BatchResult, Failure> {
     let started = std::time::Instant::now();
     let tx = client.transaction().await?;
@@ -65,7 +143,9 @@ async fn run_once(
         mut state,
         existing,
         now,
+        tx: identity,
     } = load::lock_and_load(&tx, batch).await?;
+    attempt.tx = Some(identity);
 
     let mut results = Vec::with_capacity(batch.len());
     let mut events = Vec::new();
@@ -82,11 +162,13 @@ async fn run_once(
             Err(rejection) => results.push(Err(rejection)),
         }
     }
+    attempt.decided = Some(results.clone());
 
     // Phase times go to the debug log: they are how batch costs were measured
     // (docs/benchmarks.md), and lock waits show up in `load`.
     let loaded = started.elapsed();
     if !events.is_empty() {
+        attempt.wrote = true;
         write::append(&tx, &events, now).await?;
     }
     let appended = started.elapsed();

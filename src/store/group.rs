@@ -7,23 +7,37 @@
 //! in arrival order against the balances in memory, one INSERT, one commit)
 //! and answers every caller after the commit.
 //!
-//! When a batch fails: a retryable failure (contention or a lost connection
-//! that outlasted the store's own attempts) is answered to every caller as
-//! retryable, which is true for each of them; any other failure makes the
-//! pipeline run each command of the batch on its own, so one bad command
-//! cannot give its neighbours a wrong answer.
+//! When a batch fails:
+//! - a retryable failure (contention or a lost connection that outlasted the
+//!   store's own attempts) is answered to every caller as retryable, which is
+//!   true for each of them;
+//! - a lock wait that ran out (`LockTimeout`: another transaction holds a row
+//!   or stream this batch needs) makes the pipeline run each command on its
+//!   own, a few at a time; the commands that still wait mark their items and
+//!   streams *suspect*;
+//! - any other failure makes the pipeline run each command of the batch on
+//!   its own, so one bad command cannot give its neighbours a wrong answer.
+//!
+//! Commands that touch a suspect item never join a batch: they run on their
+//! own beside the pipelines (a bounded few at once, the rest answered
+//! UNAVAILABLE at once), so one stuck transaction costs only the callers that
+//! need what it holds. A pipeline that panics answers its callers with an
+//! internal error and goes on with the next batch.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex as SyncMutex};
+use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
-use tokio::sync::{mpsc, oneshot, Mutex};
-use tracing::warn;
+use futures_util::{FutureExt, StreamExt};
+use tokio::sync::{mpsc, oneshot, Mutex, Semaphore};
+use tracing::{error, warn};
 
 use crate::domain::{Command, CommandContext, Outcome, Rejection};
 use crate::limits::{
     GROUP_COMMIT_MAX_BATCH, GROUP_COMMIT_PIPELINES, GROUP_COMMIT_QUEUE_DEPTH,
-    GROUP_COMMIT_WINDOW_MICROS,
+    GROUP_COMMIT_WINDOW_MICROS, MAX_SUSPECT_ITEMS, ONE_BY_ONE_IN_FLIGHT, SUSPECT_COMMANDS_IN_FLIGHT,
+    SUSPECT_ITEM_MS,
 };
 use crate::store::execute::execute_batch;
 use crate::store::StoreError;
@@ -61,6 +75,14 @@ pub struct GroupCommit {
     queue: mpsc::Sender<Job>,
 }
 
+/// What the pipelines share.
+struct Shared {
+    pool: Pool,
+    suspects: Suspects,
+    /// Permits for commands on suspect items running on their own.
+    aside: Arc<Semaphore>,
+}
+
 impl GroupCommit {
     pub fn start(pool: Pool, config: GroupConfig) -> GroupCommit {
         assert!(
@@ -69,8 +91,13 @@ impl GroupCommit {
         );
         let (queue, rx) = mpsc::channel(config.queue_depth.max(1));
         let rx = Arc::new(Mutex::new(rx));
+        let shared = Arc::new(Shared {
+            pool,
+            suspects: Suspects::default(),
+            aside: Arc::new(Semaphore::new(SUSPECT_COMMANDS_IN_FLIGHT)),
+        });
         for _ in 0..config.pipelines {
-            tokio::spawn(pipeline(pool.clone(), rx.clone(), config));
+            tokio::spawn(pipeline(shared.clone(), rx.clone(), config));
         }
         GroupCommit { queue }
     }
@@ -98,7 +125,7 @@ impl GroupCommit {
     }
 }
 
-async fn pipeline(pool: Pool, rx: Arc<Mutex<mpsc::Receiver<Job>>>, config: GroupConfig) {
+async fn pipeline(shared: Arc<Shared>, rx: Arc<Mutex<mpsc::Receiver<Job>>>, config: GroupConfig) {
     loop {
         // Gather under the receiver lock, so that two pipelines never split
         // what arrived together; commit without it, so the next can gather.
@@ -121,34 +148,168 @@ async fn pipeline(pool: Pool, rx: Arc<Mutex<mpsc::Receiver<Job>>>, config: Group
             }
             batch
         };
-        run(&pool, batch).await;
+        let (aside, batch): (Vec<Job>, Vec<Job>) = batch
+            .into_iter()
+            .partition(|j| shared.suspects.touches(&j.command));
+        for job in aside {
+            run_aside(&shared, job);
+        }
+        if !batch.is_empty() {
+            answer_guarded(batch, |commands| run(&shared, commands)).await;
+        }
     }
 }
 
-async fn run(pool: &Pool, batch: Vec<Job>) {
-    let commands: Vec<(Command, CommandContext)> = batch
-        .iter()
-        .map(|j| (j.command.clone(), j.context.clone()))
-        .collect();
-    match execute_batch(pool, &commands).await {
-        Ok(answers) => {
-            for (job, answer) in batch.into_iter().zip(answers) {
-                let _ = job.reply.send(Ok(answer));
-            }
+/// Runs `work` over the jobs' commands and sends each job its answer. A panic
+/// inside (a bug: an assertion in the core) answers every job with an internal
+/// error instead of leaving it without an answer, and the pipeline goes on.
+async fn answer_guarded<F, Fut>(jobs: Vec<Job>, work: F)
+where
+    F: FnOnce(Vec<(Command, CommandContext)>) -> Fut,
+    Fut: std::future::Future<Output = Vec<Answer>>,
+{
+    let (commands, replies): (Vec<_>, Vec<_>) = jobs
+        .into_iter()
+        .map(|j| ((j.command, j.context), j.reply))
+        .unzip();
+    let n = commands.len();
+    let answers = std::panic::AssertUnwindSafe(work(commands))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            let what = panic_message(&panic);
+            error!(panic = %what, commands = n, "a command pipeline panicked; its callers get an internal error");
+            vec![Err(StoreError::Invariant(format!("the command path panicked: {what}"))); n]
+        });
+    for (reply, answer) in replies.into_iter().zip(answers) {
+        let _ = reply.send(answer);
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
+}
+
+/// Runs one batch and gives each command its answer.
+async fn run(shared: &Shared, commands: Vec<(Command, CommandContext)>) -> Vec<Answer> {
+    match execute_batch(&shared.pool, &commands).await {
+        Ok(answers) => answers.into_iter().map(Ok).collect(),
+        Err(StoreError::LockTimeout) => {
+            warn!(
+                commands = commands.len(),
+                "a lock wait ran out; running the batch's commands one by one"
+            );
+            one_by_one(shared, commands).await
         }
-        Err(e) if e.is_retryable() || batch.len() == 1 => {
-            for job in batch {
-                let _ = job.reply.send(Err(e.clone()));
-            }
-        }
+        Err(e) if e.is_retryable() || commands.len() == 1 => vec![Err(e); commands.len()],
         Err(e) => {
-            warn!(error = %e, commands = batch.len(), "batch failed; running its commands one by one");
-            for (job, command) in batch.into_iter().zip(commands) {
-                let answer = execute_batch(pool, std::slice::from_ref(&command)).await;
-                let _ = job
-                    .reply
-                    .send(answer.map(|mut a| a.pop().expect("one answer per command")));
+            warn!(error = %e, commands = commands.len(), "batch failed; running its commands one by one");
+            one_by_one(shared, commands).await
+        }
+    }
+}
+
+/// Runs each command in its own transaction, a few at once (each takes a
+/// connection), marking the items of those that wait out a lock as suspect.
+async fn one_by_one(shared: &Shared, commands: Vec<(Command, CommandContext)>) -> Vec<Answer> {
+    futures_util::stream::iter(commands)
+        .map(|command| async move {
+            // Another command of this batch already found its item locked:
+            // answer at once rather than wait out the same lock again.
+            if shared.suspects.touches(&command.0) {
+                return Err(StoreError::LockTimeout);
             }
+            let answer = single(&shared.pool, &command).await;
+            shared.suspects.learn(&command.0, &answer);
+            answer
+        })
+        .buffered(ONE_BY_ONE_IN_FLIGHT)
+        .collect()
+        .await
+}
+
+async fn single(pool: &Pool, command: &(Command, CommandContext)) -> Answer {
+    execute_batch(pool, std::slice::from_ref(command))
+        .await
+        .map(|mut answers| answers.pop().expect("one answer per command"))
+}
+
+/// Runs a command on a suspect item on its own, beside the pipelines, or
+/// answers UNAVAILABLE at once when enough such commands already run.
+fn run_aside(shared: &Arc<Shared>, job: Job) {
+    let Ok(permit) = shared.aside.clone().try_acquire_owned() else {
+        let _ = job.reply.send(Err(StoreError::LockTimeout));
+        return;
+    };
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let shared = &shared;
+        answer_guarded(vec![job], |commands| async move {
+            let mut answers = Vec::with_capacity(1);
+            for command in &commands {
+                let answer = single(&shared.pool, command).await;
+                shared.suspects.learn(&command.0, &answer);
+                answers.push(answer);
+            }
+            answers
+        })
+        .await;
+        drop(permit);
+    });
+}
+
+/// Items and streams whose commands recently waited out a lock.
+#[derive(Default)]
+struct Suspects {
+    marked: SyncMutex<HashMap<String, Instant>>,
+}
+
+impl Suspects {
+    fn keys(command: &Command) -> impl Iterator<Item = String> {
+        std::iter::once(command.stream()).chain(
+            command
+                .named_items()
+                .into_iter()
+                .map(|i| format!("item:{i}")),
+        )
+    }
+
+    fn touches(&self, command: &Command) -> bool {
+        let mut marked = self.marked.lock().expect("suspects lock");
+        if marked.is_empty() {
+            return false;
+        }
+        let ttl = Duration::from_millis(SUSPECT_ITEM_MS);
+        marked.retain(|_, at| at.elapsed() < ttl);
+        Self::keys(command).any(|k| marked.contains_key(&k))
+    }
+
+    /// Marks the command's keys after it waited out a lock; clears them after
+    /// it got through.
+    fn learn(&self, command: &Command, answer: &Answer) {
+        let mut marked = self.marked.lock().expect("suspects lock");
+        match answer {
+            Err(StoreError::LockTimeout) => {
+                if marked.len() >= MAX_SUSPECT_ITEMS {
+                    let oldest = marked.iter().min_by_key(|(_, at)| **at).map(|(k, _)| k.clone());
+                    if let Some(k) = oldest {
+                        marked.remove(&k);
+                    }
+                }
+                for k in Self::keys(command) {
+                    marked.insert(k, Instant::now());
+                }
+            }
+            Ok(_) if !marked.is_empty() => {
+                for k in Self::keys(command) {
+                    marked.remove(&k);
+                }
+            }
+            _ => {}
         }
     }
 }

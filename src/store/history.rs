@@ -2,15 +2,21 @@
 //! moment, folded from the log with the same `Event::stock_effects` as the
 //! command path and the audit.
 //!
-//! Finding an item's events scans the log (reservation lines live inside
-//! jsonb, and indexing them would slow every reservation down). That is the
-//! right trade for an audit-time question; the projection answers the
-//! everyday "how much now".
+//! Finding an item's events goes through two indexes (`schema/0005`): one on
+//! the item of receipts and adjustments, one (GIN) on reservation lines.
+//!
+//! Answers about the past are capped where the log is stable, so they never
+//! change afterwards: a time at or past the oldest open transaction of this
+//! database (or in the future) is clamped to just before it, and a position is
+//! read with only events below the safe horizon; the answer says what it was
+//! clamped to.
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::ClientWrapper as Client;
+use futures_util::TryStreamExt;
 
 use crate::domain::{Balance, Item, OrderId, RecordedEvent, ReservationId};
+use crate::store::horizon;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::StoreError;
 
@@ -23,40 +29,125 @@ pub enum AsOf {
     Position(i64),
 }
 
-/// Every event that moved `item`, oldest first, up to `as_of` when given.
-pub async fn item_events(
-    client: &Client,
-    item: &Item,
-    as_of: Option<AsOf>,
-) -> Result<Vec<RecordedEvent>, StoreError> {
-    let (time, position) = match as_of {
-        None => (None, None),
-        Some(AsOf::Time(t)) => (Some(t), None),
-        Some(AsOf::Position(p)) => (None, Some(p)),
-    };
-    let stmt = client
-        .prepare_cached(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events
-             WHERE ((type IN ('StockReceived', 'StockAdjusted')
-                     AND data ->> 'sku' = $1 AND data ->> 'location' = $2)
-                    OR data -> 'lines' @> jsonb_build_array(jsonb_build_object('sku', $1::text, 'location', $2::text)))
-               AND ($3::timestamptz IS NULL OR recorded_at <= $3)
-               AND ($4::bigint IS NULL OR position <= $4)
-             ORDER BY position"
-        ))
-        .await?;
+/// The events of one item, by either index, in position order. `$3`/`$4`
+/// bound the time or position, `$5` is the safe horizon.
+const ITEM_EVENTS: &str = "
+    SELECT {COLUMNS} FROM events
+    WHERE ((type IN ('StockReceived', 'StockAdjusted')
+            AND data ->> 'sku' = $1 AND data ->> 'location' = $2)
+           OR data -> 'lines' @> jsonb_build_array(jsonb_build_object('sku', $1::text, 'location', $2::text)))
+      AND ($3::timestamptz IS NULL OR recorded_at <= $3)
+      AND ($4::bigint IS NULL OR position <= $4)
+      AND tx_id < $5::text::xid8
+    ORDER BY position";
+
+fn item_events_sql() -> String {
+    ITEM_EVENTS.replace("{COLUMNS}", EVENT_COLUMNS)
+}
+
+/// Every event that moved `item`, oldest first, below the safe horizon.
+pub async fn item_events(client: &Client, item: &Item) -> Result<Vec<RecordedEvent>, StoreError> {
+    let horizon = horizon::safe_horizon(client).await?;
+    let stmt = client.prepare_cached(&item_events_sql()).await?;
+    let none_time: Option<DateTime<Utc>> = None;
+    let none_position: Option<i64> = None;
     let rows = client
         .query(
             &stmt,
             &[
                 &item.sku.as_str(),
                 &item.location.as_str(),
-                &time,
-                &position,
+                &none_time,
+                &none_position,
+                &horizon.to_string(),
             ],
         )
         .await?;
     rows.iter().map(recorded_event).collect()
+}
+
+/// An item's figures at a past moment, and where the answer stands.
+#[derive(Clone, Copy, Debug)]
+pub struct AsOfFigures {
+    pub figures: Balance,
+    /// The moment answered: the one asked for, or where it was clamped to.
+    pub answered: AsOf,
+    /// Whether the moment asked for was past the stable point.
+    pub clamped: bool,
+    /// The last event counted: its position and time.
+    pub last: Option<(i64, DateTime<Utc>)>,
+}
+
+/// Folds `item`'s events up to `as_of` into its figures as the rows stream in
+/// (never holding the item's history in memory), capped at the stable point.
+pub async fn figures_as_of(
+    client: &Client,
+    item: &Item,
+    as_of: AsOf,
+) -> Result<AsOfFigures, StoreError> {
+    let stable = horizon::stable(client).await?;
+    let (answered, clamped) = match as_of {
+        AsOf::Time(t) if t >= stable.before => (
+            AsOf::Time(stable.before - chrono::Duration::microseconds(1)),
+            true,
+        ),
+        other => (other, false),
+    };
+    let (time, position) = match answered {
+        AsOf::Time(t) => (Some(t), None),
+        AsOf::Position(p) => (None, Some(p)),
+    };
+    let stmt = client.prepare_cached(&item_events_sql()).await?;
+    let horizon = stable.horizon.to_string();
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] = [
+        &item.sku.as_str(),
+        &item.location.as_str(),
+        &time,
+        &position,
+        &horizon,
+    ];
+    let rows = client.query_raw(&stmt, params).await?;
+    let mut rows = std::pin::pin!(rows);
+    let mut figures = Balance::default();
+    let mut last = None;
+    while let Some(row) = rows.try_next().await? {
+        let e = recorded_event(&row)?;
+        for (i, d) in e.event.stock_effects() {
+            if &i == item {
+                figures.apply(d);
+            }
+        }
+        last = Some((e.position, e.recorded_at));
+    }
+    // A position past every event below the horizon is answered as of the
+    // last such event: say so.
+    let (answered, clamped) = match answered {
+        AsOf::Position(p) => {
+            let frontier = frontier(client, &horizon).await?;
+            if p > frontier {
+                (AsOf::Position(frontier), true)
+            } else {
+                (answered, clamped)
+            }
+        }
+        time => (time, clamped),
+    };
+    Ok(AsOfFigures {
+        figures,
+        answered,
+        clamped,
+        last,
+    })
+}
+
+/// The highest position of an event below the horizon (0 for an empty log).
+async fn frontier(client: &Client, horizon: &str) -> Result<i64, StoreError> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT coalesce(max(position), 0) FROM events WHERE tx_id < $1::text::xid8",
+        )
+        .await?;
+    Ok(client.query_one(&stmt, &[&horizon]).await?.get(0))
 }
 
 /// Folds `item`'s share of `events` into its figures.

@@ -28,6 +28,16 @@ pub(crate) struct Loaded {
     /// Items that already had a balance row (and are locked).
     pub existing: HashSet<Item>,
     pub now: DateTime<Utc>,
+    /// This transaction's id and its backend's process id: what an attempt
+    /// whose outcome is unknown is resolved by.
+    pub tx: TxIdentity,
+}
+
+/// Which transaction, on which backend, an attempt runs as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TxIdentity {
+    pub xid: i64,
+    pub pid: i32,
 }
 
 pub(crate) async fn lock_and_load(
@@ -152,13 +162,24 @@ pub(crate) async fn lock_and_load(
 
     // 5. Decide at the database's clock, read after every lock is held, so an
     //    expiry is judged as close to the commit as the transaction allows.
-    let clock = tx.prepare_cached("SELECT clock_timestamp()").await?;
-    let now: DateTime<Utc> = tx.query_one(&clock, &[]).await?.get(0);
+    //    The transaction id is taken here too (after the locks, so a waiting
+    //    transaction does not hold readers back), to resolve a lost COMMIT.
+    let clock = tx
+        .prepare_cached(
+            "SELECT clock_timestamp(), pg_current_xact_id()::text::bigint, pg_backend_pid()",
+        )
+        .await?;
+    let row = tx.query_one(&clock, &[]).await?;
+    let now: DateTime<Utc> = row.get(0);
 
     Ok(Loaded {
         state,
         existing,
         now,
+        tx: TxIdentity {
+            xid: row.get(1),
+            pid: row.get(2),
+        },
     })
 }
 

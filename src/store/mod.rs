@@ -6,9 +6,11 @@ mod error;
 mod execute;
 pub mod group;
 pub mod history;
+pub mod horizon;
 pub mod keys;
 mod load;
 pub mod migrate;
+mod outcome;
 pub mod pool;
 pub mod read;
 mod rows;
@@ -129,15 +131,15 @@ impl Store {
         Ok((balance, status))
     }
 
-    /// An item's figures at a past moment, replayed from the log.
+    /// An item's figures at a past moment, replayed from the log and capped
+    /// where the log is stable (see `history`).
     pub async fn stock_as_of(
         &self,
         item: &Item,
         as_of: history::AsOf,
-    ) -> Result<Balance, StoreError> {
+    ) -> Result<history::AsOfFigures, StoreError> {
         let client = pool::get(&self.pool).await?;
-        let events = history::item_events(&client, item, Some(as_of)).await?;
-        Ok(history::figures(item, &events))
+        history::figures_as_of(&client, item, as_of).await
     }
 
     /// Every event that moved `item`, oldest first.
@@ -146,7 +148,7 @@ impl Store {
         item: &Item,
     ) -> Result<Vec<crate::domain::RecordedEvent>, StoreError> {
         let client = pool::get(&self.pool).await?;
-        history::item_events(&client, item, None).await
+        history::item_events(&client, item).await
     }
 
     /// The reservation holding `order` with its whole history.
@@ -177,7 +179,28 @@ impl Store {
                 )
             })
             .collect();
-        let results = self.execute_batch(&batch).await?;
+        let results = match self.execute_batch(&batch).await {
+            Ok(results) => results,
+            Err(e) if e.is_retryable() => return Err(e),
+            // One bad reservation (a corrupt stream, a bug) must not keep every
+            // other due reservation holding stock: expire them one by one and
+            // report the ones that fail.
+            Err(e) => {
+                tracing::warn!(error = %e, due = batch.len(), "expiry batch failed; expiring one by one");
+                let mut results = Vec::with_capacity(batch.len());
+                for command in &batch {
+                    match execute::execute_batch(&self.pool, std::slice::from_ref(command)).await {
+                        Ok(mut one) => results.push(one.pop().expect("one answer per command")),
+                        Err(e) => tracing::error!(
+                            error = %e,
+                            reservation_id = ?command.0.reservation_id().map(|r| r.to_string()),
+                            "cannot expire this reservation"
+                        ),
+                    }
+                }
+                results
+            }
+        };
         Ok(results
             .iter()
             .filter(|r| {

@@ -1,6 +1,8 @@
 //! Connection pools. Every connection gets the server-side timeouts of
-//! `limits`, so a stuck statement or an abandoned transaction cannot hold item
-//! locks for long.
+//! `limits` (statements, lock waits, abandoned transactions) and TCP
+//! keepalive and user timeouts on both ends, so neither a stuck statement, an
+//! abandoned transaction nor a silently dead peer can hold a connection, or
+//! item locks, for long.
 
 use std::time::Duration;
 
@@ -9,20 +11,46 @@ use deadpool_postgres::{
 };
 use tokio_postgres::NoTls;
 
-use crate::limits::{IDLE_IN_TRANSACTION_TIMEOUT_MS, POOL_WAIT_TIMEOUT_MS, STATEMENT_TIMEOUT_MS};
+use crate::limits::{
+    CONNECT_TIMEOUT_MS, IDLE_IN_TRANSACTION_TIMEOUT_MS, LOCK_TIMEOUT_MS, POOL_WAIT_TIMEOUT_MS,
+    STATEMENT_TIMEOUT_MS, TCP_KEEPALIVE_IDLE_SECONDS, TCP_KEEPALIVE_INTERVAL_SECONDS,
+    TCP_KEEPALIVE_RETRIES, TCP_USER_TIMEOUT_MS,
+};
 use crate::store::StoreError;
 
-pub fn build(mut config: tokio_postgres::Config, size: usize) -> Result<Pool, StoreError> {
+/// `config` with the timeouts every stockledger connection carries. The
+/// server-side settings travel as startup options; the client-side ones are
+/// socket options (they do nothing on a Unix socket, where no peer can vanish).
+pub fn hardened(mut config: tokio_postgres::Config) -> tokio_postgres::Config {
     let mut options = config.get_options().unwrap_or_default().to_owned();
     options.push_str(&format!(
-        " -c statement_timeout={STATEMENT_TIMEOUT_MS} -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS}"
+        " -c statement_timeout={STATEMENT_TIMEOUT_MS} \
+          -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT_MS} \
+          -c lock_timeout={LOCK_TIMEOUT_MS} \
+          -c tcp_keepalives_idle={TCP_KEEPALIVE_IDLE_SECONDS} \
+          -c tcp_keepalives_interval={TCP_KEEPALIVE_INTERVAL_SECONDS} \
+          -c tcp_keepalives_count={TCP_KEEPALIVE_RETRIES} \
+          -c tcp_user_timeout={TCP_USER_TIMEOUT_MS}"
     ));
     config.options(options.trim());
+    config
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(TCP_KEEPALIVE_IDLE_SECONDS))
+        .keepalives_interval(Duration::from_secs(TCP_KEEPALIVE_INTERVAL_SECONDS))
+        .keepalives_retries(TCP_KEEPALIVE_RETRIES)
+        .tcp_user_timeout(Duration::from_millis(TCP_USER_TIMEOUT_MS));
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_millis(CONNECT_TIMEOUT_MS));
+    }
     if config.get_application_name().is_none() {
         config.application_name("stockledger");
     }
+    config
+}
+
+pub fn build(config: tokio_postgres::Config, size: usize) -> Result<Pool, StoreError> {
     let manager = Manager::from_config(
-        config,
+        hardened(config),
         NoTls,
         ManagerConfig {
             // Fast recycling only checks that the connection is open; a broken
@@ -34,6 +62,7 @@ pub fn build(mut config: tokio_postgres::Config, size: usize) -> Result<Pool, St
         .max_size(size)
         .wait_timeout(Some(Duration::from_millis(POOL_WAIT_TIMEOUT_MS)))
         .create_timeout(Some(Duration::from_millis(POOL_WAIT_TIMEOUT_MS)))
+        .recycle_timeout(Some(Duration::from_millis(POOL_WAIT_TIMEOUT_MS)))
         .runtime(Runtime::Tokio1)
         .build()
         .map_err(|e| StoreError::Database(format!("building the pool: {e}")))
@@ -41,9 +70,9 @@ pub fn build(mut config: tokio_postgres::Config, size: usize) -> Result<Pool, St
 
 pub async fn get(pool: &Pool) -> Result<Object, StoreError> {
     pool.get().await.map_err(|e| match e {
-        PoolError::Timeout(_) => {
-            StoreError::Unavailable("no database connection became free in time".into())
-        }
+        PoolError::Timeout(_) => StoreError::Unavailable(
+            "no database connection became free (or could be opened) in time".into(),
+        ),
         PoolError::Backend(e) => StoreError::Unavailable(e.to_string()),
         other => StoreError::Unavailable(other.to_string()),
     })

@@ -5,8 +5,9 @@
 //! commit in another order, so a reader that follows positions alone skips an
 //! event whose transaction was still open when a later one was read. We take
 //! only events whose writing transaction is older than every transaction still
-//! in flight (`tx_id < pg_snapshot_xmin(pg_current_snapshot())`), ordered by
-//! (tx_id, position), and keep that pair as the cursor. Nothing can ever appear
+//! in flight in this database (`tx_id` below the safe horizon, see
+//! `horizon.rs`), ordered by (tx_id, position), and keep that pair as the
+//! cursor. Nothing can ever appear
 //! below the horizon again, so the cursor never has to go back.
 
 use std::fmt;
@@ -87,11 +88,12 @@ pub async fn events(
     stream_prefix: Option<&str>,
 ) -> Result<EventPage, StoreError> {
     let limit = limit.clamp(1, MAX_EVENTS_PER_READ);
+    let horizon = crate::store::horizon::safe_horizon(client).await?;
     let stmt = client
         .prepare_cached(&format!(
             "SELECT {EVENT_COLUMNS} FROM events
              WHERE (tx_id, position) > ($1::text::xid8, $2)
-               AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
+               AND tx_id < $5::text::xid8
                AND ($4::text IS NULL OR starts_with(stream, $4))
              ORDER BY tx_id, position
              LIMIT $3"
@@ -105,6 +107,7 @@ pub async fn events(
                 &after.position,
                 &limit,
                 &stream_prefix,
+                &horizon.to_string(),
             ],
         )
         .await?;
@@ -126,6 +129,22 @@ pub struct ReservationDetails {
 }
 
 impl ReservationDetails {
+    /// The reservation as the commit of `view`'s command left it, for the
+    /// answer to that command: a reserve whose stream moved on since (its
+    /// COMMIT reply was lost and another caller released it meanwhile) is
+    /// answered as it made it, with the events up to its own.
+    pub fn as_committed(&mut self, view: &ReservationView) {
+        let own_seq = match view.state {
+            crate::domain::ReservationState::Reserved => 1,
+            _ => u32::MAX,
+        };
+        self.events.retain(|e| e.seq <= own_seq);
+        if let Some(last) = self.events.last() {
+            self.updated_at = last.recorded_at;
+        }
+        self.view = view.clone();
+    }
+
     pub fn to_json(&self) -> Value {
         let mut v = serde_json::to_value(&self.view).expect("views serialise");
         v["created_at"] = json!(self.created_at);

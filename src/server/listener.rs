@@ -1,0 +1,287 @@
+//! Accepting connections, with the caps and deadlines that `axum::serve`
+//! lacks: a client that trickles its headers, opens a connection and sends
+//! nothing, or leaves a keep-alive connection idle cannot keep it; one client
+//! address cannot take every connection; and a shutdown closes idle and
+//! half-sent connections at once instead of waiting for them.
+//!
+//! Each connection is served by hyper's HTTP/1.1 server with a timer (so its
+//! header read timeout works) and watched by its own task: with no request in
+//! flight for `idle_timeout` it is closed; on shutdown it is closed at once if
+//! no request is in flight, else allowed to finish the one it is answering.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
+use tracing::{debug, warn};
+
+use crate::limits::{
+    ACCEPT_ERROR_PAUSE_MS, DEFAULT_HEADER_READ_TIMEOUT_MS, DEFAULT_IDLE_CONNECTION_TIMEOUT_MS,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, FILE_DESCRIPTORS_RESERVED,
+};
+
+/// The caps and deadlines of the HTTP listener.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnectionLimits {
+    /// Open client connections at most; past it new ones are refused at once.
+    pub max_connections: usize,
+    /// Open connections from one client address at most.
+    pub max_per_address: usize,
+    /// A request's headers must arrive within this time.
+    pub header_read_timeout: Duration,
+    /// A connection with no request in flight for this long is closed.
+    pub idle_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_per_address: DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+            header_read_timeout: Duration::from_millis(DEFAULT_HEADER_READ_TIMEOUT_MS),
+            idle_timeout: Duration::from_millis(DEFAULT_IDLE_CONNECTION_TIMEOUT_MS),
+        }
+    }
+}
+
+/// Raises this process's soft limit on open files to its hard limit, and
+/// returns the connection cap that fits under it (`wanted`, or less, keeping
+/// `FILE_DESCRIPTORS_RESERVED` for the database pool, logs and the like).
+pub fn fit_to_open_files_limit(wanted: usize) -> usize {
+    let limit = match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => limit,
+        Err(e) => {
+            warn!(error = %e, "cannot read or raise the open-files limit");
+            return wanted;
+        }
+    };
+    let room = usize::try_from(limit)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(FILE_DESCRIPTORS_RESERVED)
+        .max(1);
+    if room < wanted {
+        warn!(
+            open_files_limit = limit,
+            wanted,
+            cap = room,
+            "the open-files limit is low; lowering the connection cap to fit"
+        );
+    }
+    wanted.min(room)
+}
+
+/// Serves `app` on `listener` until `shutdown` fires, then closes idle and
+/// half-sent connections at once and waits for the requests in flight.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    assert!(
+        limits.max_connections >= 1 && limits.max_per_address >= 1,
+        "connection caps must allow a connection"
+    );
+    let total = Arc::new(Semaphore::new(limits.max_connections));
+    let addresses = PerAddress::new(limits.max_per_address);
+    let connections = TaskTracker::new();
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors or the like: pause instead of
+                    // spinning; connections that end free what is needed.
+                    warn!(error = %e, "accept failed; pausing");
+                    tokio::time::sleep(Duration::from_millis(ACCEPT_ERROR_PAUSE_MS)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(permit) = total.clone().try_acquire_owned() else {
+            refuse(&stream, "the server has as many connections as it takes");
+            continue;
+        };
+        let Some(seat) = addresses.enter(peer.ip()) else {
+            refuse(&stream, "this address has as many connections as it may");
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        connections.spawn(connection(
+            stream,
+            peer,
+            app.clone(),
+            limits,
+            shutdown.clone(),
+            (permit, seat),
+        ));
+    }
+    drop(listener);
+    connections.close();
+    connections.wait().await;
+    Ok(())
+}
+
+/// Answers a refused connection with a 503 if its socket takes it at once
+/// (never waiting on the client), then closes it.
+fn refuse(stream: &TcpStream, why: &str) {
+    let body = serde_json::json!({"code": "UNAVAILABLE", "message": why, "details": {}}).to_string();
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.try_write(response.as_bytes());
+    debug!(why, "connection refused");
+}
+
+/// Requests in flight on one connection, and when the last one ended.
+struct Activity {
+    in_flight: AtomicUsize,
+    since: Mutex<Instant>,
+}
+
+impl Activity {
+    fn idle_since(&self) -> Option<Instant> {
+        (self.in_flight.load(Ordering::Acquire) == 0)
+            .then(|| *self.since.lock().expect("activity lock"))
+    }
+}
+
+/// Counts a request in flight until it is dropped (answered or abandoned).
+struct InFlight(Arc<Activity>);
+
+impl InFlight {
+    fn new(activity: &Arc<Activity>) -> Self {
+        activity.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight(activity.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        *self.0.since.lock().expect("activity lock") = Instant::now();
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: CancellationToken,
+    _held: (OwnedSemaphorePermit, Seat),
+) {
+    let activity = Arc::new(Activity {
+        in_flight: AtomicUsize::new(0),
+        since: Mutex::new(Instant::now()),
+    });
+    let service = {
+        let activity = activity.clone();
+        hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+            let guard = InFlight::new(&activity);
+            req.extensions_mut().insert(ConnectInfo(peer));
+            let app = app.clone();
+            async move {
+                let response = app.oneshot(req.map(axum::body::Body::new)).await;
+                drop(guard);
+                response
+            }
+        })
+    };
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .keep_alive(true);
+    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    let mut conn = std::pin::pin!(conn);
+    let mut draining = false;
+    loop {
+        let wake = match activity.idle_since() {
+            Some(since) => since + limits.idle_timeout,
+            None => Instant::now() + limits.idle_timeout,
+        };
+        tokio::select! {
+            served = conn.as_mut() => {
+                if let Err(e) = served {
+                    debug!(%peer, error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            _ = shutdown.cancelled(), if !draining => {
+                if activity.idle_since().is_some() {
+                    return; // idle or half-sent: nothing to finish
+                }
+                conn.as_mut().graceful_shutdown();
+                draining = true;
+            }
+            _ = tokio::time::sleep_until(wake) => {
+                if activity.idle_since().is_some_and(|s| s.elapsed() >= limits.idle_timeout) {
+                    debug!(%peer, "closing an idle connection");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Open connections per client address.
+#[derive(Clone)]
+struct PerAddress {
+    cap: usize,
+    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+}
+
+/// One connection's place in its address's count; freed when dropped.
+struct Seat {
+    ip: IpAddr,
+    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+}
+
+impl PerAddress {
+    fn new(cap: usize) -> Self {
+        PerAddress {
+            cap,
+            open: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    fn enter(&self, ip: IpAddr) -> Option<Seat> {
+        let mut open = self.open.lock().expect("per-address lock");
+        let n = open.entry(ip).or_insert(0);
+        if *n >= self.cap {
+            return None;
+        }
+        *n += 1;
+        Some(Seat {
+            ip,
+            open: self.open.clone(),
+        })
+    }
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        let mut open = self.open.lock().expect("per-address lock");
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}

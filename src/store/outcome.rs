@@ -1,0 +1,89 @@
+//! Resolving an attempt whose outcome is unknown: its connection broke or
+//! stalled after the transaction wrote, so the COMMIT may have happened, may
+//! still be on its way, or the transaction may still be open on the server
+//! (the connection is stalled, not closed) and holding its locks.
+//!
+//! The transaction id answers it: on a fresh connection, `pg_xact_status`
+//! says committed, aborted or in progress. In progress means the server still
+//! has it open; we end that backend (only if it still runs our transaction,
+//! so a reused process id is never hit), which aborts it unless its commit was
+//! already under way, and ask again. Nothing is guessed: without an answer in
+//! time the caller is told the outcome is unknown.
+
+use std::time::Duration;
+
+use deadpool_postgres::Pool;
+use tokio::time::Instant;
+use tracing::warn;
+
+use crate::limits::OUTCOME_RESOLUTION_DEADLINE_MS;
+use crate::store::load::TxIdentity;
+use crate::store::{pool, StoreError};
+
+/// What became of a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TxOutcome {
+    Committed,
+    Aborted,
+}
+
+/// How often the status is asked again while the transaction ends.
+const POLL_MS: u64 = 20;
+
+pub(crate) async fn resolve(pool: &Pool, tx: TxIdentity) -> Result<TxOutcome, StoreError> {
+    let deadline = Duration::from_millis(OUTCOME_RESOLUTION_DEADLINE_MS);
+    match tokio::time::timeout(deadline, poll(pool, tx)).await {
+        Ok(result) => result,
+        Err(_) => Err(StoreError::OutcomeUnknown(format!(
+            "transaction {} did not resolve within {OUTCOME_RESOLUTION_DEADLINE_MS} ms",
+            tx.xid
+        ))),
+    }
+}
+
+async fn poll(pool: &Pool, tx: TxIdentity) -> Result<TxOutcome, StoreError> {
+    let started = Instant::now();
+    let mut last_error = None;
+    loop {
+        match ask(pool, tx).await {
+            Ok(Some(outcome)) => return Ok(outcome),
+            Ok(None) => {}
+            // The database may be restarting: keep asking until the deadline.
+            Err(e) => last_error = Some(e),
+        }
+        if let Some(e) = &last_error {
+            if started.elapsed() > Duration::from_millis(OUTCOME_RESOLUTION_DEADLINE_MS / 2) {
+                warn!(xid = tx.xid, error = %e, "still resolving a commit of unknown outcome");
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
+    }
+}
+
+/// One look: the outcome if the transaction has ended; `None` if it is still
+/// in progress (after asking its backend to end).
+async fn ask(pool: &Pool, tx: TxIdentity) -> Result<Option<TxOutcome>, StoreError> {
+    let client = pool::get(pool).await?;
+    let status: Option<String> = client
+        .query_one("SELECT pg_xact_status($1::text::xid8)", &[&tx.xid.to_string()])
+        .await?
+        .get(0);
+    match status.as_deref() {
+        Some("committed") => Ok(Some(TxOutcome::Committed)),
+        Some("aborted") => Ok(Some(TxOutcome::Aborted)),
+        Some("in progress") => {
+            client
+                .execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                     WHERE pid = $1 AND backend_xid = $2::text::xid8::xid",
+                    &[&tx.pid, &tx.xid.to_string()],
+                )
+                .await?;
+            Ok(None)
+        }
+        other => Err(StoreError::OutcomeUnknown(format!(
+            "transaction {} has status {other:?}",
+            tx.xid
+        ))),
+    }
+}
