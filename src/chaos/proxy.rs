@@ -60,6 +60,7 @@ struct Control {
     latency: Mutex<Duration>,
     cut: Mutex<CancellationToken>,
     commits: AtomicUsize,
+    statements: AtomicUsize,
     connections: AtomicUsize,
     refusing: AtomicBool,
 }
@@ -144,6 +145,12 @@ impl Proxy {
         self.control.commits.load(Ordering::SeqCst)
     }
 
+    /// Statements the service ran (simple queries and executes).
+    pub fn statements(&self) -> usize {
+        self.control.statements.load(Ordering::SeqCst)
+    }
+
+    /// Connections the service opened through the proxy.
     pub fn connections(&self) -> usize {
         self.control.connections.load(Ordering::SeqCst)
     }
@@ -187,6 +194,9 @@ async fn relay(client: TcpStream, upstream: Upstream, control: Arc<Control>) {
                 if startup {
                     // An SSL request is followed by the real startup message.
                     startup = message.len() == 8 && message[4..8] == [0x04, 0xd2, 0x16, 0x2f];
+                }
+                if matches!(message.first(), Some(b'Q' | b'E')) && !startup {
+                    control.statements.fetch_add(1, Ordering::SeqCst);
                 }
                 let commit = is_commit(&message);
                 let fault = if commit {

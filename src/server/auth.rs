@@ -167,6 +167,20 @@ impl RateLimiter {
         }
     }
 
+    /// Whether `key` has a token now, without taking it.
+    pub fn peek(&self, key: &str) -> Result<(), u64> {
+        let buckets = self.buckets.lock().expect("rate limiter lock");
+        let Some((tokens, last)) = buckets.get(key) else {
+            return Ok(());
+        };
+        let tokens = (tokens + last.elapsed().as_secs_f64() * self.per_second).min(self.burst);
+        if tokens >= 1.0 {
+            Ok(())
+        } else {
+            Err(((1.0 - tokens) / self.per_second).ceil().max(1.0) as u64)
+        }
+    }
+
     /// Takes a token for `key`, or says how many seconds until one is free.
     pub fn check(&self, key: &str) -> Result<(), u64> {
         let mut buckets = self.buckets.lock().expect("rate limiter lock");
@@ -218,11 +232,15 @@ impl FromRequestParts<AppState> for Caller {
                         .map_or_else(|| "unknown".to_owned(), |c| c.0.ip().to_string());
                     state
                         .lookups
-                        .check(&address)
+                        .peek(&address)
                         .map_err(|retry_after| ApiError::RateLimited { retry_after })?;
                     let client = pool::get(state.store.pool()).await?;
                     let found = keys::find(&client, &hash).await?;
                     state.keys.put(hash.clone(), found.clone());
+                    if found.is_none() {
+                        // Only unknown keys use up the address's budget.
+                        let _ = state.lookups.check(&address);
+                    }
                     found
                 }
             };

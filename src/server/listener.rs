@@ -4,10 +4,11 @@
 //! address cannot take every connection; and a shutdown closes idle and
 //! half-sent connections at once instead of waiting for them.
 //!
-//! Each connection is served by hyper's HTTP/1.1 server with a timer (so its
-//! header read timeout works) and watched by its own task: with no request in
-//! flight for `idle_timeout` it is closed; on shutdown it is closed at once if
-//! no request is in flight, else allowed to finish the one it is answering.
+//! Each connection is served by hyper's HTTP/1.1 server and watched by its
+//! own task: a request head must arrive within `header_read_timeout` of its
+//! first byte; a connection with nothing under way for `idle_timeout` is
+//! closed; on shutdown it is closed at once if no request is in flight, else
+//! allowed to finish the one it is answering.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -147,16 +148,84 @@ fn refuse(stream: &TcpStream, why: &str) {
     debug!(why, "connection refused");
 }
 
-/// Requests in flight on one connection, and when the last one ended.
+/// Requests in flight on one connection, when the last one ended, and when
+/// the first byte of the next request's head arrived.
 struct Activity {
     in_flight: AtomicUsize,
     since: Mutex<Instant>,
+    head_started: Mutex<Option<Instant>>,
 }
 
 impl Activity {
     fn idle_since(&self) -> Option<Instant> {
         (self.in_flight.load(Ordering::Acquire) == 0)
             .then(|| *self.since.lock().expect("activity lock"))
+    }
+
+    /// When the connection must be closed if nothing changes: a request head
+    /// under way gets the header timeout from its first byte; a connection
+    /// with nothing under way gets the idle timeout. `None` while a request
+    /// is being answered.
+    fn deadline(&self, limits: &ConnectionLimits) -> Option<Instant> {
+        let since = self.idle_since()?;
+        Some(match *self.head_started.lock().expect("activity lock") {
+            Some(first_byte) => first_byte + limits.header_read_timeout,
+            None => since + limits.idle_timeout,
+        })
+    }
+
+    fn bytes_arrived(&self) {
+        if self.in_flight.load(Ordering::Acquire) == 0 {
+            self.head_started
+                .lock()
+                .expect("activity lock")
+                .get_or_insert_with(Instant::now);
+        }
+    }
+}
+
+/// The client's socket, noting when bytes of a request head arrive.
+struct Tracked {
+    stream: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl tokio::io::AsyncRead for Tracked {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.bytes_arrived();
+        }
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for Tracked {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write(cx, data)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
 
@@ -166,6 +235,7 @@ struct InFlight(Arc<Activity>);
 impl InFlight {
     fn new(activity: &Arc<Activity>) -> Self {
         activity.in_flight.fetch_add(1, Ordering::AcqRel);
+        *activity.head_started.lock().expect("activity lock") = None;
         InFlight(activity.clone())
     }
 }
@@ -173,6 +243,7 @@ impl InFlight {
 impl Drop for InFlight {
     fn drop(&mut self) {
         *self.0.since.lock().expect("activity lock") = Instant::now();
+        *self.0.head_started.lock().expect("activity lock") = None;
         self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
@@ -188,6 +259,7 @@ async fn connection(
     let activity = Arc::new(Activity {
         in_flight: AtomicUsize::new(0),
         since: Mutex::new(Instant::now()),
+        head_started: Mutex::new(None),
     });
     let service = {
         let activity = activity.clone();
@@ -202,19 +274,24 @@ async fn connection(
             }
         })
     };
+    // hyper's own header timer would also run between keep-alive requests,
+    // making the idle timeout meaningless; the watch below keeps both apart.
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
+        .header_read_timeout(None)
         .keep_alive(true);
-    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    let io = Tracked {
+        stream,
+        activity: activity.clone(),
+    };
+    let conn = builder.serve_connection(TokioIo::new(io), service);
     let mut conn = std::pin::pin!(conn);
     let mut draining = false;
     loop {
-        let wake = match activity.idle_since() {
-            Some(since) => since + limits.idle_timeout,
-            None => Instant::now() + limits.idle_timeout,
-        };
+        let wake = activity
+            .deadline(&limits)
+            .unwrap_or_else(|| Instant::now() + limits.idle_timeout);
         tokio::select! {
             served = conn.as_mut() => {
                 if let Err(e) = served {
@@ -230,8 +307,8 @@ async fn connection(
                 draining = true;
             }
             _ = tokio::time::sleep_until(wake) => {
-                if activity.idle_since().is_some_and(|s| s.elapsed() >= limits.idle_timeout) {
-                    debug!(%peer, "closing an idle connection");
+                if activity.deadline(&limits).is_some_and(|d| d <= Instant::now()) {
+                    debug!(%peer, "closing an idle or slow connection");
                     return;
                 }
             }

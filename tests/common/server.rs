@@ -32,6 +32,17 @@ pub fn test_config() -> ServerConfig {
 impl TestServer {
     pub async fn start(config: ServerConfig) -> TestServer {
         let db = TestDb::new().await;
+        let store = db.store.clone();
+        Self::start_on(db, store, config).await
+    }
+
+    /// A server over `db` that reaches the database through `store` (for
+    /// example a store whose connections pass a fault proxy).
+    pub async fn start_on(
+        db: TestDb,
+        store: stockledger::store::Store,
+        config: ServerConfig,
+    ) -> TestServer {
         let mut keys = HashMap::new();
         let client = db.store.pool().get().await.unwrap();
         for role in [Role::Writer, Role::Reader, Role::Auditor, Role::Admin] {
@@ -47,7 +58,7 @@ impl TestServer {
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(stockledger::server::serve(
             listener,
-            db.store.clone(),
+            store,
             db.config.clone(),
             config,
             shutdown.clone(),

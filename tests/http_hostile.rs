@@ -1,0 +1,343 @@
+//! Hostile and broken clients against a real server: slow or idle
+//! connections, one address taking every connection, bodies that are not
+//! JSON objects, control characters, made-up keys, and a database that does
+//! not answer. Each was observed against an earlier build.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use common::server::{test_config, TestServer};
+use common::*;
+use serde_json::json;
+use stockledger::chaos::proxy::{Proxy, Upstream};
+use stockledger::server::listener::ConnectionLimits;
+use stockledger::server::ServerConfig;
+use stockledger::store::{pool, Store};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+
+fn tight(limits: ConnectionLimits) -> ServerConfig {
+    ServerConfig {
+        connections: limits,
+        ..test_config()
+    }
+}
+
+fn small_limits() -> ConnectionLimits {
+    ConnectionLimits {
+        max_connections: 40,
+        max_per_address: 8,
+        header_read_timeout: Duration::from_millis(500),
+        idle_timeout: Duration::from_millis(1_000),
+    }
+}
+
+fn addr(s: &TestServer) -> SocketAddr {
+    s.base.trim_start_matches("http://").parse().unwrap()
+}
+
+/// Connects from a chosen loopback address.
+async fn connect_from(from: &str, to: SocketAddr) -> TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    socket.connect(to).await.unwrap()
+}
+
+/// Waits until the server closes `stream` (EOF or reset), up to `within`;
+/// returns how long that took, or `None` if it stayed open.
+async fn closed_within(stream: &mut TcpStream, within: Duration) -> Option<Duration> {
+    let started = std::time::Instant::now();
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout_at(
+            tokio::time::Instant::from_std(started + within),
+            stream.read(&mut buf),
+        )
+        .await
+        {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(_)) => {} // a response (408, 503): keep reading until closed
+        }
+    }
+}
+
+async fn get_healthz(stream: &mut TcpStream) -> String {
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+        .await
+        .expect("an answer")
+        .unwrap();
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_idle_and_silent_connections_are_closed() {
+    let mut s = TestServer::start(tight(small_limits())).await;
+    let to = addr(&s);
+    // Headers trickled one byte every 200 ms: closed by the header timeout.
+    let mut slow = TcpStream::connect(to).await.unwrap();
+    let trickle = tokio::spawn(async move {
+        for b in b"GET /healthz HTTP/1.1\r\nhost: x\r\n".iter().cycle().take(60) {
+            if slow.write_all(&[*b]).await.is_err() {
+                return Some(slow);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Some(slow)
+    });
+    // Opened and silent: closed by the idle timeout.
+    let mut silent = TcpStream::connect(to).await.unwrap();
+    assert!(closed_within(&mut silent, Duration::from_secs(4)).await.is_some());
+    // Keep-alive, idle after one request: closed by the idle timeout.
+    let mut kept = TcpStream::connect(to).await.unwrap();
+    assert!(get_healthz(&mut kept).await.starts_with("HTTP/1.1 200"));
+    let took = closed_within(&mut kept, Duration::from_secs(4))
+        .await
+        .expect("an idle keep-alive connection is closed");
+    assert!(took >= Duration::from_millis(800), "not before the idle timeout: {took:?}");
+    let mut slow = trickle.await.unwrap().unwrap();
+    assert!(
+        closed_within(&mut slow, Duration::from_secs(4)).await.is_some(),
+        "a trickled header is cut off"
+    );
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_cannot_take_every_connection() {
+    let limits = small_limits();
+    let mut s = TestServer::start(tight(ConnectionLimits {
+        idle_timeout: Duration::from_secs(30),
+        header_read_timeout: Duration::from_secs(30),
+        ..limits
+    }))
+    .await;
+    let to = addr(&s);
+    let mut held = Vec::new();
+    for _ in 0..limits.max_per_address {
+        held.push(connect_from("127.0.0.1", to).await);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut refused = connect_from("127.0.0.1", to).await;
+    let mut buf = vec![0u8; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(5), refused.read(&mut buf))
+        .await
+        .expect("refused at once")
+        .unwrap_or(0);
+    let answer = String::from_utf8_lossy(&buf[..n]);
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 503"), "{answer}");
+    // Another address is still served.
+    let mut other = connect_from("127.0.0.2", to).await;
+    assert!(get_healthz(&mut other).await.starts_with("HTTP/1.1 200"));
+    // A shutdown closes idle connections at once instead of waiting for them.
+    let started = std::time::Instant::now();
+    s.stop().await;
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_must_be_json_objects_declared_as_json() {
+    let s = TestServer::start(test_config()).await;
+    let receipt = json!({"receipt_id": "in-1", "sku": "apple", "quantity": 5}).to_string();
+    for content_type in [Some("text/plain"), Some("application/x-www-form-urlencoded"), None] {
+        let mut r = s
+            .req(reqwest::Method::POST, "/v1/stock/receipts", Some("writer"))
+            .body(receipt.clone());
+        if let Some(c) = content_type {
+            r = r.header("content-type", c);
+        }
+        let r = r.send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 415, "{content_type:?}");
+        let body: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(body["code"], "UNSUPPORTED_MEDIA_TYPE");
+    }
+    let r = s
+        .req(reqwest::Method::POST, "/v1/stock/receipts", Some("writer"))
+        .header("content-type", "application/json")
+        .body(r#"["in-1", "apple", "default", 5]"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["code"], "INVALID_ARGUMENT");
+    assert_eq!(body["details"]["field"], "body");
+    assert_eq!(s.db.count_events().await, 0, "nothing was written");
+    // Declared JSON with parameters is fine; an empty confirm needs no type.
+    let r = s
+        .req(reqwest::Method::POST, "/v1/stock/receipts", Some("writer"))
+        .header("content-type", "Application/JSON; charset=utf-8")
+        .body(receipt)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_characters_in_queries_are_refused_by_name() {
+    let s = TestServer::start(test_config()).await;
+    for (path, field) in [
+        ("/v1/events?stream=%00", "stream"),
+        ("/v1/events?after=1%0A:2", "after"),
+        ("/v1/stock/apple?location=a%01b", "location"),
+    ] {
+        let (status, body) = s.get(path, "admin").await;
+        assert_eq!(status, 400, "{path}: {body}");
+        assert_eq!(body["code"], "INVALID_ARGUMENT");
+        assert_eq!(body["details"]["field"], field, "{path}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_auth_scheme_is_case_insensitive_and_unknown_keys_are_bounded() {
+    let s = TestServer::start(test_config()).await;
+    let r = s
+        .http
+        .get(format!("{}/v1/projections", s.base))
+        .header("authorization", format!("bearer {}", s.keys["admin"]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    // Made-up keys from one address: each costs a lookup until the
+    // address's budget is used up, then 429 without a query.
+    let mut statuses = Vec::new();
+    for i in 0..80 {
+        let r = s
+            .http
+            .get(format!("{}/v1/projections", s.base))
+            .bearer_auth(format!("sl_made_up_{i}"))
+            .send()
+            .await
+            .unwrap();
+        statuses.push(r.status().as_u16());
+    }
+    assert!(statuses.iter().any(|s| *s == 401));
+    assert!(statuses.iter().any(|s| *s == 429), "{statuses:?}");
+    assert!(statuses.iter().all(|s| *s == 401 || *s == 429));
+}
+
+/// The database stops answering: a 503 says what happened in plain words,
+/// carries the correlation id, and leaks no database message (also on the
+/// unauthenticated /readyz).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unavailable_answers_are_plain_and_carry_the_correlation_id() {
+    let db = TestDb::new().await;
+    let proxy = Proxy::start(Upstream::of(&db.config)).await.unwrap();
+    let store = Store::new(pool::build(proxy.config(&db.config), 4).unwrap());
+    let config = ServerConfig {
+        run_projections: false,
+        run_expiry: false,
+        dev: true,
+        ..test_config()
+    };
+    let s = TestServer::start_on(db, store, config).await;
+    proxy.refuse_new(true);
+    proxy.cut_all();
+    let r = s
+        .http
+        .post(format!("{}/v1/stock/receipts", s.base))
+        .header("x-correlation-id", "corr-42")
+        .json(&json!({"receipt_id": "in-1", "sku": "apple", "quantity": 5}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    assert!(r.headers().contains_key("retry-after"));
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["code"], "UNAVAILABLE");
+    assert_eq!(body["details"]["correlation_id"], "corr-42");
+    let message = body["message"].as_str().unwrap();
+    for leak in ["SQLSTATE", "connection", "closed", "error", "pool", "(0", "(5"] {
+        assert!(!message.contains(leak), "{message}");
+    }
+    let r = s.http.get(format!("{}/readyz", s.base)).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert!(body["details"]["correlation_id"].is_string());
+    assert!(!body["message"].as_str().unwrap().contains("connection"), "{body}");
+}
+
+/// `/metrics` costs at most one read of the projection status per second,
+/// however often it is scraped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_scrapes_share_one_cached_read() {
+    let db = TestDb::new().await;
+    let proxy = Proxy::start(Upstream::of(&db.config)).await.unwrap();
+    let store = Store::new(pool::build(proxy.config(&db.config), 4).unwrap());
+    let config = ServerConfig {
+        run_projections: false,
+        run_expiry: false,
+        ..test_config()
+    };
+    let s = TestServer::start_on(db, store, config).await;
+    let scrape = || async {
+        let r = s.http.get(format!("{}/metrics", s.base)).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+    };
+    scrape().await;
+    let after_first = proxy.statements();
+    assert!(after_first > 0, "the first scrape reads the database");
+    for _ in 0..20 {
+        scrape().await;
+    }
+    assert_eq!(proxy.statements(), after_first, "20 more scrapes ran no statement");
+}
+
+/// A log line written for a request whose correlation id tries to forge log
+/// fields: the value is quoted and escaped, so it stays one field.
+#[tokio::test]
+async fn caller_supplied_ids_cannot_forge_log_fields() {
+    #[derive(Clone, Default)]
+    struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let s = TestServer::start(ServerConfig {
+        run_projections: false,
+        run_expiry: false,
+        ..test_config()
+    })
+    .await;
+    let r = s
+        .http
+        .get(format!("{}/healthz", s.base))
+        .header("x-correlation-id", "x status=500 actor=\"admin\"")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let logged = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let line = logged
+        .lines()
+        .find(|l| l.contains("route=/healthz"))
+        .unwrap_or_else(|| panic!("no request line in {logged}"));
+    assert!(
+        line.contains(r#"correlation_id="x status=500 actor=\"admin\"""#),
+        "{line}"
+    );
+    let outside = line.replace(r#""x status=500 actor=\"admin\"""#, "");
+    assert!(!outside.contains("actor="), "a forged field: {line}");
+}
