@@ -227,9 +227,12 @@ async fn random_cuts_under_64_writers_lose_nothing_acknowledged() {
         let proxy_cut = std::sync::Arc::new(proxy);
         let p = proxy_cut.clone();
         let task = tokio::spawn(async move {
+            // Cuts during the writers' four seconds; then the service must
+            // recover by itself and answer everything still under way.
             let mut cuts = 0;
-            while !stop.is_cancelled() {
-                tokio::time::sleep(Duration::from_millis(100 + random_below(400))).await;
+            let until = std::time::Instant::now() + Duration::from_secs(4);
+            while !stop.is_cancelled() && std::time::Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(150 + random_below(450))).await;
                 p.cut_all();
                 cuts += 1;
             }

@@ -24,7 +24,7 @@ use crate::limits::{
 };
 use crate::store::error::Failure;
 use crate::store::load::TxIdentity;
-use crate::store::outcome::{resolve, TxOutcome};
+use crate::store::outcome::{resolve, TxOutcome, Written};
 use crate::store::{load, pool, write, StoreError};
 
 /// The answer to each command of a batch, in order.
@@ -36,9 +36,9 @@ pub type BatchResult = Vec<Result<Outcome, Rejection>>;
 struct Attempt {
     tx: Option<TxIdentity>,
     decided: Option<BatchResult>,
-    /// Whether the attempt wrote anything; one that did not has nothing to
-    /// resolve, whatever happened to its connection.
-    wrote: bool,
+    /// What the attempt wrote (nothing: nothing to resolve, whatever
+    /// happened to its connection).
+    wrote: Option<Written>,
 }
 
 pub(crate) async fn execute_batch(
@@ -115,10 +115,10 @@ async fn settle(
     attempt: &mut Attempt,
     why: &str,
 ) -> Result<Option<BatchResult>, StoreError> {
-    let Some(tx) = attempt.tx.filter(|_| attempt.wrote) else {
+    let (Some(tx), Some(written)) = (attempt.tx, attempt.wrote.as_ref()) else {
         return Ok(None);
     };
-    match resolve(pool, tx).await? {
+    match resolve(pool, tx, written).await? {
         TxOutcome::Committed => {
             warn!(xid = tx.xid, %why, "the commit reply was lost; the transaction committed");
             Ok(Some(
@@ -168,7 +168,10 @@ async fn run_once(
     // (docs/benchmarks.md), and lock waits show up in `load`.
     let loaded = started.elapsed();
     if !events.is_empty() {
-        attempt.wrote = true;
+        attempt.wrote = Some(Written {
+            streams: events.iter().map(|(e, _)| e.stream.name()).collect(),
+            command_ids: events.iter().map(|(_, m)| m.command_id.to_string()).collect(),
+        });
         write::append(&tx, &events, now).await?;
     }
     let appended = started.elapsed();

@@ -313,3 +313,61 @@ impl Suspects {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job() -> (Job, oneshot::Receiver<Answer>) {
+        let (reply, answer) = oneshot::channel();
+        let command = crate::domain::command::confirm("r1").expect("a valid id");
+        let job = Job {
+            command,
+            context: CommandContext::new("test"),
+            reply,
+        };
+        (job, answer)
+    }
+
+    /// A panic in the command path (an assertion in the core) answers every
+    /// caller of the batch with an internal error instead of leaving them
+    /// waiting, and the pipeline that ran it goes on.
+    #[tokio::test]
+    async fn a_panicking_batch_answers_its_callers_with_an_error() {
+        let (jobs, answers): (Vec<_>, Vec<_>) = (0..3).map(|_| job()).unzip();
+        answer_guarded(jobs, |_| async { panic!("decide produced an invalid balance") }).await;
+        for answer in answers {
+            match answer.await.expect("answered") {
+                Err(StoreError::Invariant(why)) => assert!(why.contains("invalid balance"), "{why}"),
+                other => panic!("expected an internal error, got {other:?}"),
+            }
+        }
+        // The same pipeline code answers the next batch normally.
+        let (next, answer) = job();
+        answer_guarded(vec![next], |commands| async move {
+            commands
+                .iter()
+                .map(|_| Err(StoreError::LockTimeout))
+                .collect()
+        })
+        .await;
+        assert!(matches!(answer.await, Ok(Err(StoreError::LockTimeout))));
+    }
+
+    #[test]
+    fn suspects_are_marked_by_lock_timeouts_and_cleared_by_success() {
+        let suspects = Suspects::default();
+        let hot = crate::domain::command::confirm("hot").expect("a valid id");
+        let cold = crate::domain::command::confirm("cold").expect("a valid id");
+        assert!(!suspects.touches(&hot));
+        suspects.learn(&hot, &Err(StoreError::LockTimeout));
+        assert!(suspects.touches(&hot));
+        assert!(!suspects.touches(&cold));
+        let done = Ok(Ok(crate::domain::Outcome::NotDue {
+            reservation_id: crate::domain::ReservationId::parse("id", "hot").expect("valid"),
+            state: None,
+        }));
+        suspects.learn(&hot, &done);
+        assert!(!suspects.touches(&hot));
+    }
+}

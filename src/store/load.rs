@@ -33,11 +33,14 @@ pub(crate) struct Loaded {
     pub tx: TxIdentity,
 }
 
-/// Which transaction, on which backend, an attempt runs as.
+/// Which transaction, on which backend of which server run, an attempt runs
+/// as. The server's start time tells whether the transaction id still means
+/// this transaction: after a crash the server may hand the same id out again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TxIdentity {
     pub xid: i64,
     pub pid: i32,
+    pub server_started: DateTime<Utc>,
 }
 
 pub(crate) async fn lock_and_load(
@@ -166,7 +169,8 @@ pub(crate) async fn lock_and_load(
     //    transaction does not hold readers back), to resolve a lost COMMIT.
     let clock = tx
         .prepare_cached(
-            "SELECT clock_timestamp(), pg_current_xact_id()::text::bigint, pg_backend_pid()",
+            "SELECT clock_timestamp(), pg_current_xact_id()::text::bigint, pg_backend_pid(),
+                    pg_postmaster_start_time()",
         )
         .await?;
     let row = tx.query_one(&clock, &[]).await?;
@@ -179,6 +183,7 @@ pub(crate) async fn lock_and_load(
         tx: TxIdentity {
             xid: row.get(1),
             pid: row.get(2),
+            server_started: row.get(3),
         },
     })
 }

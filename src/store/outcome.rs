@@ -3,15 +3,25 @@
 //! still be on its way, or the transaction may still be open on the server
 //! (the connection is stalled, not closed) and holding its locks.
 //!
-//! The transaction id answers it: on a fresh connection, `pg_xact_status`
-//! says committed, aborted or in progress. In progress means the server still
-//! has it open; we end that backend (only if it still runs our transaction,
-//! so a reused process id is never hit), which aborts it unless its commit was
-//! already under way, and ask again. Nothing is guessed: without an answer in
-//! time the caller is told the outcome is unknown.
+//! While the server that ran it is still the same run (its start time has not
+//! changed), the transaction id answers it: on a fresh connection,
+//! `pg_xact_status` says committed, aborted or in progress. In progress means
+//! the server still has it open; we end that backend (only if it still runs
+//! our transaction, so a reused process id is never hit), which aborts it
+//! unless its commit was already under way, and ask again.
+//!
+//! If the server restarted (a crash, or a failover to another server), the
+//! old transaction has certainly ended, but its id may have been handed out
+//! again: a crash loses the id counter's unflushed progress. Then the log
+//! answers: the transaction committed if and only if its events are there,
+//! found by their streams and command ids.
+//!
+//! Nothing is guessed: without an answer in time the caller is told the
+//! outcome is unknown.
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 use tokio::time::Instant;
 use tracing::warn;
@@ -30,9 +40,19 @@ pub(crate) enum TxOutcome {
 /// How often the status is asked again while the transaction ends.
 const POLL_MS: u64 = 20;
 
-pub(crate) async fn resolve(pool: &Pool, tx: TxIdentity) -> Result<TxOutcome, StoreError> {
+/// What the attempt wrote: the streams and command ids of its events.
+pub(crate) struct Written {
+    pub streams: Vec<String>,
+    pub command_ids: Vec<String>,
+}
+
+pub(crate) async fn resolve(
+    pool: &Pool,
+    tx: TxIdentity,
+    written: &Written,
+) -> Result<TxOutcome, StoreError> {
     let deadline = Duration::from_millis(OUTCOME_RESOLUTION_DEADLINE_MS);
-    match tokio::time::timeout(deadline, poll(pool, tx)).await {
+    match tokio::time::timeout(deadline, poll(pool, tx, written)).await {
         Ok(result) => result,
         Err(_) => Err(StoreError::OutcomeUnknown(format!(
             "transaction {} did not resolve within {OUTCOME_RESOLUTION_DEADLINE_MS} ms",
@@ -41,11 +61,11 @@ pub(crate) async fn resolve(pool: &Pool, tx: TxIdentity) -> Result<TxOutcome, St
     }
 }
 
-async fn poll(pool: &Pool, tx: TxIdentity) -> Result<TxOutcome, StoreError> {
+async fn poll(pool: &Pool, tx: TxIdentity, written: &Written) -> Result<TxOutcome, StoreError> {
     let started = Instant::now();
     let mut last_error = None;
     loop {
-        match ask(pool, tx).await {
+        match ask(pool, tx, written).await {
             Ok(Some(outcome)) => return Ok(outcome),
             Ok(None) => {}
             // The database may be restarting: keep asking until the deadline.
@@ -62,8 +82,31 @@ async fn poll(pool: &Pool, tx: TxIdentity) -> Result<TxOutcome, StoreError> {
 
 /// One look: the outcome if the transaction has ended; `None` if it is still
 /// in progress (after asking its backend to end).
-async fn ask(pool: &Pool, tx: TxIdentity) -> Result<Option<TxOutcome>, StoreError> {
+async fn ask(
+    pool: &Pool,
+    tx: TxIdentity,
+    written: &Written,
+) -> Result<Option<TxOutcome>, StoreError> {
     let client = pool::get(pool).await?;
+    let started: DateTime<Utc> = client
+        .query_one("SELECT pg_postmaster_start_time()", &[])
+        .await?
+        .get(0);
+    if started != tx.server_started {
+        let found: bool = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM events
+                                WHERE stream = ANY($1) AND metadata ->> 'command_id' = ANY($2))",
+                &[&written.streams, &written.command_ids],
+            )
+            .await?
+            .get(0);
+        return Ok(Some(if found {
+            TxOutcome::Committed
+        } else {
+            TxOutcome::Aborted
+        }));
+    }
     let status: Option<String> = client
         .query_one("SELECT pg_xact_status($1::text::xid8)", &[&tx.xid.to_string()])
         .await?
