@@ -221,3 +221,24 @@ pub const METRICS_CACHE_MS: u64 = 1_000;
 /// server; more wait for a permit within their request timeout. Each holds one
 /// connection of the pool while it runs, so commands keep the rest.
 pub const MAX_HEAVY_READS_IN_FLIGHT: usize = 2;
+
+/// `stockledger chaos`: items the writers share (few, so they contend).
+pub const CHAOS_ITEMS: u64 = 20;
+
+/// `stockledger chaos`: units of each item received before the run.
+pub const CHAOS_SEED_QUANTITY: i64 = 1_000_000;
+
+/// `stockledger chaos`: mean pause between two injected faults.
+pub const CHAOS_FAULT_INTERVAL_MS: u64 = 1_000;
+
+/// `stockledger chaos`: how long a held COMMIT reply is held (past the
+/// transaction attempt deadline, so the resolution path runs).
+pub const CHAOS_HELD_REPLY_MS: u64 = 4_000;
+
+/// `stockledger chaos`: a writer's pause before sending a command again
+/// after UNAVAILABLE.
+pub const CHAOS_RETRY_PAUSE_MS: u64 = 50;
+
+/// `stockledger chaos`: how long the read models may take to catch up after
+/// the faults end, before the audit.
+pub const CHAOS_SETTLE_SECONDS: u64 = 60;

@@ -5,6 +5,7 @@
 
 mod bench;
 mod bench_commands;
+mod chaos;
 mod demo;
 mod output;
 mod read_models;
@@ -160,6 +161,10 @@ enum Cmd {
         #[command(subcommand)]
         command: serve::KeysCmd,
     },
+    /// Mixed load with faults injected between the command path and
+    /// PostgreSQL; prints acknowledged / lost / duplicated / oversold and the
+    /// audit. Exit 0 when nothing was lost and the audit is clean, else 4.
+    Chaos(chaos::ChaosArgs),
     /// Benchmarks (see docs/benchmarks.md).
     Bench {
         #[command(subcommand)]
@@ -440,6 +445,7 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
             printer.events(&page);
         }
         Cmd::Bench { command } => bench::run(command, database_url, printer).await?,
+        Cmd::Chaos(args) => chaos::run(args, database_url, printer).await?,
         Cmd::Serve(args) => serve::serve(args, database_url, printer).await?,
         Cmd::Openapi => print!("{}", stockledger::server::openapi::document()),
         Cmd::Keys { command } => {
