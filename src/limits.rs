@@ -34,16 +34,17 @@ pub const MAX_COMMANDS_PER_BATCH: usize = 1024;
 
 /// How many times a transaction that hit a deadlock, a serialization failure,
 /// a concurrent duplicate or a lost connection is tried again before the caller
-/// gets a retryable error.
-pub const MAX_TRANSACTION_ATTEMPTS: u32 = 6;
+/// gets a retryable error (and never past `BATCH_DEADLINE_MS`).
+pub const MAX_TRANSACTION_ATTEMPTS: u32 = 10;
 
 /// Deadline on a whole batch, all attempts together: no new attempt starts
 /// after it. Under the HTTP request timeout, so the answer still reaches the
 /// caller.
 pub const BATCH_DEADLINE_MS: u64 = 8_000;
 
-/// First back-off between attempts; doubled each time.
+/// First back-off between attempts; doubled each time up to the most.
 pub const RETRY_BACKOFF_START_MS: u64 = 5;
+pub const RETRY_BACKOFF_MAX_MS: u64 = 200;
 
 /// Most events returned by one read of the log.
 pub const MAX_EVENTS_PER_READ: i64 = 1000;

@@ -71,7 +71,11 @@ async fn figures_at_three_moments_of_a_scripted_history() {
     ];
     for ((time, position), want) in expect {
         assert_eq!(
-            db.store.stock_as_of(&item, AsOf::Time(time)).await.unwrap().figures,
+            db.store
+                .stock_as_of(&item, AsOf::Time(time))
+                .await
+                .unwrap()
+                .figures,
             want,
             "at {time}"
         );
@@ -110,7 +114,11 @@ async fn as_of_answers_are_capped_where_the_log_is_stable() {
     };
     db.receive("in-1", "apple", 10).await;
     let future = chrono::Utc::now() + chrono::Duration::days(1);
-    let f = db.store.stock_as_of(&item, AsOf::Time(future)).await.unwrap();
+    let f = db
+        .store
+        .stock_as_of(&item, AsOf::Time(future))
+        .await
+        .unwrap();
     assert!(f.clamped, "a future time is clamped");
     assert!(matches!(f.answered, AsOf::Time(t) if t < future));
     assert_eq!(f.figures.on_hand, 10);
@@ -120,22 +128,40 @@ async fn as_of_answers_are_capped_where_the_log_is_stable() {
     // before it, so the answer cannot change when it commits.
     let mut held = db.client().await;
     let tx = held.transaction().await.unwrap();
-    let open_at: chrono::DateTime<chrono::Utc> = tx
-        .query_one("SELECT now()", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let open_at: chrono::DateTime<chrono::Utc> =
+        tx.query_one("SELECT now()", &[]).await.unwrap().get(0);
     let position = raw_receipt(&tx, "held", "apple", 5).await;
     let asked = chrono::Utc::now() + chrono::Duration::milliseconds(10);
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    let f = db.store.stock_as_of(&item, AsOf::Time(asked)).await.unwrap();
+    let f = db
+        .store
+        .stock_as_of(&item, AsOf::Time(asked))
+        .await
+        .unwrap();
     assert!(f.clamped);
     assert!(matches!(f.answered, AsOf::Time(t) if t < open_at));
-    assert_eq!(f.figures.on_hand, 10, "the open transaction's event is not counted");
-    let p = db.store.stock_as_of(&item, AsOf::Position(position)).await.unwrap();
-    assert!(p.clamped, "a position held by an open transaction is past the frontier");
+    assert_eq!(
+        f.figures.on_hand, 10,
+        "the open transaction's event is not counted"
+    );
+    let p = db
+        .store
+        .stock_as_of(&item, AsOf::Position(position))
+        .await
+        .unwrap();
+    assert!(
+        p.clamped,
+        "a position held by an open transaction is past the frontier"
+    );
     assert_eq!(p.figures.on_hand, 10);
     tx.commit().await.unwrap();
-    let after = db.store.stock_as_of(&item, AsOf::Time(asked)).await.unwrap();
-    assert_eq!(after.figures.on_hand, 15, "once committed, the time is stable");
+    let after = db
+        .store
+        .stock_as_of(&item, AsOf::Time(asked))
+        .await
+        .unwrap();
+    assert_eq!(
+        after.figures.on_hand, 15,
+        "once committed, the time is stable"
+    );
 }

@@ -49,7 +49,12 @@ async fn wait_ready(http: &reqwest::Client, base: &str) {
 }
 
 /// Reserves through HTTP until `stop`; returns the ids acknowledged (201/200).
-async fn writer(http: reqwest::Client, base: String, w: usize, stop: CancellationToken) -> Vec<String> {
+async fn writer(
+    http: reqwest::Client,
+    base: String,
+    w: usize,
+    stop: CancellationToken,
+) -> Vec<String> {
     let mut acknowledged = Vec::new();
     for k in 0.. {
         if stop.is_cancelled() {
@@ -58,7 +63,12 @@ async fn writer(http: reqwest::Client, base: String, w: usize, stop: Cancellatio
         let id = format!("r{w}-{k}");
         let body = json!({"reservation_id": id, "order_id": format!("o{w}-{k}"),
                           "lines": [{"sku": "hot", "quantity": 1}]});
-        if let Ok(r) = http.post(format!("{base}/v1/reservations")).json(&body).send().await {
+        if let Ok(r) = http
+            .post(format!("{base}/v1/reservations"))
+            .json(&body)
+            .send()
+            .await
+        {
             if r.status().is_success() {
                 acknowledged.push(id);
             }
@@ -92,14 +102,21 @@ async fn the_service_killed_under_load_loses_nothing_acknowledged() {
     for w in writers {
         acknowledged.extend(w.await.unwrap());
     }
-    assert!(acknowledged.len() > 50, "load reached the server: {}", acknowledged.len());
+    assert!(
+        acknowledged.len() > 50,
+        "load reached the server: {}",
+        acknowledged.len()
+    );
     let logged: HashSet<String> = db
         .column::<String>("SELECT stream FROM events WHERE stream LIKE 'reservation:%'")
         .await
         .into_iter()
         .collect();
     for id in &acknowledged {
-        assert!(logged.contains(&format!("reservation:{id}")), "{id} acknowledged but lost");
+        assert!(
+            logged.contains(&format!("reservation:{id}")),
+            "{id} acknowledged but lost"
+        );
     }
     // Started again, it serves and its workers carry on.
     let mut again = serve(&db, port);
@@ -114,7 +131,11 @@ async fn the_service_killed_under_load_loses_nothing_acknowledged() {
     again.kill().unwrap();
     again.wait().unwrap();
     let (on_hand, reserved, _) = db.figures("hot").await;
-    assert_eq!(reserved as usize, logged.len() + 1, "balances match the log");
+    assert_eq!(
+        reserved as usize,
+        logged.len() + 1,
+        "balances match the log"
+    );
     assert!(reserved <= on_hand);
     db.project_all().await;
     db.assert_audit_clean().await;
@@ -122,7 +143,10 @@ async fn the_service_killed_under_load_loses_nothing_acknowledged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_restarted_under_load_loses_nothing_acknowledged() {
-    let dir = std::env::temp_dir().join(format!("stockledger-crash-{}", uuid::Uuid::new_v4().simple()));
+    let dir = std::env::temp_dir().join(format!(
+        "stockledger-crash-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
     let cluster = PrivateCluster::at(dir.join("pg"));
     let c = cluster.clone();
     tokio::task::spawn_blocking(move || c.ensure_running())
@@ -138,7 +162,10 @@ async fn postgres_restarted_under_load_loses_nothing_acknowledged() {
     );
     store.migrate().await.unwrap();
     store
-        .execute(receive("in-hot", "hot", 1_000_000), CommandContext::new("test"))
+        .execute(
+            receive("in-hot", "hot", 1_000_000),
+            CommandContext::new("test"),
+        )
         .await
         .unwrap()
         .unwrap();
@@ -185,10 +212,16 @@ async fn postgres_restarted_under_load_loses_nothing_acknowledged() {
         w.await.unwrap();
     }
     let acknowledged = acknowledged.lock().unwrap().clone();
-    assert!(acknowledged.len() > before, "writes resumed after the restart by themselves");
+    assert!(
+        acknowledged.len() > before,
+        "writes resumed after the restart by themselves"
+    );
     let client = pool::get(store.pool()).await.unwrap();
     let logged: HashSet<String> = client
-        .query("SELECT substr(stream, 13) FROM events WHERE stream LIKE 'reservation:%'", &[])
+        .query(
+            "SELECT substr(stream, 13) FROM events WHERE stream LIKE 'reservation:%'",
+            &[],
+        )
         .await
         .unwrap()
         .iter()
@@ -197,7 +230,11 @@ async fn postgres_restarted_under_load_loses_nothing_acknowledged() {
     for id in &acknowledged {
         assert!(logged.contains(id), "{id} acknowledged but lost");
     }
-    assert_eq!(logged.len(), acknowledged.len(), "nothing written twice or unanswered");
+    assert_eq!(
+        logged.len(),
+        acknowledged.len(),
+        "nothing written twice or unanswered"
+    );
     let reserved: i64 = client
         .query_one("SELECT reserved FROM item_balances WHERE sku = 'hot'", &[])
         .await

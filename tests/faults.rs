@@ -66,7 +66,10 @@ async fn a_commit_cut_before_it_reaches_the_server_is_tried_again() {
         .unwrap()
         .unwrap();
     assert!(reserved_fresh(&o), "{o:?}");
-    assert!(proxy.commits() >= 2, "the first COMMIT never arrived; a second did");
+    assert!(
+        proxy.commits() >= 2,
+        "the first COMMIT never arrived; a second did"
+    );
     assert_eq!(db.count_stream("reservation:r1").await, 1);
     assert_eq!(db.figures("apple").await, (10, 3, 0));
 }
@@ -93,7 +96,11 @@ async fn a_held_commit_reply_is_answered_as_its_commit_whatever_happened_since()
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(db.count_stream("reservation:r1").await, 1, "the reserve committed");
+    assert_eq!(
+        db.count_stream("reservation:r1").await,
+        1,
+        "the reserve committed"
+    );
     // Another instance (not through the proxy) releases it meanwhile.
     db.run(release("r1")).await.unwrap();
     proxy.cut_all();
@@ -116,7 +123,8 @@ async fn black_holed_commits_do_not_stop_unrelated_writes() {
     for i in 0..2 {
         let s = store.clone();
         stuck.push(tokio::spawn(async move {
-            s.execute(receive(&format!("stuck-{i}"), "slow", 1), ctx()).await
+            s.execute(receive(&format!("stuck-{i}"), "slow", 1), ctx())
+                .await
         }));
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -127,13 +135,19 @@ async fn black_holed_commits_do_not_stop_unrelated_writes() {
         others.push(tokio::spawn(async move {
             tokio::time::timeout(
                 Duration::from_secs(8),
-                s.execute(receive(&format!("other-{i}"), &format!("sku-{i}"), 1), ctx()),
+                s.execute(
+                    receive(&format!("other-{i}"), &format!("sku-{i}"), 1),
+                    ctx(),
+                ),
             )
             .await
         }));
     }
     for o in others {
-        let answer = o.await.unwrap().expect("answered within the request timeout");
+        let answer = o
+            .await
+            .unwrap()
+            .expect("answered within the request timeout");
         answer.unwrap().unwrap();
     }
     assert!(started.elapsed() < Duration::from_secs(8));
@@ -191,13 +205,20 @@ async fn a_lock_held_elsewhere_costs_only_the_commands_that_need_it() {
             hot_refused += 1;
         } else {
             answer.expect("cold items are not held up").unwrap();
-            assert!(took < Duration::from_secs(5), "a cold command took {took:?}");
+            assert!(
+                took < Duration::from_secs(5),
+                "a cold command took {took:?}"
+            );
             cold_ok += 1;
         }
     }
     assert_eq!((cold_ok, hot_refused), (40, 20));
     assert!(started.elapsed() < Duration::from_secs(9));
-    assert_eq!(db.figures("hot").await, (100, 0, 0), "nothing written for hot");
+    assert_eq!(
+        db.figures("hot").await,
+        (100, 0, 0),
+        "nothing written for hot"
+    );
     tx.rollback().await.unwrap();
     // The hot item is suspect for a moment; its commands run on their own and
     // go through now that the lock is gone.
@@ -253,8 +274,17 @@ async fn random_cuts_under_64_writers_lose_nothing_acknowledged() {
                 let id = format!("r{w}-{k}");
                 let sku = ["a", "b", "c"][random_below(3) as usize];
                 let steps = [
-                    reserve(&id, &format!("o{w}-{k}"), &[(sku, 1 + random_below(3) as i64)], None),
-                    if random_below(2) == 0 { confirm(&id) } else { release(&id) },
+                    reserve(
+                        &id,
+                        &format!("o{w}-{k}"),
+                        &[(sku, 1 + random_below(3) as i64)],
+                        None,
+                    ),
+                    if random_below(2) == 0 {
+                        confirm(&id)
+                    } else {
+                        release(&id)
+                    },
                 ];
                 for cmd in steps {
                     let mut answer = None;
@@ -299,14 +329,21 @@ async fn random_cuts_under_64_writers_lose_nothing_acknowledged() {
         .map(|r| (r.get(0), r.get(1)))
         .collect();
     for (id, state) in &acknowledged {
-        let n = counts.get(&format!("reservation:{id}")).copied().unwrap_or(0);
+        let n = counts
+            .get(&format!("reservation:{id}"))
+            .copied()
+            .unwrap_or(0);
         match *state {
             "RESERVED" => assert!(n >= 1, "{id} reserved but not in the log"),
             "CONFIRMED" | "RELEASED" => assert_eq!(n, 2, "{id} {state}"),
             other => panic!("{id}: {other}"),
         }
     }
-    assert!(acknowledged.len() >= 64 * 2, "{} commands", acknowledged.len());
+    assert!(
+        acknowledged.len() >= 64 * 2,
+        "{} commands",
+        acknowledged.len()
+    );
     let duplicates: Vec<i64> = db
         .column("SELECT count(*) FROM events GROUP BY stream, seq HAVING count(*) > 1")
         .await;
@@ -332,14 +369,20 @@ async fn an_expiry_pass_survives_one_bad_reservation() {
     // strict fold reports as corrupt.
     let client = db.client().await;
     let (created, meta): (serde_json::Value, serde_json::Value) = client
-        .query_one("SELECT data, metadata FROM events WHERE stream = 'reservation:good'", &[])
+        .query_one(
+            "SELECT data, metadata FROM events WHERE stream = 'reservation:good'",
+            &[],
+        )
         .await
         .map(|r| (r.get(0), r.get(1)))
         .unwrap();
     let mut bad = created.clone();
     bad["order_id"] = serde_json::json!("o-bad");
     let foreign = serde_json::json!({"sku": "pear", "location": "default", "quantity": 1});
-    for (seq, kind, data) in [(1, "ReservationCreated", &bad), (2, "StockReceived", &foreign)] {
+    for (seq, kind, data) in [
+        (1, "ReservationCreated", &bad),
+        (2, "StockReceived", &foreign),
+    ] {
         client
             .execute(
                 "INSERT INTO events (stream, seq, type, data, metadata) VALUES ('reservation:bad', $1, $2, $3, $4)",
@@ -351,6 +394,9 @@ async fn an_expiry_pass_survives_one_bad_reservation() {
     tokio::time::sleep(Duration::from_millis(1100)).await;
     db.project_all().await;
     let expired = db.store.expire_due("test", 100).await.unwrap();
-    assert_eq!(expired, 1, "the good reservation expired despite the bad one");
+    assert_eq!(
+        expired, 1,
+        "the good reservation expired despite the bad one"
+    );
     assert_eq!(db.figures("apple").await, (10, 0, 0));
 }

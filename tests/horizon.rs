@@ -63,12 +63,19 @@ async fn the_horizon_follows_the_oldest_open_writer() {
     let (a, xa) = open_writer(&db).await;
     let (b, xb) = open_writer(&db).await;
     let client = db.store.pool().get().await.unwrap();
-    let horizon = || async { stockledger::store::horizon::safe_horizon(&client).await.unwrap() };
+    let horizon = || async {
+        stockledger::store::horizon::safe_horizon(&client)
+            .await
+            .unwrap()
+    };
     let h = horizon().await;
     assert!(h <= xa, "not past the oldest open writer: {h} vs {xa}");
     a.batch_execute("COMMIT").await.unwrap();
     let h = horizon().await;
-    assert!(h > xa && h <= xb, "past the ended writer, not past the open one: {xa} < {h} <= {xb}");
+    assert!(
+        h > xa && h <= xb,
+        "past the ended writer, not past the open one: {xa} < {h} <= {xb}"
+    );
     b.batch_execute("COMMIT").await.unwrap();
     assert!(horizon().await > xb);
 }

@@ -401,6 +401,7 @@ async fn validation_unknown_fields_malformed_json_and_large_bodies() {
     for raw in ["{", "not json", "{\"receipt_id\": \"r\",}", "[1, 2"] {
         let r = s
             .req(Method::POST, "/v1/stock/receipts", Some("writer"))
+            .header("content-type", "application/json")
             .body(raw)
             .send()
             .await

@@ -23,26 +23,61 @@ const STORE_TTL: i64 = 3600;
 
 #[derive(Clone, Debug)]
 enum Op {
-    Receive { id: u8, sku: usize, qty: i64 },
-    Adjust { id: u8, sku: usize, delta: i64 },
-    Reserve { rid: u8, order: u8, lines: Vec<(usize, i64)>, ttl: i64 },
-    Confirm { rid: u8 },
-    Release { rid: u8 },
-    Expire { rid: u8 },
+    Receive {
+        id: u8,
+        sku: usize,
+        qty: i64,
+    },
+    Adjust {
+        id: u8,
+        sku: usize,
+        delta: i64,
+    },
+    Reserve {
+        rid: u8,
+        order: u8,
+        lines: Vec<(usize, i64)>,
+        ttl: i64,
+    },
+    Confirm {
+        rid: u8,
+    },
+    Release {
+        rid: u8,
+    },
+    Expire {
+        rid: u8,
+    },
     /// Time passes (pure-core runs only).
-    Tick { seconds: i64 },
+    Tick {
+        seconds: i64,
+    },
 }
 
 fn op(with_time: bool) -> impl Strategy<Value = Op> {
-    let ttl = if with_time { 1..6i64 } else { STORE_TTL..STORE_TTL + 1 };
+    let ttl = if with_time {
+        1..6i64
+    } else {
+        STORE_TTL..STORE_TTL + 1
+    };
     let tick = if with_time { 1..4i64 } else { 0..1i64 };
     prop_oneof![
         (0..3u8, 0..2usize, 1..6i64).prop_map(|(id, sku, qty)| Op::Receive { id, sku, qty }),
         (0..3u8, 0..2usize, -4..4i64)
             .prop_filter("delta is not 0", |(_, _, d)| *d != 0)
             .prop_map(|(id, sku, delta)| Op::Adjust { id, sku, delta }),
-        (0..4u8, 0..4u8, prop::collection::vec((0..2usize, 1..4i64), 1..3), ttl)
-            .prop_map(|(rid, order, lines, ttl)| Op::Reserve { rid, order, lines, ttl }),
+        (
+            0..4u8,
+            0..4u8,
+            prop::collection::vec((0..2usize, 1..4i64), 1..3),
+            ttl
+        )
+            .prop_map(|(rid, order, lines, ttl)| Op::Reserve {
+                rid,
+                order,
+                lines,
+                ttl
+            }),
         (0..4u8).prop_map(|rid| Op::Confirm { rid }),
         (0..4u8).prop_map(|rid| Op::Release { rid }),
         (0..4u8).prop_map(|rid| Op::Expire { rid }),
@@ -69,7 +104,12 @@ fn to_command(op: &Op) -> Option<Command> {
         }
         .validate()
         .unwrap(),
-        Op::Reserve { rid, order, lines, ttl } => ReserveRequest {
+        Op::Reserve {
+            rid,
+            order,
+            lines,
+            ttl,
+        } => ReserveRequest {
             reservation_id: format!("r{rid}"),
             order_id: format!("o{order}"),
             lines: lines
@@ -168,7 +208,12 @@ impl Model {
                     }
                 }
             },
-            Op::Reserve { rid, order, lines, ttl } => {
+            Op::Reserve {
+                rid,
+                order,
+                lines,
+                ttl,
+            } => {
                 let lines = Self::merged(lines);
                 match self.reservations.get(rid) {
                     Some(r) if r.request.is_none() => "RESERVATION_RELEASED".into(),
@@ -264,7 +309,10 @@ impl Model {
             }
         };
         for (on_hand, reserved, confirmed) in self.figures {
-            assert!(0 <= reserved && reserved <= on_hand && confirmed >= 0, "model broke");
+            assert!(
+                0 <= reserved && reserved <= on_hand && confirmed >= 0,
+                "model broke"
+            );
         }
         Some(answer)
     }
@@ -382,9 +430,18 @@ fn arbitrary_json() -> impl Strategy<Value = serde_json::Value> {
         prop_oneof![Just("apple"), Just("r1"), Just("o-1"), Just("")].prop_map(Value::from),
     ];
     let fields = prop_oneof![
-        Just("reservation_id"), Just("order_id"), Just("lines"), Just("ttl_seconds"),
-        Just("receipt_id"), Just("sku"), Just("location"), Just("quantity"),
-        Just("adjustment_id"), Just("delta"), Just("reason"), Just("other"),
+        Just("reservation_id"),
+        Just("order_id"),
+        Just("lines"),
+        Just("ttl_seconds"),
+        Just("receipt_id"),
+        Just("sku"),
+        Just("location"),
+        Just("quantity"),
+        Just("adjustment_id"),
+        Just("delta"),
+        Just("reason"),
+        Just("other"),
     ];
     leaf.prop_recursive(3, 32, 6, move |inner| {
         prop_oneof![

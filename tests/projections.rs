@@ -238,3 +238,39 @@ async fn workers_survive_being_killed_at_random_points() {
     );
     db.assert_audit_clean().await;
 }
+
+/// A second instance's workers wait for the runner locks without churning
+/// connections: the lock is tried on a pooled connection, which goes back to
+/// the pool when the lock is taken elsewhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_waiting_worker_opens_no_connections() {
+    use stockledger::chaos::proxy::{Proxy, Upstream};
+    let db = TestDb::new().await;
+    let (cancel, task) = start_workers(&db, 1000);
+    db.receive("in-1", "apple", 1).await;
+    db.wait_caught_up().await; // the first instance runs every projection
+    let proxy = Proxy::start(Upstream::of(&db.config)).await.unwrap();
+    let second = stockledger::store::pool::build(proxy.config(&db.config), 4).unwrap();
+    let cancel_second = CancellationToken::new();
+    let second_task = tokio::spawn(worker::run_all(
+        second,
+        proxy.config(&db.config),
+        cancel_second.clone(),
+        WorkerConfig {
+            batch_events: 1000,
+            poll_interval: Duration::from_millis(50),
+        },
+    ));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let settled = proxy.connections();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        proxy.connections(),
+        settled,
+        "about 40 tries of each runner lock opened no connection"
+    );
+    cancel_second.cancel();
+    second_task.await.unwrap();
+    cancel.cancel();
+    task.await.unwrap();
+}

@@ -48,7 +48,9 @@ impl Upstream {
             Some(tokio_postgres::config::Host::Unix(dir)) => {
                 Upstream::Unix(dir.join(format!(".s.PGSQL.{port}")))
             }
-            Some(tokio_postgres::config::Host::Tcp(host)) => Upstream::Tcp(format!("{host}:{port}")),
+            Some(tokio_postgres::config::Host::Tcp(host)) => {
+                Upstream::Tcp(format!("{host}:{port}"))
+            }
             None => Upstream::Tcp(format!("127.0.0.1:{port}")),
         }
     }
@@ -120,7 +122,11 @@ impl Proxy {
 
     /// The next COMMITs (one fault each, in order) meet these faults.
     pub fn on_next_commits(&self, faults: &[CommitFault]) {
-        self.control.armed.lock().expect("proxy state").extend_from_slice(faults);
+        self.control
+            .armed
+            .lock()
+            .expect("proxy state")
+            .extend_from_slice(faults);
     }
 
     /// Closes every connection open now.
@@ -212,7 +218,8 @@ async fn relay(client: TcpStream, upstream: Upstream, control: Arc<Control>) {
                         return;
                     }
                     Some(CommitFault::HoldReply(d)) => {
-                        *reply.hold_until.lock().expect("proxy state") = Some(tokio::time::Instant::now() + d);
+                        *reply.hold_until.lock().expect("proxy state") =
+                            Some(tokio::time::Instant::now() + d);
                     }
                     Some(CommitFault::BlackHole) => reply.black_hole.store(true, Ordering::SeqCst),
                     _ => {}

@@ -18,7 +18,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::chaos::proxy::{CommitFault, Proxy, Upstream};
-use crate::domain::{command, Command, CommandContext, LineRequest, Outcome, ReceiveRequest, ReserveRequest};
+use crate::domain::{
+    command, Command, CommandContext, LineRequest, Outcome, ReceiveRequest, ReserveRequest,
+};
 use crate::limits::{
     CHAOS_FAULT_INTERVAL_MS, CHAOS_HELD_REPLY_MS, CHAOS_ITEMS, CHAOS_RETRY_PAUSE_MS,
     CHAOS_SEED_QUANTITY, CHAOS_SETTLE_SECONDS,
@@ -96,7 +98,12 @@ pub async fn run(
     direct.migrate().await?;
     // Stock to sell, received before the faults begin.
     let seed: Vec<_> = (0..CHAOS_ITEMS as usize)
-        .map(|i| (receive(&format!("seed-{i}"), i, CHAOS_SEED_QUANTITY), CommandContext::new("chaos")))
+        .map(|i| {
+            (
+                receive(&format!("seed-{i}"), i, CHAOS_SEED_QUANTITY),
+                CommandContext::new("chaos"),
+            )
+        })
         .collect();
     direct.execute_batch(&seed).await?;
     let proxy = Arc::new(
@@ -119,9 +126,24 @@ pub async fn run(
     let until = Instant::now() + Duration::from_secs(config.seconds);
     let tally = Arc::new(Mutex::new(Tally::default()));
     let writers: Vec<_> = (0..config.writers)
-        .map(|w| tokio::spawn(writer(store.clone(), w, until, cancel.clone(), tally.clone())))
+        .map(|w| {
+            tokio::spawn(writer(
+                store.clone(),
+                w,
+                until,
+                cancel.clone(),
+                tally.clone(),
+            ))
+        })
         .collect();
-    let faults = inject(proxy.clone(), direct.clone(), database.clone(), until, cancel.clone()).await;
+    let faults = inject(
+        proxy.clone(),
+        direct.clone(),
+        database.clone(),
+        until,
+        cancel.clone(),
+    )
+    .await;
     for w in writers {
         let _ = w.await;
     }
@@ -206,7 +228,10 @@ async fn answer(
     cancel: &CancellationToken,
 ) -> Option<Result<Outcome, crate::domain::Rejection>> {
     loop {
-        match store.execute(cmd.clone(), CommandContext::new("chaos")).await {
+        match store
+            .execute(cmd.clone(), CommandContext::new("chaos"))
+            .await
+        {
             Ok(answer) => {
                 tally.lock().expect("tally lock").acknowledged += 1;
                 return Some(answer);
@@ -270,7 +295,8 @@ async fn inject(
     let mut faults = BTreeMap::new();
     let mut n: u64 = 0;
     while Instant::now() < until && !cancel.is_cancelled() {
-        let pause = CHAOS_FAULT_INTERVAL_MS / 2 + uuid::Uuid::new_v4().as_u128() as u64 % CHAOS_FAULT_INTERVAL_MS;
+        let pause = CHAOS_FAULT_INTERVAL_MS / 2
+            + uuid::Uuid::new_v4().as_u128() as u64 % CHAOS_FAULT_INTERVAL_MS;
         tokio::time::sleep(Duration::from_millis(pause)).await;
         n += 1;
         let kind = match n % 6 {
@@ -352,7 +378,13 @@ async fn verify(direct: &Store, expected: &[Expect]) -> Result<ChaosReport, Stor
         .count() as u64;
     let duplicated = per_stream
         .iter()
-        .filter(|(stream, n)| **n > if stream.starts_with("reservation:") { 2 } else { 1 })
+        .filter(|(stream, n)| {
+            **n > if stream.starts_with("reservation:") {
+                2
+            } else {
+                1
+            }
+        })
         .count() as u64;
     let oversold: i64 = client
         .query_one(

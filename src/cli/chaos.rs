@@ -29,7 +29,11 @@ pub struct ChaosArgs {
     keep: bool,
 }
 
-pub async fn run(args: ChaosArgs, database_url: Option<&str>, printer: &Printer) -> Result<(), Failure> {
+pub async fn run(
+    args: ChaosArgs,
+    database_url: Option<&str>,
+    printer: &Printer,
+) -> Result<(), Failure> {
     let config = super::bench::bench_database(database_url, &args.database, true).await?;
     let cancel = CancellationToken::new();
     cancel_on_signal(cancel.clone());
@@ -48,10 +52,16 @@ pub async fn run(args: ChaosArgs, database_url: Option<&str>, printer: &Printer)
     )
     .await?;
     if !args.keep {
-        let server = db::server(database_url).await.map_err(anyhow::Error::from)?;
+        let server = db::server(database_url)
+            .await
+            .map_err(anyhow::Error::from)?;
         db::drop_database(&server.config, &args.database).await?;
     }
-    let faults: Vec<String> = report.faults.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let faults: Vec<String> = report
+        .faults
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
     printer.value(
         &serde_json::to_value(&report).expect("reports serialise"),
         &format!(

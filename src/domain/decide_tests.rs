@@ -447,7 +447,10 @@ fn a_rerun_after_a_lost_commit_answers_its_own_commit_even_after_a_release() {
     run(&mut st, &command::release("r1", None).unwrap(), t(2)).unwrap();
     let again = decide(&st, &cmd, id, t(3)).expect("its own commit, not RESERVATION_RELEASED");
     assert!(again.events.is_empty());
-    assert_eq!(again.outcome, first.outcome, "the answer its commit produced");
+    assert_eq!(
+        again.outcome, first.outcome,
+        "the answer its commit produced"
+    );
     // Any other caller with the same request sees the reservation as it is.
     let other = decide(&st, &cmd, Uuid::new_v4(), t(3)).unwrap_err();
     assert_eq!(other.code(), "RESERVATION_RELEASED");

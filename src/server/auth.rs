@@ -135,7 +135,11 @@ fn make_room<V>(map: &mut HashMap<String, V>, ttl: Duration, at: impl Fn(&V) -> 
     }
     map.retain(|_, v| at(v).elapsed() < ttl);
     if map.len() >= MAX_CACHED_KEYS {
-        if let Some(oldest) = map.iter().min_by_key(|(_, v)| at(v)).map(|(k, _)| k.clone()) {
+        if let Some(oldest) = map
+            .iter()
+            .min_by_key(|(_, v)| at(v))
+            .map(|(k, _)| k.clone())
+        {
             map.remove(&oldest);
         }
     }
@@ -191,7 +195,11 @@ impl RateLimiter {
             let refill = Duration::from_secs_f64(self.burst / self.per_second);
             buckets.retain(|_, (_, last)| now.duration_since(*last) < refill);
             if buckets.len() >= MAX_CACHED_KEYS {
-                if let Some(k) = buckets.iter().min_by_key(|(_, (_, l))| *l).map(|(k, _)| k.clone()) {
+                if let Some(k) = buckets
+                    .iter()
+                    .min_by_key(|(_, (_, l))| *l)
+                    .map(|(k, _)| k.clone())
+                {
                     buckets.remove(&k);
                 }
             }
@@ -323,8 +331,14 @@ mod tests {
         for i in 0..(MAX_CACHED_KEYS * 2) {
             cache.put(format!("bad{i}"), None);
         }
-        assert!(matches!(cache.get("good"), Some(Some(_))), "the live key stays");
-        assert!(matches!(cache.get(&format!("bad{}", MAX_CACHED_KEYS * 2 - 1)), Some(None)));
+        assert!(
+            matches!(cache.get("good"), Some(Some(_))),
+            "the live key stays"
+        );
+        assert!(matches!(
+            cache.get(&format!("bad{}", MAX_CACHED_KEYS * 2 - 1)),
+            Some(None)
+        ));
     }
 
     #[test]

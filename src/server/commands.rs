@@ -103,6 +103,7 @@ async fn reservation_body(s: &AppState, outcome: Outcome) -> Result<(bool, Value
     responses((status = 201, description = "received", body = ReceiptResponse),
               (status = 200, description = "a replay of the same receipt", body = ReceiptResponse),
               (status = "4XX", description = "INVALID_ARGUMENT, MALFORMED_JSON, UNAUTHENTICATED, FORBIDDEN, IDEMPOTENCY_CONFLICT, PAYLOAD_TOO_LARGE, RATE_LIMITED", body = ErrorBody),
+              (status = 415, description = "UNSUPPORTED_MEDIA_TYPE: a body not sent as application/json", body = ErrorBody),
               (status = 503, description = "UNAVAILABLE: retry with the same ids", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn receive(
@@ -123,6 +124,7 @@ pub async fn receive(
               (status = 200, description = "a replay of the same adjustment", body = AdjustmentResponse),
               (status = 422, description = "INSUFFICIENT_STOCK: on_hand would fall below reserved", body = ErrorBody),
               (status = "4XX", description = "INVALID_ARGUMENT, MALFORMED_JSON, UNAUTHENTICATED, FORBIDDEN, IDEMPOTENCY_CONFLICT, PAYLOAD_TOO_LARGE, RATE_LIMITED", body = ErrorBody),
+              (status = 415, description = "UNSUPPORTED_MEDIA_TYPE: a body not sent as application/json", body = ErrorBody),
               (status = 503, description = "UNAVAILABLE", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn adjust(
@@ -144,6 +146,7 @@ pub async fn adjust(
               (status = 409, description = "IDEMPOTENCY_CONFLICT, RESERVATION_RELEASED, ORDER_ALREADY_RESERVED", body = ErrorBody),
               (status = 422, description = "INSUFFICIENT_STOCK with details.shortfalls", body = ErrorBody),
               (status = "4XX", description = "INVALID_ARGUMENT, MALFORMED_JSON, UNAUTHENTICATED, FORBIDDEN, PAYLOAD_TOO_LARGE, RATE_LIMITED", body = ErrorBody),
+              (status = 415, description = "UNSUPPORTED_MEDIA_TYPE: a body not sent as application/json", body = ErrorBody),
               (status = 503, description = "UNAVAILABLE", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn reserve(
@@ -165,6 +168,7 @@ pub async fn reserve(
               (status = 404, description = "RESERVATION_NOT_FOUND", body = ErrorBody),
               (status = 409, description = "RESERVATION_EXPIRED, RESERVATION_RELEASED", body = ErrorBody),
               (status = "4XX", description = "INVALID_ARGUMENT, MALFORMED_JSON, UNAUTHENTICATED, FORBIDDEN, PAYLOAD_TOO_LARGE, RATE_LIMITED", body = ErrorBody),
+              (status = 415, description = "UNSUPPORTED_MEDIA_TYPE: a body not sent as application/json", body = ErrorBody),
               (status = 503, description = "UNAVAILABLE", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn confirm(
@@ -186,6 +190,7 @@ pub async fn confirm(
     responses((status = 200, description = "released (a tombstone if it did not exist yet), or already released or expired: replayed", body = ReservationResponse),
               (status = 409, description = "ALREADY_CONFIRMED (returns are new stock: a receipt)", body = ErrorBody),
               (status = "4XX", description = "INVALID_ARGUMENT, MALFORMED_JSON, UNAUTHENTICATED, FORBIDDEN, PAYLOAD_TOO_LARGE, RATE_LIMITED", body = ErrorBody),
+              (status = 415, description = "UNSUPPORTED_MEDIA_TYPE: a body not sent as application/json", body = ErrorBody),
               (status = 503, description = "UNAVAILABLE", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn release(

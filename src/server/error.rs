@@ -39,7 +39,10 @@ pub enum ApiError {
     /// `reason` is sent to the caller; `detail` (which may hold the database's
     /// own message) only goes to the log.
     #[error("{reason}; retry with the same ids")]
-    Unavailable { reason: &'static str, detail: String },
+    Unavailable {
+        reason: &'static str,
+        detail: String,
+    },
     #[error("internal error")]
     Internal(String),
 }

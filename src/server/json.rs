@@ -121,7 +121,11 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> axum::extract::FromRequestParts
         let query = parts.uri.query().unwrap_or_default();
         for (name, value) in form_urlencoded::parse(query.as_bytes()) {
             if name.chars().any(char::is_control) {
-                return Err(Rejection::invalid("query", "a parameter name holds a control character").into());
+                return Err(Rejection::invalid(
+                    "query",
+                    "a parameter name holds a control character",
+                )
+                .into());
             }
             if value.chars().any(char::is_control) {
                 return Err(Rejection::invalid(&name, "must not hold control characters").into());
@@ -132,7 +136,11 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> axum::extract::FromRequestParts
             .map(ApiQuery)
             .map_err(|e| {
                 let field = e.path().to_string();
-                let field = if field == "." { "query".to_owned() } else { field };
+                let field = if field == "." {
+                    "query".to_owned()
+                } else {
+                    field
+                };
                 Rejection::invalid(&field, e.inner().to_string()).into()
             })
     }
@@ -146,7 +154,13 @@ mod tests {
     fn only_json_content_types_are_json() {
         assert!(is_json(Some("application/json")));
         assert!(is_json(Some("Application/JSON; charset=utf-8")));
-        for other in [None, Some("text/plain"), Some("application/x-www-form-urlencoded"), Some("application/jsonx"), Some("")] {
+        for other in [
+            None,
+            Some("text/plain"),
+            Some("application/x-www-form-urlencoded"),
+            Some("application/jsonx"),
+            Some(""),
+        ] {
             assert!(!is_json(other), "{other:?}");
         }
     }

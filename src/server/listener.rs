@@ -139,7 +139,8 @@ pub async fn serve(
 /// Answers a refused connection with a 503 if its socket takes it at once
 /// (never waiting on the client), then closes it.
 fn refuse(stream: &TcpStream, why: &str) {
-    let body = serde_json::json!({"code": "UNAVAILABLE", "message": why, "details": {}}).to_string();
+    let body =
+        serde_json::json!({"code": "UNAVAILABLE", "message": why, "details": {}}).to_string();
     let response = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()

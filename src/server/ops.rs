@@ -7,10 +7,10 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
+use crate::limits::METRICS_CACHE_MS;
 use crate::server::error::ApiError;
 use crate::server::metrics::Gauges;
 use crate::server::AppState;
-use crate::limits::METRICS_CACHE_MS;
 use crate::store::{migrate, pool};
 
 /// `200` while the process runs.
@@ -30,13 +30,11 @@ pub async fn readyz(State(s): State<AppState>) -> Response {
     };
     match check.await {
         Ok(pending) if pending.is_empty() => Json(json!({"status": "ready"})).into_response(),
-        Ok(pending) => {
-            ApiError::Unavailable {
-                reason: "the database schema is older than this server",
-                detail: format!("migrations {pending:?} are not applied"),
-            }
-            .into_response()
+        Ok(pending) => ApiError::Unavailable {
+            reason: "the database schema is older than this server",
+            detail: format!("migrations {pending:?} are not applied"),
         }
+        .into_response(),
         Err(e) => ApiError::Unavailable {
             reason: e.public_reason(),
             detail: e.to_string(),

@@ -43,8 +43,13 @@ pub struct StockQuery {
     /// Default "default".
     location: Option<String>,
     /// An RFC 3339 time: the figures at that moment, replayed from the log.
+    /// A time the log may still change at (at or after the start of the
+    /// oldest open transaction, or in the future) is clamped to just before
+    /// it; the answer's `as_of.clamped` says so.
     as_of: Option<String>,
-    /// A log position: the figures with every event up to it, from the log.
+    /// A log position: the figures with every event up to it, from the log,
+    /// counting only committed events below the safe horizon (clamped to the
+    /// last of them; `as_of.clamped` says so).
     as_of_position: Option<String>,
 }
 
@@ -99,8 +104,12 @@ pub async fn stock(
             let last_position = f.last.map(|(p, _)| p);
             let last_at = f.last.map(|(_, t)| t);
             let doc = match f.answered {
-                AsOf::Time(t) => json!({"recorded_at": t, "position": last_position, "clamped": f.clamped}),
-                AsOf::Position(p) => json!({"position": p, "recorded_at": last_at, "clamped": f.clamped}),
+                AsOf::Time(t) => {
+                    json!({"recorded_at": t, "position": last_position, "clamped": f.clamped})
+                }
+                AsOf::Position(p) => {
+                    json!({"position": p, "recorded_at": last_at, "clamped": f.clamped})
+                }
             };
             (f.figures, doc)
         }

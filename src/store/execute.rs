@@ -19,8 +19,8 @@ use tracing::{debug, warn};
 
 use crate::domain::{apply, decide, Command, CommandContext, Outcome, Rejection};
 use crate::limits::{
-    BATCH_DEADLINE_MS, MAX_COMMANDS_PER_BATCH, MAX_TRANSACTION_ATTEMPTS, RETRY_BACKOFF_START_MS,
-    TRANSACTION_ATTEMPT_DEADLINE_MS,
+    BATCH_DEADLINE_MS, MAX_COMMANDS_PER_BATCH, MAX_TRANSACTION_ATTEMPTS, RETRY_BACKOFF_MAX_MS,
+    RETRY_BACKOFF_START_MS, TRANSACTION_ATTEMPT_DEADLINE_MS,
 };
 use crate::store::error::Failure;
 use crate::store::load::TxIdentity;
@@ -94,7 +94,7 @@ pub(crate) async fn execute_batch(
         // Jitter keeps two colliding transactions from colliding again.
         let jitter = uuid::Uuid::new_v4().as_u128() as u64 % (backoff_ms + 1);
         tokio::time::sleep(Duration::from_millis(backoff_ms + jitter)).await;
-        backoff_ms *= 2;
+        backoff_ms = (backoff_ms * 2).min(RETRY_BACKOFF_MAX_MS);
     }
     Err(StoreError::Exhausted {
         attempts: MAX_TRANSACTION_ATTEMPTS,
@@ -170,7 +170,10 @@ async fn run_once(
     if !events.is_empty() {
         attempt.wrote = Some(Written {
             streams: events.iter().map(|(e, _)| e.stream.name()).collect(),
-            command_ids: events.iter().map(|(_, m)| m.command_id.to_string()).collect(),
+            command_ids: events
+                .iter()
+                .map(|(_, m)| m.command_id.to_string())
+                .collect(),
         });
         write::append(&tx, &events, now).await?;
     }

@@ -36,8 +36,8 @@ use tracing::{error, warn};
 use crate::domain::{Command, CommandContext, Outcome, Rejection};
 use crate::limits::{
     GROUP_COMMIT_MAX_BATCH, GROUP_COMMIT_PIPELINES, GROUP_COMMIT_QUEUE_DEPTH,
-    GROUP_COMMIT_WINDOW_MICROS, MAX_SUSPECT_ITEMS, ONE_BY_ONE_IN_FLIGHT, SUSPECT_COMMANDS_IN_FLIGHT,
-    SUSPECT_ITEM_MS,
+    GROUP_COMMIT_WINDOW_MICROS, MAX_SUSPECT_ITEMS, ONE_BY_ONE_IN_FLIGHT,
+    SUSPECT_COMMANDS_IN_FLIGHT, SUSPECT_ITEM_MS,
 };
 use crate::store::execute::execute_batch;
 use crate::store::StoreError;
@@ -295,7 +295,10 @@ impl Suspects {
         match answer {
             Err(StoreError::LockTimeout) => {
                 if marked.len() >= MAX_SUSPECT_ITEMS {
-                    let oldest = marked.iter().min_by_key(|(_, at)| **at).map(|(k, _)| k.clone());
+                    let oldest = marked
+                        .iter()
+                        .min_by_key(|(_, at)| **at)
+                        .map(|(k, _)| k.clone());
                     if let Some(k) = oldest {
                         marked.remove(&k);
                     }
@@ -335,10 +338,15 @@ mod tests {
     #[tokio::test]
     async fn a_panicking_batch_answers_its_callers_with_an_error() {
         let (jobs, answers): (Vec<_>, Vec<_>) = (0..3).map(|_| job()).unzip();
-        answer_guarded(jobs, |_| async { panic!("decide produced an invalid balance") }).await;
+        answer_guarded(jobs, |_| async {
+            panic!("decide produced an invalid balance")
+        })
+        .await;
         for answer in answers {
             match answer.await.expect("answered") {
-                Err(StoreError::Invariant(why)) => assert!(why.contains("invalid balance"), "{why}"),
+                Err(StoreError::Invariant(why)) => {
+                    assert!(why.contains("invalid balance"), "{why}")
+                }
                 other => panic!("expected an internal error, got {other:?}"),
             }
         }

@@ -41,7 +41,8 @@ const ITEM_EVENTS: &str = "
       AND tx_id < $5::text::xid8
     ORDER BY position";
 
-fn item_events_sql() -> String {
+/// The statement that finds one item's events (public so a test can EXPLAIN it).
+pub fn item_events_sql() -> String {
     ITEM_EVENTS.replace("{COLUMNS}", EVENT_COLUMNS)
 }
 

@@ -39,6 +39,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "api_keys",
         sql: include_str!("../../schema/0004_api_keys.sql"),
     },
+    Migration {
+        version: 5,
+        name: "item_indexes",
+        sql: include_str!("../../schema/0005_item_indexes.sql"),
+    },
 ];
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -119,4 +124,30 @@ pub async fn pending(client: &Client) -> Result<Vec<i32>, StoreError> {
         .map(|m| m.version)
         .filter(|v| !applied.contains(v))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every file in `schema/` is a registered migration, in order: a new
+    /// file that is not listed would silently never be applied.
+    #[test]
+    fn every_schema_file_is_a_migration() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/schema");
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .expect("schema/ is readable")
+            .map(|e| {
+                e.expect("a directory entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .filter(|n| n.ends_with(".sql"))
+            .collect();
+        files.sort();
+        let listed: Vec<String> = super::MIGRATIONS
+            .iter()
+            .map(|m| format!("{:04}_{}.sql", m.version, m.name))
+            .collect();
+        assert_eq!(files, listed);
+    }
 }

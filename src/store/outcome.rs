@@ -108,7 +108,10 @@ async fn ask(
         }));
     }
     let status: Option<String> = client
-        .query_one("SELECT pg_xact_status($1::text::xid8)", &[&tx.xid.to_string()])
+        .query_one(
+            "SELECT pg_xact_status($1::text::xid8)",
+            &[&tx.xid.to_string()],
+        )
         .await?
         .get(0);
     match status.as_deref() {
