@@ -73,6 +73,14 @@ pub const LOCK_TIMEOUT_MS: u64 = 1_000;
 /// stalled connection still gets its true answer from a second attempt.
 pub const TRANSACTION_ATTEMPT_DEADLINE_MS: u64 = 3_000;
 
+/// How long a COMMIT's reply may take before the attempt's outcome is
+/// resolved instead of waited for. A COMMIT normally answers in
+/// milliseconds; a reply held up by a stalled connection then costs its
+/// batch this long, not the whole attempt deadline. A slow but healthy
+/// COMMIT that passes it only costs a resolution (the transaction is never
+/// ended while its COMMIT runs).
+pub const COMMIT_REPLY_DEADLINE_MS: u64 = 1_000;
+
 /// How long resolving an attempt of unknown outcome may take (a fresh
 /// connection, the transaction's status, ending its backend if it is still
 /// open). Past it the caller gets `UNAVAILABLE`, "outcome unknown".

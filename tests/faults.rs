@@ -51,6 +51,8 @@ async fn a_commit_whose_reply_is_cut_is_answered_as_committed() {
     assert!(reserved_fresh(&o), "{o:?}");
     assert_eq!(db.count_stream("reservation:r1").await, 1);
     assert_eq!(db.figures("apple").await, (10, 3, 0));
+    db.project_all().await;
+    db.assert_audit_clean().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,6 +74,8 @@ async fn a_commit_cut_before_it_reaches_the_server_is_tried_again() {
     );
     assert_eq!(db.count_stream("reservation:r1").await, 1);
     assert_eq!(db.figures("apple").await, (10, 3, 0));
+    db.project_all().await;
+    db.assert_audit_clean().await;
 }
 
 /// The probe's finding: a reserve committed, its COMMIT reply was held while
@@ -108,6 +112,8 @@ async fn a_held_commit_reply_is_answered_as_its_commit_whatever_happened_since()
     assert!(reserved_fresh(&o), "its own commit's answer, got {o:?}");
     assert_eq!(db.count_stream("reservation:r1").await, 2);
     assert_eq!(db.figures("apple").await, (10, 0, 0));
+    db.project_all().await;
+    db.assert_audit_clean().await;
 }
 
 /// Two COMMIT replies black-holed for good (the connections stay open): the
@@ -157,6 +163,8 @@ async fn black_holed_commits_do_not_stop_unrelated_writes() {
     }
     assert_eq!(db.count_events().await, 42);
     assert_eq!(db.figures("slow").await, (2, 0, 0));
+    db.project_all().await;
+    db.assert_audit_clean().await;
 }
 
 /// An abandoned transaction holds the hot item's balance row: commands for
@@ -228,6 +236,8 @@ async fn a_lock_held_elsewhere_costs_only_the_commands_that_need_it() {
         .unwrap()
         .unwrap();
     assert!(reserved_fresh(&o));
+    db.project_all().await;
+    db.assert_audit_clean().await;
 }
 
 /// 64 writers reserve, confirm and release while the proxy cuts every

@@ -167,7 +167,11 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Io for T {}
 
 async fn connect(upstream: &Upstream) -> std::io::Result<Box<dyn Io>> {
     Ok(match upstream {
-        Upstream::Tcp(addr) => Box::new(TcpStream::connect(addr).await?),
+        Upstream::Tcp(addr) => {
+            let stream = TcpStream::connect(addr).await?;
+            stream.set_nodelay(true)?;
+            Box::new(stream)
+        }
         Upstream::Unix(path) => Box::new(UnixStream::connect(path).await?),
     })
 }
@@ -180,6 +184,9 @@ struct ReplyState {
 }
 
 async fn relay(client: TcpStream, upstream: Upstream, control: Arc<Control>) {
+    // Messages are relayed one write each: without NODELAY, Nagle's
+    // algorithm would hold every second one for a delayed ACK (~40 ms).
+    let _ = client.set_nodelay(true);
     let Ok(server) = connect(&upstream).await else {
         return;
     };

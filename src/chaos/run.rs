@@ -34,6 +34,9 @@ pub struct ChaosConfig {
     pub seconds: u64,
     pub writers: usize,
     pub pool_size: usize,
+    /// Whether to inject faults (off: the same load through the same proxy,
+    /// as the baseline a run with faults is compared with).
+    pub faults: bool,
 }
 
 /// The verdict.
@@ -136,14 +139,22 @@ pub async fn run(
             ))
         })
         .collect();
-    let faults = inject(
-        proxy.clone(),
-        direct.clone(),
-        database.clone(),
-        until,
-        cancel.clone(),
-    )
-    .await;
+    let faults = if config.faults {
+        inject(
+            proxy.clone(),
+            direct.clone(),
+            database.clone(),
+            until,
+            cancel.clone(),
+        )
+        .await
+    } else {
+        tokio::select! {
+            _ = tokio::time::sleep_until(until) => {}
+            _ = cancel.cancelled() => {}
+        }
+        BTreeMap::new()
+    };
     for w in writers {
         let _ = w.await;
     }

@@ -27,6 +27,9 @@ pub struct ChaosArgs {
     /// Keep the database afterwards, to look at.
     #[arg(long)]
     keep: bool,
+    /// Inject no faults: the same load through the same proxy, as a baseline.
+    #[arg(long)]
+    no_faults: bool,
 }
 
 pub async fn run(
@@ -47,6 +50,7 @@ pub async fn run(
             seconds: args.seconds.max(1),
             writers: args.writers.max(1),
             pool_size: args.pool_size.max(2),
+            faults: !args.no_faults,
         },
         cancel,
     )
@@ -68,7 +72,7 @@ pub async fn run(
             "{} s, {} writers\nfaults injected: {}\nacknowledged {}  retried {}  lost {}  duplicated {}  oversold {}  failed {}\naudit: {}",
             report.seconds,
             report.writers,
-            faults.join(", "),
+            if faults.is_empty() { "none".to_owned() } else { faults.join(", ") },
             report.acknowledged,
             report.retried,
             report.lost,

@@ -19,8 +19,8 @@ use tracing::{debug, warn};
 
 use crate::domain::{apply, decide, Command, CommandContext, Outcome, Rejection};
 use crate::limits::{
-    BATCH_DEADLINE_MS, MAX_COMMANDS_PER_BATCH, MAX_TRANSACTION_ATTEMPTS, RETRY_BACKOFF_MAX_MS,
-    RETRY_BACKOFF_START_MS, TRANSACTION_ATTEMPT_DEADLINE_MS,
+    BATCH_DEADLINE_MS, COMMIT_REPLY_DEADLINE_MS, MAX_COMMANDS_PER_BATCH, MAX_TRANSACTION_ATTEMPTS,
+    RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_START_MS, TRANSACTION_ATTEMPT_DEADLINE_MS,
 };
 use crate::store::error::Failure;
 use crate::store::load::TxIdentity;
@@ -182,7 +182,13 @@ async fn run_once(
         write::move_balances(&tx, &events, &existing).await?;
     }
     let balanced = started.elapsed();
-    tx.commit().await?;
+    tokio::time::timeout(Duration::from_millis(COMMIT_REPLY_DEADLINE_MS), tx.commit())
+        .await
+        .map_err(|_| {
+            Failure::Broken(format!(
+                "no COMMIT reply within {COMMIT_REPLY_DEADLINE_MS} ms"
+            ))
+        })??;
     debug!(
         commands = batch.len(),
         events = events.len(),

@@ -6,9 +6,10 @@
 //! While the server that ran it is still the same run (its start time has not
 //! changed), the transaction id answers it: on a fresh connection,
 //! `pg_xact_status` says committed, aborted or in progress. In progress means
-//! the server still has it open; we end that backend (only if it still runs
-//! our transaction, so a reused process id is never hit), which aborts it
-//! unless its commit was already under way, and ask again.
+//! the server still has it open; we end that backend if it still runs our
+//! transaction (so a reused process id is never hit) and sits waiting for a
+//! COMMIT that never came, or cannot send to us, which aborts it; a backend
+//! busy with the COMMIT itself is left to finish. Then we ask again.
 //!
 //! If the server restarted (a crash, or a failover to another server), the
 //! old transaction has certainly ended, but its id may have been handed out
@@ -121,7 +122,8 @@ async fn ask(
             client
                 .execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                     WHERE pid = $1 AND backend_xid = $2::text::xid8::xid",
+                     WHERE pid = $1 AND backend_xid = $2::text::xid8::xid
+                       AND (state LIKE 'idle in transaction%' OR wait_event = 'ClientWrite')",
                     &[&tx.pid, &tx.xid.to_string()],
                 )
                 .await?;
