@@ -178,6 +178,11 @@ pub const MAX_API_KEY_LEN: usize = 256;
 pub const KEY_LOOKUPS_PER_ADDRESS_PER_SECOND: u32 = 20;
 pub const KEY_LOOKUPS_PER_ADDRESS_BURST: u32 = 40;
 
+/// Key lookups (keys not in the cache) running at once in the whole server;
+/// more wait, within their request timeout, so lookups can never take more
+/// than this many of the pool's connections.
+pub const MAX_KEY_LOOKUPS_IN_FLIGHT: usize = 4;
+
 /// How often the expiry worker looks for due reservations, and how many it
 /// expires per pass.
 pub const DEFAULT_EXPIRY_INTERVAL_MS: u64 = 1_000;

@@ -141,8 +141,27 @@ async fn the_service_killed_under_load_loses_nothing_acknowledged() {
     db.assert_audit_clean().await;
 }
 
+/// How the server is crashed under load.
+#[derive(Clone, Copy)]
+enum Crash {
+    /// `pg_ctl restart -m immediate`: every process stopped, crash recovery.
+    Restart,
+    /// One busy backend killed with SIGKILL: the postmaster ends every other
+    /// backend and runs crash recovery without restarting (same start time).
+    KillBackend,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_restarted_under_load_loses_nothing_acknowledged() {
+    crash_under_load(Crash::Restart).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_backend_killed_with_sigkill_under_load_loses_nothing_acknowledged() {
+    crash_under_load(Crash::KillBackend).await;
+}
+
+async fn crash_under_load(crash: Crash) {
     let dir = std::env::temp_dir().join(format!(
         "stockledger-crash-{}",
         uuid::Uuid::new_v4().simple()
@@ -201,11 +220,36 @@ async fn postgres_restarted_under_load_loses_nothing_acknowledged() {
         .collect();
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let before = acknowledged.lock().unwrap().len();
-    let c = cluster.clone();
-    tokio::task::spawn_blocking(move || c.restart_immediately())
-        .await
-        .unwrap()
-        .expect("pg_ctl restart -m immediate");
+    match crash {
+        Crash::Restart => {
+            let c = cluster.clone();
+            tokio::task::spawn_blocking(move || c.restart_immediately())
+                .await
+                .unwrap()
+                .expect("pg_ctl restart -m immediate");
+        }
+        Crash::KillBackend => {
+            let admin = stockledger::store::pool::build(cluster.config("crash"), 1).unwrap();
+            let client = admin.get().await.unwrap();
+            let pid: i32 = client
+                .query_one(
+                    "SELECT pid FROM pg_stat_activity
+                     WHERE datname = 'crash' AND pid <> pg_backend_pid()
+                       AND backend_type = 'client backend'
+                     ORDER BY state = 'active' DESC, random() LIMIT 1",
+                    &[],
+                )
+                .await
+                .expect("a backend of the database")
+                .get(0);
+            drop(client);
+            let killed = Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status()
+                .unwrap();
+            assert!(killed.success());
+        }
+    }
     tokio::time::sleep(Duration::from_millis(1500)).await;
     stop.cancel();
     for w in writers {

@@ -28,6 +28,24 @@ fn store_through(proxy: &Proxy, db: &TestDb, grouped: bool) -> Store {
     }
 }
 
+/// Ten apples received, and a plain store whose connections pass a proxy.
+async fn apples_behind_proxy() -> (TestDb, Proxy, Store) {
+    let db = TestDb::new().await;
+    db.receive("in-1", "apple", 10).await;
+    let proxy = proxy_for(&db).await;
+    let store = store_through(&proxy, &db, false);
+    (db, proxy, store)
+}
+
+/// Reservation r1 has `events` events, apple has `figures`, and the audit
+/// (after the read models catch up) is clean.
+async fn settled(db: &TestDb, events: i64, figures: (i64, i64, i64)) {
+    assert_eq!(db.count_stream("reservation:r1").await, events);
+    assert_eq!(db.figures("apple").await, figures);
+    db.project_all().await;
+    db.assert_audit_clean().await;
+}
+
 fn ctx() -> CommandContext {
     CommandContext::new("test")
 }
@@ -38,10 +56,7 @@ fn reserved_fresh(o: &Outcome) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_whose_reply_is_cut_is_answered_as_committed() {
-    let db = TestDb::new().await;
-    db.receive("in-1", "apple", 10).await;
-    let proxy = proxy_for(&db).await;
-    let store = store_through(&proxy, &db, false);
+    let (db, proxy, store) = apples_behind_proxy().await;
     proxy.on_next_commits(&[CommitFault::CutAfter]);
     let o = store
         .execute(reserve("r1", "o1", &[("apple", 3)], None), ctx())
@@ -49,18 +64,12 @@ async fn a_commit_whose_reply_is_cut_is_answered_as_committed() {
         .expect("the outcome is resolved, not unknown")
         .expect("reserved");
     assert!(reserved_fresh(&o), "{o:?}");
-    assert_eq!(db.count_stream("reservation:r1").await, 1);
-    assert_eq!(db.figures("apple").await, (10, 3, 0));
-    db.project_all().await;
-    db.assert_audit_clean().await;
+    settled(&db, 1, (10, 3, 0)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_cut_before_it_reaches_the_server_is_tried_again() {
-    let db = TestDb::new().await;
-    db.receive("in-1", "apple", 10).await;
-    let proxy = proxy_for(&db).await;
-    let store = store_through(&proxy, &db, false);
+    let (db, proxy, store) = apples_behind_proxy().await;
     proxy.on_next_commits(&[CommitFault::CutBefore]);
     let o = store
         .execute(reserve("r1", "o1", &[("apple", 3)], None), ctx())
@@ -72,10 +81,7 @@ async fn a_commit_cut_before_it_reaches_the_server_is_tried_again() {
         proxy.commits() >= 2,
         "the first COMMIT never arrived; a second did"
     );
-    assert_eq!(db.count_stream("reservation:r1").await, 1);
-    assert_eq!(db.figures("apple").await, (10, 3, 0));
-    db.project_all().await;
-    db.assert_audit_clean().await;
+    settled(&db, 1, (10, 3, 0)).await;
 }
 
 /// The probe's finding: a reserve committed, its COMMIT reply was held while
@@ -84,10 +90,7 @@ async fn a_commit_cut_before_it_reaches_the_server_is_tried_again() {
 /// RESERVATION_RELEASED.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_commit_reply_is_answered_as_its_commit_whatever_happened_since() {
-    let db = TestDb::new().await;
-    db.receive("in-1", "apple", 10).await;
-    let proxy = proxy_for(&db).await;
-    let store = store_through(&proxy, &db, false);
+    let (db, proxy, store) = apples_behind_proxy().await;
     proxy.on_next_commits(&[CommitFault::HoldReply(Duration::from_secs(30))]);
     let pending = tokio::spawn(async move {
         store
@@ -110,10 +113,37 @@ async fn a_held_commit_reply_is_answered_as_its_commit_whatever_happened_since()
     proxy.cut_all();
     let o = pending.await.unwrap().unwrap().unwrap();
     assert!(reserved_fresh(&o), "its own commit's answer, got {o:?}");
-    assert_eq!(db.count_stream("reservation:r1").await, 2);
-    assert_eq!(db.figures("apple").await, (10, 0, 0));
-    db.project_all().await;
-    db.assert_audit_clean().await;
+    settled(&db, 2, (10, 0, 0)).await;
+}
+
+/// The COMMIT is swallowed on its way and the connection stays open: the
+/// server holds the transaction open with its locks, waiting. The attempt's
+/// COMMIT deadline passes, the resolution finds the transaction in progress
+/// and idle, ends it (freeing its locks at once, not after the 60 s
+/// idle-in-transaction timeout) and the batch runs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swallowed_commit_is_ended_and_run_again() {
+    let (db, proxy, store) = apples_behind_proxy().await;
+    proxy.on_next_commits(&[CommitFault::Swallow]);
+    let started = std::time::Instant::now();
+    let o = store
+        .execute(reserve("r1", "o1", &[("apple", 3)], None), ctx())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(reserved_fresh(&o), "{o:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // The abandoned transaction is gone, so the item is free for others now.
+    let t = std::time::Instant::now();
+    db.run(reserve("r2", "o2", &[("apple", 1)], None))
+        .await
+        .unwrap();
+    assert!(t.elapsed() < Duration::from_secs(1), "the locks were freed");
+    settled(&db, 1, (10, 4, 0)).await;
 }
 
 /// Two COMMIT replies black-holed for good (the connections stay open): the

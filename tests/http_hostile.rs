@@ -34,6 +34,20 @@ fn small_limits() -> ConnectionLimits {
     }
 }
 
+/// A server without workers whose store reaches the database through a proxy.
+async fn server_behind_proxy(dev: bool) -> (TestServer, Proxy) {
+    let db = TestDb::new().await;
+    let proxy = Proxy::start(Upstream::of(&db.config)).await.unwrap();
+    let store = Store::new(pool::build(proxy.config(&db.config), 4).unwrap());
+    let config = ServerConfig {
+        run_projections: false,
+        run_expiry: false,
+        dev,
+        ..test_config()
+    };
+    (TestServer::start_on(db, store, config).await, proxy)
+}
+
 fn addr(s: &TestServer) -> SocketAddr {
     s.base.trim_start_matches("http://").parse().unwrap()
 }
@@ -253,16 +267,7 @@ async fn the_auth_scheme_is_case_insensitive_and_unknown_keys_are_bounded() {
 /// unauthenticated /readyz).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unavailable_answers_are_plain_and_carry_the_correlation_id() {
-    let db = TestDb::new().await;
-    let proxy = Proxy::start(Upstream::of(&db.config)).await.unwrap();
-    let store = Store::new(pool::build(proxy.config(&db.config), 4).unwrap());
-    let config = ServerConfig {
-        run_projections: false,
-        run_expiry: false,
-        dev: true,
-        ..test_config()
-    };
-    let s = TestServer::start_on(db, store, config).await;
+    let (s, proxy) = server_behind_proxy(true).await;
     proxy.refuse_new(true);
     proxy.cut_all();
     let r = s
@@ -309,15 +314,7 @@ async fn unavailable_answers_are_plain_and_carry_the_correlation_id() {
 /// however often it is scraped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_scrapes_share_one_cached_read() {
-    let db = TestDb::new().await;
-    let proxy = Proxy::start(Upstream::of(&db.config)).await.unwrap();
-    let store = Store::new(pool::build(proxy.config(&db.config), 4).unwrap());
-    let config = ServerConfig {
-        run_projections: false,
-        run_expiry: false,
-        ..test_config()
-    };
-    let s = TestServer::start_on(db, store, config).await;
+    let (s, proxy) = server_behind_proxy(false).await;
     let scrape = || async {
         let r = s
             .http

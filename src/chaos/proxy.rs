@@ -31,6 +31,10 @@ pub enum CommitFault {
     /// Pass the COMMIT on and never relay anything back again (the
     /// connection stays open: a black hole).
     BlackHole,
+    /// Swallow the COMMIT and everything after it, keeping the connection
+    /// open: the server holds the transaction open, locks and all, waiting
+    /// for a COMMIT that never comes.
+    Swallow,
 }
 
 /// Where the real server is.
@@ -229,6 +233,16 @@ async fn relay(client: TcpStream, upstream: Upstream, control: Arc<Control>) {
                             Some(tokio::time::Instant::now() + d);
                     }
                     Some(CommitFault::BlackHole) => reply.black_hole.store(true, Ordering::SeqCst),
+                    Some(CommitFault::Swallow) => {
+                        reply.black_hole.store(true, Ordering::SeqCst);
+                        // Read and drop whatever the client sends from now on,
+                        // and keep the server's side open even after the client
+                        // has gone, as a stalled network would, until cut.
+                        while read_message(&mut client_read, false).await.is_ok() {}
+                        let _keep = server_write;
+                        std::future::pending::<()>().await;
+                        return;
+                    }
                     _ => {}
                 }
                 if server_write.write_all(&message).await.is_err() {

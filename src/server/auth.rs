@@ -238,6 +238,16 @@ impl FromRequestParts<AppState> for Caller {
                         .extensions
                         .get::<ConnectInfo<SocketAddr>>()
                         .map_or_else(|| "unknown".to_owned(), |c| c.0.ip().to_string());
+                    // At most a few lookups run at once in the whole server;
+                    // each then checks the address's budget, which only
+                    // unknown keys use up (so a live key never costs its
+                    // address anything, and concurrent unknown keys can
+                    // overshoot the budget by at most the lookups in flight).
+                    let _in_flight = state
+                        .lookups_in_flight
+                        .acquire()
+                        .await
+                        .map_err(|_| ApiError::unavailable("the server is shutting down"))?;
                     state
                         .lookups
                         .peek(&address)
@@ -246,7 +256,6 @@ impl FromRequestParts<AppState> for Caller {
                     let found = keys::find(&client, &hash).await?;
                     state.keys.put(hash.clone(), found.clone());
                     if found.is_none() {
-                        // Only unknown keys use up the address's budget.
                         let _ = state.lookups.check(&address);
                     }
                     found

@@ -270,8 +270,17 @@ async fn connection(
             let app = app.clone();
             async move {
                 let response = app.oneshot(req.map(axum::body::Body::new)).await;
-                drop(guard);
-                response
+                // The request counts as in flight until its body has been
+                // sent (hyper drops the body then), so a shutdown never cuts
+                // an answer that is still being written.
+                response.map(|r| {
+                    r.map(|body| {
+                        axum::body::Body::new(Guarded {
+                            body,
+                            _guard: guard,
+                        })
+                    })
+                })
             }
         })
     };
@@ -361,5 +370,32 @@ impl Drop for Seat {
                 open.remove(&self.ip);
             }
         }
+    }
+}
+
+/// A response body that keeps its request counted as in flight until it has
+/// been sent or dropped.
+struct Guarded {
+    body: axum::body::Body,
+    _guard: InFlight,
+}
+
+impl http_body::Body for Guarded {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }

@@ -34,7 +34,7 @@ use crate::limits::{
     DEFAULT_EXPIRY_BATCH, DEFAULT_EXPIRY_INTERVAL_MS, DEFAULT_KEY_CACHE_SECONDS,
     DEFAULT_RATE_LIMIT_BURST, DEFAULT_RATE_LIMIT_PER_SECOND, DEFAULT_REQUEST_TIMEOUT_MS,
     KEY_LOOKUPS_PER_ADDRESS_BURST, KEY_LOOKUPS_PER_ADDRESS_PER_SECOND, MAX_HEAVY_READS_IN_FLIGHT,
-    MAX_METADATA_ID_LEN, MAX_REQUEST_BODY_BYTES,
+    MAX_KEY_LOOKUPS_IN_FLIGHT, MAX_METADATA_ID_LEN, MAX_REQUEST_BODY_BYTES,
 };
 use crate::projection::worker;
 use crate::store::Store;
@@ -98,6 +98,8 @@ pub struct AppState {
     pub limiter: Arc<RateLimiter>,
     /// Per client address: lookups of keys not in the cache.
     pub lookups: Arc<RateLimiter>,
+    /// Key lookups running at once, whatever their address.
+    pub lookups_in_flight: Arc<tokio::sync::Semaphore>,
     pub metrics: Arc<Metrics>,
     /// Projection lag for `/metrics`, read at most once per
     /// `METRICS_CACHE_MS`, however often it is scraped.
@@ -120,6 +122,7 @@ impl AppState {
                 KEY_LOOKUPS_PER_ADDRESS_PER_SECOND,
                 KEY_LOOKUPS_PER_ADDRESS_BURST,
             )),
+            lookups_in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_KEY_LOOKUPS_IN_FLIGHT)),
             metrics: Arc::new(Metrics::default()),
             lag: Arc::new(ops::LagCache::default()),
             heavy_reads: Arc::new(tokio::sync::Semaphore::new(MAX_HEAVY_READS_IN_FLIGHT)),

@@ -23,8 +23,8 @@ use crate::limits::{
     RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_START_MS, TRANSACTION_ATTEMPT_DEADLINE_MS,
 };
 use crate::store::error::Failure;
-use crate::store::load::TxIdentity;
-use crate::store::outcome::{resolve, TxOutcome, Written};
+use crate::store::load::{Backend, TxIdentity};
+use crate::store::outcome::{release_abandoned, resolve, TxOutcome, Written};
 use crate::store::{load, pool, write, StoreError};
 
 /// The answer to each command of a batch, in order.
@@ -34,7 +34,11 @@ pub type BatchResult = Vec<Result<Outcome, Rejection>>;
 /// transaction it was, and the answers it decided (true if it committed).
 #[derive(Default)]
 struct Attempt {
+    /// The backend and its transaction, known from the first statement on.
+    backend: Option<Backend>,
     tx: Option<TxIdentity>,
+    /// Whether COMMIT was sent: until then the attempt cannot have committed.
+    commit_sent: bool,
     decided: Option<BatchResult>,
     /// What the attempt wrote (nothing: nothing to resolve, whatever
     /// happened to its connection).
@@ -109,13 +113,18 @@ fn discard(client: Object) {
 
 /// After an attempt lost its connection: `Some(answers)` if its transaction
 /// committed, `None` if it did not (the batch may run again), or an error if
-/// that cannot be established in time.
+/// that cannot be established in time. An attempt that cannot have committed
+/// has its transaction ended if the server still holds it open.
 async fn settle(
     pool: &Pool,
     attempt: &mut Attempt,
     why: &str,
 ) -> Result<Option<BatchResult>, StoreError> {
-    let (Some(tx), Some(written)) = (attempt.tx, attempt.wrote.as_ref()) else {
+    let (Some(tx), Some(written), true) = (attempt.tx, attempt.wrote.as_ref(), attempt.commit_sent)
+    else {
+        if let Some(backend) = attempt.backend {
+            release_abandoned(pool, backend).await;
+        }
         return Ok(None);
     };
     match resolve(pool, tx, written).await? {
@@ -144,7 +153,7 @@ async fn run_once(
         existing,
         now,
         tx: identity,
-    } = load::lock_and_load(&tx, batch).await?;
+    } = load::lock_and_load(&tx, batch, &mut attempt.backend).await?;
     attempt.tx = Some(identity);
 
     let mut results = Vec::with_capacity(batch.len());
@@ -182,6 +191,7 @@ async fn run_once(
         write::move_balances(&tx, &events, &existing).await?;
     }
     let balanced = started.elapsed();
+    attempt.commit_sent = true;
     tokio::time::timeout(Duration::from_millis(COMMIT_REPLY_DEADLINE_MS), tx.commit())
         .await
         .map_err(|_| {

@@ -51,15 +51,18 @@ pub async fn safe_horizon(client: &Client) -> Result<i64, StoreError> {
 /// The moment before which the log can no longer change: the start of the
 /// oldest transaction open in this database (any transaction, with a
 /// transaction id or not yet, since every event's `recorded_at` is read inside
-/// its transaction, after it began), or now when none is open. Every event
-/// recorded before it has committed or never will. Like the horizon, asked
-/// outside a transaction, before the statement that reads with it.
+/// its transaction, after it began), or this statement's start when none is
+/// open. Every event recorded before it has committed or never will. Like the
+/// horizon, asked outside a transaction, before the statement that reads with
+/// it. Sessions of other roles show no `xact_start` to a role without
+/// `pg_read_all_stats`; they are counted (`hidden`) so that the read can be
+/// refused rather than answered with a moment that may still change.
 const STABLE_TIME_SQL: &str = "
-    SELECT least(clock_timestamp(), min(xact_start))
+    SELECT least(statement_timestamp(), min(xact_start)),
+           count(*) FILTER (WHERE query = '<insufficient privilege>')
     FROM pg_stat_activity
     WHERE datid = (SELECT oid FROM pg_database WHERE datname = current_database())
-      AND pid <> pg_backend_pid()
-      AND xact_start IS NOT NULL";
+      AND pid <> pg_backend_pid()";
 
 /// Where a read of the past may stop without its answer changing later.
 #[derive(Clone, Copy, Debug)]
@@ -72,7 +75,15 @@ pub struct Stable {
 
 pub async fn stable(client: &Client) -> Result<Stable, StoreError> {
     let time = client.prepare_cached(STABLE_TIME_SQL).await?;
-    let before = client.query_one(&time, &[]).await?.get(0);
+    let row = client.query_one(&time, &[]).await?;
+    let hidden: i64 = row.get(1);
+    if hidden > 0 {
+        return Err(StoreError::Database(format!(
+            "{hidden} session(s) of this database are hidden from this role, so the moment \
+             before which the log is stable cannot be known; grant it pg_read_all_stats"
+        )));
+    }
+    let before = row.get(0);
     Ok(Stable {
         horizon: safe_horizon(client).await?,
         before,

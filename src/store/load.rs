@@ -33,19 +33,29 @@ pub(crate) struct Loaded {
     pub tx: TxIdentity,
 }
 
-/// Which transaction, on which backend of which server run, an attempt runs
-/// as. The server's start time tells whether the transaction id still means
-/// this transaction: after a crash the server may hand the same id out again.
+/// Which transaction, on which backend of which server incarnation, an
+/// attempt runs as. The incarnation (`schema/0006`) tells whether the
+/// transaction id still means this transaction: after a crash the server may
+/// hand the same id out again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TxIdentity {
     pub xid: i64,
+    pub backend: Backend,
+    pub incarnation: uuid::Uuid,
+}
+
+/// A backend and the start of its current transaction: together they name
+/// one transaction on one server, even before it has a transaction id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Backend {
     pub pid: i32,
-    pub server_started: DateTime<Utc>,
+    pub xact_start: DateTime<Utc>,
 }
 
 pub(crate) async fn lock_and_load(
     tx: &Transaction<'_>,
     batch: &[(Command, CommandContext)],
+    backend: &mut Option<Backend>,
 ) -> Result<Loaded, Failure> {
     let streams: BTreeSet<String> = batch.iter().map(|(c, _)| c.stream()).collect();
     let orders: BTreeSet<String> = batch
@@ -67,7 +77,18 @@ pub(crate) async fn lock_and_load(
              ) AS sorted",
         )
         .await?;
-    tx.execute(&lock, &[&keys]).await?;
+    // Which backend this is, sent in the same flight as the locks: if the
+    // connection stalls from here on, the retry loop can still end this
+    // transaction and free its locks.
+    let who = tx.prepare_cached("SELECT pg_backend_pid(), now()").await?;
+    let lock_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&keys];
+    let (who, locked) = tokio::join!(tx.query_one(&who, &[]), tx.execute(&lock, &lock_params));
+    let who = who?;
+    *backend = Some(Backend {
+        pid: who.get(0),
+        xact_start: who.get(1),
+    });
+    locked?;
 
     // 2. The streams themselves.
     let mut state = LedgerState::default();
@@ -169,8 +190,7 @@ pub(crate) async fn lock_and_load(
     //    transaction does not hold readers back), to resolve a lost COMMIT.
     let clock = tx
         .prepare_cached(
-            "SELECT clock_timestamp(), pg_current_xact_id()::text::bigint, pg_backend_pid(),
-                    pg_postmaster_start_time()",
+            "SELECT clock_timestamp(), pg_current_xact_id()::text::bigint, stockledger_incarnation()",
         )
         .await?;
     let row = tx.query_one(&clock, &[]).await?;
@@ -182,8 +202,8 @@ pub(crate) async fn lock_and_load(
         now,
         tx: TxIdentity {
             xid: row.get(1),
-            pid: row.get(2),
-            server_started: row.get(3),
+            backend: backend.expect("known since the locks were taken"),
+            incarnation: row.get(2),
         },
     })
 }

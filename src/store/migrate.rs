@@ -44,6 +44,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "item_indexes",
         sql: include_str!("../../schema/0005_item_indexes.sql"),
     },
+    Migration {
+        version: 6,
+        name: "server_incarnation",
+        sql: include_str!("../../schema/0006_server_incarnation.sql"),
+    },
 ];
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (

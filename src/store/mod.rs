@@ -181,7 +181,9 @@ impl Store {
             .collect();
         let results = match self.execute_batch(&batch).await {
             Ok(results) => results,
-            Err(e) if e.is_retryable() => return Err(e),
+            // A lock held elsewhere is retryable but names no reservation:
+            // one by one, the others still expire.
+            Err(e) if e.is_retryable() && !matches!(e, StoreError::LockTimeout) => return Err(e),
             // One bad reservation (a corrupt stream, a bug) must not keep every
             // other due reservation holding stock: expire them one by one and
             // report the ones that fail.

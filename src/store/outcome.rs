@@ -11,24 +11,24 @@
 //! COMMIT that never came, or cannot send to us, which aborts it; a backend
 //! busy with the COMMIT itself is left to finish. Then we ask again.
 //!
-//! If the server restarted (a crash, or a failover to another server), the
-//! old transaction has certainly ended, but its id may have been handed out
-//! again: a crash loses the id counter's unflushed progress. Then the log
-//! answers: the transaction committed if and only if its events are there,
-//! found by their streams and command ids.
+//! If the server is another incarnation (it restarted, recovered from a
+//! crash, or failed over to a standby: `schema/0006`), the old transaction
+//! has certainly ended, but its id may have been handed out again: a crash
+//! loses the id counter's unflushed progress. Then the log answers: the
+//! transaction committed if and only if its events are there, found by their
+//! streams and command ids.
 //!
 //! Nothing is guessed: without an answer in time the caller is told the
 //! outcome is unknown.
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 use tokio::time::Instant;
 use tracing::warn;
 
 use crate::limits::OUTCOME_RESOLUTION_DEADLINE_MS;
-use crate::store::load::TxIdentity;
+use crate::store::load::{Backend, TxIdentity};
 use crate::store::{pool, StoreError};
 
 /// What became of a transaction.
@@ -89,11 +89,11 @@ async fn ask(
     written: &Written,
 ) -> Result<Option<TxOutcome>, StoreError> {
     let client = pool::get(pool).await?;
-    let started: DateTime<Utc> = client
-        .query_one("SELECT pg_postmaster_start_time()", &[])
+    let incarnation: uuid::Uuid = client
+        .query_one("SELECT stockledger_incarnation()", &[])
         .await?
         .get(0);
-    if started != tx.server_started {
+    if incarnation != tx.incarnation {
         let found: bool = client
             .query_one(
                 "SELECT EXISTS (SELECT 1 FROM events
@@ -119,19 +119,53 @@ async fn ask(
         Some("committed") => Ok(Some(TxOutcome::Committed)),
         Some("aborted") => Ok(Some(TxOutcome::Aborted)),
         Some("in progress") => {
-            client
-                .execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                     WHERE pid = $1 AND backend_xid = $2::text::xid8::xid
-                       AND (state LIKE 'idle in transaction%' OR wait_event = 'ClientWrite')",
-                    &[&tx.pid, &tx.xid.to_string()],
-                )
-                .await?;
+            end_stalled(&client, tx.backend).await?;
             Ok(None)
         }
         other => Err(StoreError::OutcomeUnknown(format!(
             "transaction {} has status {other:?}",
             tx.xid
         ))),
+    }
+}
+
+/// Ends `backend`'s transaction if it is still the one we abandoned (same
+/// process and transaction start, so a reused process id is never hit) and it
+/// waits on us: for a statement or a COMMIT that never came, or to send a
+/// reply we will never read. A backend busy with a statement (the COMMIT
+/// itself, say) is left to finish; the lock and statement timeouts bound that.
+/// Returns whether it ended one.
+pub(crate) async fn end_stalled(
+    client: &deadpool_postgres::Object,
+    backend: Backend,
+) -> Result<bool, StoreError> {
+    let ended: i64 = client
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE pid = $1 AND xact_start = $2
+               AND (state LIKE 'idle in transaction%' OR wait_event IN ('ClientRead', 'ClientWrite'))",
+            &[&backend.pid, &backend.xact_start],
+        )
+        .await?
+        .get(0);
+    Ok(ended > 0)
+}
+
+/// After an attempt that cannot have committed (it wrote nothing, or never
+/// sent its COMMIT) was abandoned on a stalled connection: end its
+/// transaction if the server still holds it open, so its locks go now rather
+/// than at the idle-in-transaction timeout. Best effort within the resolution
+/// deadline; a failure only means the server's own timeouts end it.
+pub(crate) async fn release_abandoned(pool: &Pool, backend: Backend) {
+    let deadline = Duration::from_millis(OUTCOME_RESOLUTION_DEADLINE_MS);
+    let attempt = async {
+        let client = pool::get(pool).await?;
+        end_stalled(&client, backend).await
+    };
+    match tokio::time::timeout(deadline, attempt).await {
+        Ok(Ok(true)) => warn!(pid = backend.pid, "ended an abandoned transaction"),
+        Ok(Ok(false)) => {}
+        Ok(Err(e)) => warn!(error = %e, "could not end an abandoned transaction"),
+        Err(_) => warn!("could not end an abandoned transaction in time"),
     }
 }
