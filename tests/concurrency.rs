@@ -167,14 +167,14 @@ async fn confirm_release_and_expire_race_200_rounds() {
                 (&"expire", Ok(Outcome::NotDue { .. })) => assert_ne!(final_state, "EXPIRED"),
                 (&"confirm", Err(r)) => assert!(
                     matches!(
-                        (r.code(), final_state),
+                        (r.code().as_str(), final_state),
                         ("RESERVATION_RELEASED", "RELEASED") | ("RESERVATION_EXPIRED", _)
                     ),
                     "{id}: confirm got {r:?} with {final_state}"
                 ),
                 (&"release", Err(r)) => {
                     assert_eq!(
-                        (r.code(), final_state),
+                        (r.code().as_str(), final_state),
                         ("ALREADY_CONFIRMED", "CONFIRMED"),
                         "{id}"
                     )

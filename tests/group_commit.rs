@@ -31,7 +31,7 @@ fn summary(a: &Result<Outcome, Rejection>) -> String {
             if o.replayed() { " replayed" } else { "" }
         ),
         Ok(o) => format!("ok{}", if o.replayed() { " replayed" } else { "" }),
-        Err(r) => r.code().to_owned(),
+        Err(r) => r.code().as_str().to_owned(),
     }
 }
 

@@ -149,6 +149,6 @@ async fn cursors_print_and_parse() {
     assert_eq!(c.to_string(), "12:34");
     for bad in ["", "12", "a:b", "-1:2", "1:2:3"] {
         let err = bad.parse::<Cursor>().unwrap_err();
-        assert_eq!(err.code(), "INVALID_ARGUMENT", "{bad}");
+        assert_eq!(err.code().as_str(), "INVALID_ARGUMENT", "{bad}");
     }
 }

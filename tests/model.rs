@@ -320,7 +320,7 @@ impl Model {
 
 fn code(answer: &Result<Outcome, stockledger::domain::Rejection>) -> String {
     match answer {
-        Err(r) => r.code().to_owned(),
+        Err(r) => r.code().as_str().to_owned(),
         Ok(o) => {
             let base = match o {
                 Outcome::Received { .. } => "RECEIVED",
@@ -415,7 +415,7 @@ proptest! {
 
 fn check(r: Result<Command, stockledger::domain::Rejection>) {
     if let Err(e) = r {
-        assert_eq!(e.code(), "INVALID_ARGUMENT", "{e}");
+        assert_eq!(e.code().as_str(), "INVALID_ARGUMENT", "{e}");
     }
 }
 

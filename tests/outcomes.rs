@@ -284,7 +284,7 @@ async fn every_row_of_the_outcome_table() {
                 assert_eq!(appended, *n, "{}: events appended", row.row);
             }
             (Expect::Rejected(code), Err(r)) => {
-                assert_eq!(r.code(), *code, "{}", row.row);
+                assert_eq!(r.code().as_str(), *code, "{}", row.row);
                 assert_eq!(appended, 0, "{}: a rejection writes nothing", row.row);
             }
             (Expect::NotDue, Ok(o)) => {

@@ -94,7 +94,7 @@ fn short(answer: &Result<Outcome, Rejection>) -> String {
             )
         }
         Ok(other) => format!("{}", other.to_json()),
-        Err(r) => r.code().to_owned(),
+        Err(r) => r.code().as_str().to_owned(),
     }
 }
 

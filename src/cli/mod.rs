@@ -219,13 +219,24 @@ pub async fn run(args: Args) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Rejected(r)) => {
             printer.rejection(&r);
-            ExitCode::from(if r.code() == "INVALID_ARGUMENT" { 2 } else { 3 })
+            ExitCode::from(exit_code(r.code()))
         }
         Err(Failure::AuditDifferences) => ExitCode::from(4),
         Err(Failure::Other(e)) => {
             printer.error(&e);
             ExitCode::from(1)
         }
+    }
+}
+
+/// The documented exit code of a rejection: 2 for bad input, 3 for a
+/// business refusal.
+fn exit_code(code: stockledger::domain::RejectionCode) -> u8 {
+    use stockledger::domain::RejectionCode::*;
+    match code {
+        InvalidArgument => 2,
+        InsufficientStock | IdempotencyConflict | ReservationReleased | ReservationExpired
+        | AlreadyConfirmed | ReservationNotFound | OrderAlreadyReserved | NotFound => 3,
     }
 }
 

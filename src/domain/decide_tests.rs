@@ -333,7 +333,9 @@ fn outcome_table() {
                 assert_eq!(*replayed, *want_replayed, "{}", case.row);
                 assert_eq!(d.events.len(), *n, "{}", case.row);
             }
-            (Expect::Rejected(code), Err(r)) => assert_eq!(r.code(), *code, "{}", case.row),
+            (Expect::Rejected(code), Err(r)) => {
+                assert_eq!(r.code().as_str(), *code, "{}", case.row)
+            }
             (Expect::NotDue, Ok(d)) => {
                 assert!(matches!(d.outcome, Outcome::NotDue { .. }), "{}", case.row);
                 assert!(d.events.is_empty(), "{}", case.row);
@@ -365,7 +367,7 @@ fn a_second_reservation_for_an_order_is_refused() {
     .validate()
     .unwrap();
     let err = run(&mut st, &other, t(1)).unwrap_err();
-    assert_eq!(err.code(), "ORDER_ALREADY_RESERVED");
+    assert_eq!(err.code().as_str(), "ORDER_ALREADY_RESERVED");
     assert_eq!(err.details()["reservation_id"], "r1");
 }
 
@@ -453,7 +455,7 @@ fn a_rerun_after_a_lost_commit_answers_its_own_commit_even_after_a_release() {
     );
     // Any other caller with the same request sees the reservation as it is.
     let other = decide(&st, &cmd, Uuid::new_v4(), t(3)).unwrap_err();
-    assert_eq!(other.code(), "RESERVATION_RELEASED");
+    assert_eq!(other.code().as_str(), "RESERVATION_RELEASED");
 }
 
 #[test]
@@ -462,7 +464,10 @@ fn receipts_and_adjustments_are_idempotent_and_checked() {
     let replay = run(&mut st, &receive("in-1", 10), t(1)).unwrap();
     assert!(replay.outcome.replayed() && replay.events.is_empty());
     assert_eq!(
-        run(&mut st, &receive("in-1", 9), t(1)).unwrap_err().code(),
+        run(&mut st, &receive("in-1", 9), t(1))
+            .unwrap_err()
+            .code()
+            .as_str(),
         "IDEMPOTENCY_CONFLICT"
     );
     let adjust = |id: &str, delta| {
@@ -477,7 +482,7 @@ fn receipts_and_adjustments_are_idempotent_and_checked() {
         .unwrap()
     };
     let err = run(&mut st, &adjust("adj-1", -9), t(1)).unwrap_err();
-    assert_eq!(err.code(), "INSUFFICIENT_STOCK");
+    assert_eq!(err.code().as_str(), "INSUFFICIENT_STOCK");
     assert_eq!(err.details()["shortfalls"][0]["available"], 8);
     run(&mut st, &adjust("adj-1", -8), t(1)).unwrap();
     assert_eq!(

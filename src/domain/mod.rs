@@ -18,5 +18,5 @@ pub use decide::{
 };
 pub use event::{Balance, Event, EventMetadata, RecordedEvent, StockDelta};
 pub use ids::{AdjustmentId, Item, Location, OrderId, ReceiptId, ReservationId, Sku};
-pub use rejection::{Rejection, Shortfall};
+pub use rejection::{Rejection, RejectionCode, Shortfall};
 pub use reservation::{Reservation, ReservationState, StreamViolation};

@@ -16,6 +16,46 @@ pub struct Shortfall {
     pub available: i64,
 }
 
+/// The stable codes of rejections (`shared/design/domain.md`), spelled once
+/// here. Whatever maps a code (an HTTP status, a CLI exit code) matches on this
+/// enum with no wildcard, so a new code is a compile error everywhere it must
+/// be placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RejectionCode {
+    InvalidArgument,
+    InsufficientStock,
+    IdempotencyConflict,
+    ReservationReleased,
+    ReservationExpired,
+    AlreadyConfirmed,
+    ReservationNotFound,
+    OrderAlreadyReserved,
+    NotFound,
+}
+
+impl RejectionCode {
+    /// As callers see it: in API bodies, CLI output and metrics labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RejectionCode::InvalidArgument => "INVALID_ARGUMENT",
+            RejectionCode::InsufficientStock => "INSUFFICIENT_STOCK",
+            RejectionCode::IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
+            RejectionCode::ReservationReleased => "RESERVATION_RELEASED",
+            RejectionCode::ReservationExpired => "RESERVATION_EXPIRED",
+            RejectionCode::AlreadyConfirmed => "ALREADY_CONFIRMED",
+            RejectionCode::ReservationNotFound => "RESERVATION_NOT_FOUND",
+            RejectionCode::OrderAlreadyReserved => "ORDER_ALREADY_RESERVED",
+            RejectionCode::NotFound => "NOT_FOUND",
+        }
+    }
+}
+
+impl std::fmt::Display for RejectionCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Rejection {
     #[error("invalid {field}: {reason}")]
@@ -64,17 +104,17 @@ impl Rejection {
     }
 
     /// The stable code callers branch on.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> RejectionCode {
         match self {
-            Rejection::InvalidArgument { .. } => "INVALID_ARGUMENT",
-            Rejection::InsufficientStock { .. } => "INSUFFICIENT_STOCK",
-            Rejection::IdempotencyConflict { .. } => "IDEMPOTENCY_CONFLICT",
-            Rejection::ReservationReleased { .. } => "RESERVATION_RELEASED",
-            Rejection::ReservationExpired { .. } => "RESERVATION_EXPIRED",
-            Rejection::AlreadyConfirmed { .. } => "ALREADY_CONFIRMED",
-            Rejection::ReservationNotFound { .. } => "RESERVATION_NOT_FOUND",
-            Rejection::OrderAlreadyReserved { .. } => "ORDER_ALREADY_RESERVED",
-            Rejection::NotFound { .. } => "NOT_FOUND",
+            Rejection::InvalidArgument { .. } => RejectionCode::InvalidArgument,
+            Rejection::InsufficientStock { .. } => RejectionCode::InsufficientStock,
+            Rejection::IdempotencyConflict { .. } => RejectionCode::IdempotencyConflict,
+            Rejection::ReservationReleased { .. } => RejectionCode::ReservationReleased,
+            Rejection::ReservationExpired { .. } => RejectionCode::ReservationExpired,
+            Rejection::AlreadyConfirmed { .. } => RejectionCode::AlreadyConfirmed,
+            Rejection::ReservationNotFound { .. } => RejectionCode::ReservationNotFound,
+            Rejection::OrderAlreadyReserved { .. } => RejectionCode::OrderAlreadyReserved,
+            Rejection::NotFound { .. } => RejectionCode::NotFound,
         }
     }
 
@@ -105,6 +145,6 @@ impl Rejection {
 
     /// The `{code, message, details}` document every interface answers with.
     pub fn to_json(&self) -> Value {
-        json!({"code": self.code(), "message": self.to_string(), "details": self.details()})
+        json!({"code": self.code().as_str(), "message": self.to_string(), "details": self.details()})
     }
 }

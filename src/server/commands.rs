@@ -52,14 +52,14 @@ async fn run(
     cmd: Result<Command, crate::domain::Rejection>,
     ctx: CommandContext,
 ) -> Result<Outcome, ApiError> {
-    let cmd = cmd.inspect_err(|r| s.metrics.command(kind, r.code()))?;
+    let cmd = cmd.inspect_err(|r| s.metrics.command(kind, r.code().as_str()))?;
     match s.store.execute(cmd, ctx).await {
         Err(e) => {
             s.metrics.command(kind, "error");
             Err(e.into())
         }
         Ok(Err(r)) => {
-            s.metrics.command(kind, r.code());
+            s.metrics.command(kind, r.code().as_str());
             Err(r.into())
         }
         Ok(Ok(o)) => {

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use tracing::{error, warn};
 
-use crate::domain::Rejection;
+use crate::domain::{Rejection, RejectionCode};
 use crate::store::StoreError;
 
 /// Seconds a caller is asked to wait after `UNAVAILABLE`.
@@ -71,7 +71,7 @@ impl ApiError {
 
     pub fn code(&self) -> &'static str {
         match self {
-            ApiError::Rejected(r) => r.code(),
+            ApiError::Rejected(r) => r.code().as_str(),
             ApiError::MalformedJson(_) => "MALFORMED_JSON",
             ApiError::UnsupportedMediaType(_) => "UNSUPPORTED_MEDIA_TYPE",
             ApiError::Unauthenticated => "UNAUTHENTICATED",
@@ -87,10 +87,16 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Rejected(r) => match r.code() {
-                "INVALID_ARGUMENT" => StatusCode::BAD_REQUEST,
-                "RESERVATION_NOT_FOUND" | "NOT_FOUND" => StatusCode::NOT_FOUND,
-                "INSUFFICIENT_STOCK" => StatusCode::UNPROCESSABLE_ENTITY,
-                _ => StatusCode::CONFLICT,
+                RejectionCode::InvalidArgument => StatusCode::BAD_REQUEST,
+                RejectionCode::ReservationNotFound | RejectionCode::NotFound => {
+                    StatusCode::NOT_FOUND
+                }
+                RejectionCode::InsufficientStock => StatusCode::UNPROCESSABLE_ENTITY,
+                RejectionCode::IdempotencyConflict
+                | RejectionCode::ReservationReleased
+                | RejectionCode::ReservationExpired
+                | RejectionCode::AlreadyConfirmed
+                | RejectionCode::OrderAlreadyReserved => StatusCode::CONFLICT,
             },
             ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -54,17 +54,26 @@ pub enum StoreError {
 impl StoreError {
     /// A stable code for interfaces (the API's `UNAVAILABLE` and friends).
     pub fn code(&self) -> &'static str {
+        if self.is_retryable() {
+            "UNAVAILABLE"
+        } else {
+            "INTERNAL"
+        }
+    }
+
+    /// Whether sending the same command again later may succeed.
+    pub fn is_retryable(&self) -> bool {
         match self {
             StoreError::Unavailable(_)
             | StoreError::Exhausted { .. }
             | StoreError::Timeout
             | StoreError::LockTimeout
-            | StoreError::OutcomeUnknown(_) => "UNAVAILABLE",
+            | StoreError::OutcomeUnknown(_) => true,
             StoreError::AppendOnly(_)
             | StoreError::Invariant(_)
             | StoreError::Corrupt(_)
             | StoreError::Migration(_)
-            | StoreError::Database(_) => "INTERNAL",
+            | StoreError::Database(_) => false,
         }
     }
 
@@ -86,11 +95,6 @@ impl StoreError {
             | StoreError::Migration(_)
             | StoreError::Database(_) => "internal error",
         }
-    }
-
-    /// Whether sending the same command again later may succeed.
-    pub fn is_retryable(&self) -> bool {
-        self.code() == "UNAVAILABLE"
     }
 }
 

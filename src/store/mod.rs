@@ -81,13 +81,31 @@ impl Store {
 
     /// Runs many commands, each decided in order against the state the previous
     /// ones left, in as few transactions as the batch limit allows.
+    ///
+    /// Without group commit there is nothing else to keep moving while a lock
+    /// is waited for, so a lock wait that runs out (a long queue on one hot
+    /// stream, say) is tried again until `BATCH_DEADLINE_MS`; group commit
+    /// instead answers it at once and sets the item aside (`group`).
     pub async fn execute_batch(
         &self,
         batch: &[(Command, CommandContext)],
     ) -> Result<BatchResult, StoreError> {
         let mut results = Vec::with_capacity(batch.len());
         for chunk in batch.chunks(MAX_COMMANDS_PER_BATCH) {
-            results.extend(execute::execute_batch(&self.pool, chunk).await?);
+            let deadline = tokio::time::Instant::now()
+                + std::time::Duration::from_millis(crate::limits::BATCH_DEADLINE_MS);
+            let answers = loop {
+                match execute::execute_batch(&self.pool, chunk).await {
+                    Err(StoreError::LockTimeout) if tokio::time::Instant::now() < deadline => {
+                        tokio::time::sleep(std::time::Duration::from_millis(
+                            crate::limits::RETRY_BACKOFF_START_MS,
+                        ))
+                        .await;
+                    }
+                    answers => break answers?,
+                }
+            };
+            results.extend(answers);
         }
         Ok(results)
     }
