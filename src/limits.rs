@@ -86,6 +86,10 @@ pub const COMMIT_REPLY_DEADLINE_MS: u64 = 1_000;
 /// open). Past it the caller gets `UNAVAILABLE`, "outcome unknown".
 pub const OUTCOME_RESOLUTION_DEADLINE_MS: u64 = 3_000;
 
+/// While resolving an unknown outcome: how often the transaction's status is
+/// asked again (it may be ending, or the server coming back).
+pub const OUTCOME_POLL_MS: u64 = 20;
+
 /// TCP keepalive and user timeout on every database connection, both ways:
 /// a peer that vanished (a cut cable, a dead host) is noticed within about
 /// `TCP_KEEPALIVE_IDLE + TCP_KEEPALIVE_INTERVAL × TCP_KEEPALIVE_RETRIES`
@@ -256,3 +260,10 @@ pub const CHAOS_RETRY_PAUSE_MS: u64 = 50;
 /// `stockledger chaos`: how long the read models may take to catch up after
 /// the faults end, before the audit.
 pub const CHAOS_SETTLE_SECONDS: u64 = 60;
+
+/// The fault proxy: bytes relayed from the server per read.
+pub const PROXY_RELAY_BUFFER_BYTES: usize = 64 * 1024;
+
+/// The fault proxy, `CutAfter`: how long it lets a passed-on COMMIT reach
+/// the server before it cuts the connection.
+pub const PROXY_CUT_AFTER_COMMIT_MS: u64 = 100;

@@ -46,6 +46,13 @@ async fn settled(db: &TestDb, events: i64, figures: (i64, i64, i64)) {
     db.assert_audit_clean().await;
 }
 
+/// The bound the contract gives a caller: an answer within the HTTP request
+/// timeout. Tests use it as a liveness bound (an answer at all, in time),
+/// never as a measure of speed.
+fn request_timeout() -> Duration {
+    Duration::from_millis(stockledger::limits::DEFAULT_REQUEST_TIMEOUT_MS)
+}
+
 fn ctx() -> CommandContext {
     CommandContext::new("test")
 }
@@ -125,24 +132,24 @@ async fn a_held_commit_reply_is_answered_as_its_commit_whatever_happened_since()
 async fn a_swallowed_commit_is_ended_and_run_again() {
     let (db, proxy, store) = apples_behind_proxy().await;
     proxy.on_next_commits(&[CommitFault::Swallow]);
-    let started = std::time::Instant::now();
     let o = store
         .execute(reserve("r1", "o1", &[("apple", 3)], None), ctx())
         .await
-        .unwrap()
+        .expect("resolved: the swallowed transaction was ended, not waited for")
         .unwrap();
     assert!(reserved_fresh(&o), "{o:?}");
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
-    // The abandoned transaction is gone, so the item is free for others now.
-    let t = std::time::Instant::now();
+    // The abandoned transaction is gone (not left idle in transaction with
+    // its locks until the server's 60 s timeout), so the item is free.
+    let idle: Vec<i64> = db
+        .column(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+        )
+        .await;
+    assert_eq!(idle, vec![0], "no transaction left holding locks");
     db.run(reserve("r2", "o2", &[("apple", 1)], None))
         .await
         .unwrap();
-    assert!(t.elapsed() < Duration::from_secs(1), "the locks were freed");
     settled(&db, 1, (10, 4, 0)).await;
 }
 
@@ -164,13 +171,12 @@ async fn black_holed_commits_do_not_stop_unrelated_writes() {
         }));
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let started = std::time::Instant::now();
     let mut others = Vec::new();
     for i in 0..40 {
         let s = store.clone();
         others.push(tokio::spawn(async move {
             tokio::time::timeout(
-                Duration::from_secs(8),
+                request_timeout(),
                 s.execute(
                     receive(&format!("other-{i}"), &format!("sku-{i}"), 1),
                     ctx(),
@@ -186,7 +192,6 @@ async fn black_holed_commits_do_not_stop_unrelated_writes() {
             .expect("answered within the request timeout");
         answer.unwrap().unwrap();
     }
-    assert!(started.elapsed() < Duration::from_secs(8));
     for s in stuck {
         // The COMMIT reached the server: resolved as committed.
         s.await.unwrap().unwrap().unwrap();
@@ -214,7 +219,6 @@ async fn a_lock_held_elsewhere_costs_only_the_commands_that_need_it() {
     )
     .await
     .unwrap();
-    let started = std::time::Instant::now();
     let mut tasks = Vec::new();
     for i in 0..60 {
         let s = store.clone();
@@ -225,8 +229,10 @@ async fn a_lock_held_elsewhere_costs_only_the_commands_that_need_it() {
             } else {
                 receive(&format!("in-{i}"), &format!("cold-{i}"), 1)
             };
-            let t = std::time::Instant::now();
-            (hot, s.execute(cmd, ctx()).await, t.elapsed())
+            (
+                hot,
+                tokio::time::timeout(request_timeout(), s.execute(cmd, ctx())).await,
+            )
         }));
         if i % 10 == 9 {
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -234,7 +240,8 @@ async fn a_lock_held_elsewhere_costs_only_the_commands_that_need_it() {
     }
     let (mut cold_ok, mut hot_refused) = (0, 0);
     for t in tasks {
-        let (hot, answer, took) = t.await.unwrap();
+        let (hot, answer) = t.await.unwrap();
+        let answer = answer.expect("answered within the HTTP request timeout");
         if hot {
             assert!(
                 matches!(answer, Err(StoreError::LockTimeout)),
@@ -243,15 +250,10 @@ async fn a_lock_held_elsewhere_costs_only_the_commands_that_need_it() {
             hot_refused += 1;
         } else {
             answer.expect("cold items are not held up").unwrap();
-            assert!(
-                took < Duration::from_secs(5),
-                "a cold command took {took:?}"
-            );
             cold_ok += 1;
         }
     }
     assert_eq!((cold_ok, hot_refused), (40, 20));
-    assert!(started.elapsed() < Duration::from_secs(9));
     assert_eq!(
         db.figures("hot").await,
         (100, 0, 0),

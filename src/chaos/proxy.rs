@@ -17,6 +17,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixStream};
 use tokio_util::sync::CancellationToken;
 
+use crate::limits::{PROXY_CUT_AFTER_COMMIT_MS, PROXY_RELAY_BUFFER_BYTES};
+
 /// What to do to the next COMMIT that passes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CommitFault {
@@ -251,7 +253,7 @@ async fn relay(client: TcpStream, upstream: Upstream, control: Arc<Control>) {
                 if fault == Some(CommitFault::CutAfter) {
                     // Let the COMMIT reach the server, then cut before the reply.
                     let _ = server_write.flush().await;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    tokio::time::sleep(Duration::from_millis(PROXY_CUT_AFTER_COMMIT_MS)).await;
                     close.cancel();
                     return;
                 }
@@ -261,7 +263,7 @@ async fn relay(client: TcpStream, upstream: Upstream, control: Arc<Control>) {
     let downward = {
         let (control, reply) = (control.clone(), reply.clone());
         async move {
-            let mut buf = vec![0u8; 64 * 1024];
+            let mut buf = vec![0u8; PROXY_RELAY_BUFFER_BYTES];
             loop {
                 let n = match server_read.read(&mut buf).await {
                     Ok(0) | Err(_) => return,

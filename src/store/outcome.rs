@@ -27,7 +27,7 @@ use deadpool_postgres::Pool;
 use tokio::time::Instant;
 use tracing::warn;
 
-use crate::limits::OUTCOME_RESOLUTION_DEADLINE_MS;
+use crate::limits::{OUTCOME_POLL_MS, OUTCOME_RESOLUTION_DEADLINE_MS};
 use crate::store::load::{Backend, TxIdentity};
 use crate::store::{pool, StoreError};
 
@@ -37,9 +37,6 @@ pub(crate) enum TxOutcome {
     Committed,
     Aborted,
 }
-
-/// How often the status is asked again while the transaction ends.
-const POLL_MS: u64 = 20;
 
 /// What the attempt wrote: the streams and command ids of its events.
 pub(crate) struct Written {
@@ -77,7 +74,7 @@ async fn poll(pool: &Pool, tx: TxIdentity, written: &Written) -> Result<TxOutcom
                 warn!(xid = tx.xid, error = %e, "still resolving a commit of unknown outcome");
             }
         }
-        tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
+        tokio::time::sleep(Duration::from_millis(OUTCOME_POLL_MS)).await;
     }
 }
 
