@@ -10,5 +10,6 @@ pub mod domain;
 pub mod expiry;
 pub mod limits;
 pub mod projection;
+pub mod read_model;
 pub mod server;
 pub mod store;

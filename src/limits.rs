@@ -16,6 +16,11 @@ pub const MAX_ADJUST_DELTA: i32 = 1_000_000;
 /// Most lines on one reservation, counted after lines for the same item are merged. Domain rule.
 pub const MAX_LINES_PER_RESERVATION: usize = 100;
 
+/// Most lines a reserve request may carry before merging. Anything longer is
+/// refused before a single line is read, so a hostile request costs nothing;
+/// ten times the merged limit leaves room for callers that send one line per unit.
+pub const MAX_RAW_LINES_PER_RESERVATION: usize = 10 * MAX_LINES_PER_RESERVATION;
+
 /// Shortest and longest time to live of a reservation, in seconds, and the default. Domain rule.
 pub const MIN_TTL_SECONDS: u32 = 1;
 pub const MAX_TTL_SECONDS: u32 = 7 * 24 * 3600;

@@ -54,12 +54,12 @@ async fn rebuild_while_writes_go_on() {
             n
         })
     };
-    for p in ALL {
+    for &p in ALL {
         let mut batches = 0;
         let report = rebuild::rebuild(db.store.pool(), p, 10, |_| batches += 1)
             .await
             .unwrap();
-        assert!(batches > 3, "{}: filled in several batches", p.name);
+        assert!(batches > 3, "{}: filled in several batches", p.name());
         assert!(report.events > 0);
     }
     stop.cancel();
@@ -136,7 +136,7 @@ async fn one_rebuild_per_projection_at_a_time() {
     blocker
         .execute(
             "SELECT pg_advisory_lock(hashtextextended('rebuild:' || $1, 0))",
-            &[&p.name],
+            &[&p.name()],
         )
         .await
         .unwrap();

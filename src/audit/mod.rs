@@ -9,43 +9,20 @@
 //!
 //! The same engine verifies a rebuilt copy before it is swapped in.
 
-mod compare;
-mod expected;
 mod replay;
 
-use std::fmt;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{ClientWrapper, Pool};
 use serde::Serialize;
 
 use crate::limits::AUDIT_READERS;
-use crate::projection::{Projection, Slot, ALL};
+use crate::projection::Slot;
+use crate::read_model::{ReadModel, ALL};
 use crate::store::{pool, Cursor, StoreError};
 
+pub use crate::read_model::Difference;
 pub use replay::{Replay, Target};
-
-/// One disagreement between the log and a table (or a rule the log breaks).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Difference {
-    /// `events` for a broken rule, `item_balances`, or a projection's table.
-    pub table: String,
-    /// The item (`sku@location`), order, reservation or stream concerned.
-    pub key: String,
-    pub field: String,
-    pub expected: String,
-    pub actual: String,
-}
-
-impl fmt::Display for Difference {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {} {}: expected {}, found {}",
-            self.table, self.key, self.field, self.expected, self.actual
-        )
-    }
-}
 
 #[derive(Clone, Debug, Serialize)]
 pub struct AuditReport {
@@ -81,13 +58,13 @@ async fn snapshot(
 
 async fn checkpoint(
     tx: &deadpool_postgres::Transaction<'_>,
-    p: &Projection,
+    p: &dyn ReadModel,
     slot: Slot,
 ) -> Result<Option<Cursor>, StoreError> {
     Ok(tx
         .query_opt(
             "SELECT tx_id::text::bigint, position FROM projection_checkpoints WHERE name = $1 AND slot = $2",
-            &[&p.name, &slot.as_str()],
+            &[&p.name(), &slot.as_str()],
         )
         .await?
         .map(|r| Cursor { tx_id: r.get(0), position: r.get(1) }))
@@ -99,7 +76,7 @@ pub async fn audit(pool: &Pool) -> Result<AuditReport, StoreError> {
     let mut client = pool::get(pool).await?;
     let tx = snapshot(&mut client).await?;
     let mut targets = Vec::new();
-    for p in ALL {
+    for &p in ALL {
         if let Some(cutoff) = checkpoint(&tx, p, Slot::Live).await? {
             targets.push(Target {
                 projection: p,
@@ -134,7 +111,7 @@ async fn compare_in_snapshot(
     if !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
         return Err(StoreError::Database(format!(
             "unexpected snapshot id {id:?}"
-        )));
+        ).into()));
     }
     let in_snapshot = |pool: Pool, id: String| async move {
         let client = pool::get(&pool).await?;
@@ -166,7 +143,7 @@ async fn compare_in_snapshot(
         }));
     }
     let joined =
-        |e: tokio::task::JoinError| StoreError::Database(format!("an audit task failed: {e}"));
+        |e: tokio::task::JoinError| StoreError::Database(format!("an audit task failed: {e}").into());
     let mut merged: Option<Replay> = None;
     for r in readers {
         let part = r.await.map_err(joined)??;
@@ -193,8 +170,8 @@ fn report(r: replay::Outcome, elapsed: Duration) -> AuditReport {
             0.0
         },
         projections: r.compared,
-        difference_count: r.difference_count,
-        differences: r.differences,
+        difference_count: r.diffs.count,
+        differences: r.diffs.kept,
     }
 }
 
@@ -202,14 +179,14 @@ fn report(r: replay::Outcome, elapsed: Duration) -> AuditReport {
 /// checkpoint, in one replay. Differences name the projection as their table.
 pub async fn verify_copies(
     pool: &Pool,
-    ps: &[&'static Projection],
+    ps: &[&'static dyn ReadModel],
 ) -> Result<Vec<Difference>, StoreError> {
     let mut client = pool::get(pool).await?;
     let tx = snapshot(&mut client).await?;
     let mut targets = Vec::with_capacity(ps.len());
-    for p in ps {
+    for &p in ps {
         let cutoff = checkpoint(&tx, p, Slot::Rebuild).await?.ok_or_else(|| {
-            StoreError::Database(format!("{} has no rebuild copy to verify", p.name))
+            StoreError::Database(format!("{} has no rebuild copy to verify", p.name()).into())
         })?;
         targets.push(Target {
             projection: p,
@@ -219,5 +196,5 @@ pub async fn verify_copies(
     }
     let result = compare_in_snapshot(pool, &tx, targets, false).await?;
     tx.commit().await?;
-    Ok(result.differences)
+    Ok(result.diffs.kept)
 }

@@ -5,50 +5,25 @@ use rustc_hash::FxHashMap as HashMap;
 use chrono::{DateTime, Utc};
 use futures_util::TryStreamExt;
 use tokio_postgres::types::ToSql;
+use tokio_postgres::Client;
 
-use crate::audit::compare::{self, Actual};
-use crate::audit::expected::{order_row, Expected, ExpiryRow};
-use crate::audit::Difference;
-use crate::domain::{Balance, Event, Item, Reservation, ReservationId, ReservationState};
-use crate::limits::MAX_REPORTED_DIFFERENCES;
-use crate::projection::{Projection, Slot};
+use crate::domain::reservation::StreamViolation;
+use crate::domain::stream::prefixes;
+use crate::domain::{Event, Reservation, StreamId, StreamKind};
+use crate::projection::Slot;
+use crate::read_model::{
+    add_effects, compare_figures, load_figures, merge_figures, Actual, ActualFigures, Diffs,
+    Expected, Figures, ReadModel,
+    SeenEvent, StreamSeen,
+};
 use crate::store::{Cursor, StoreError};
 
 /// A projection copy to compare, and the checkpoint it was built up to.
 #[derive(Clone, Copy, Debug)]
 pub struct Target {
-    pub projection: &'static Projection,
+    pub projection: &'static dyn ReadModel,
     pub cutoff: Cursor,
     pub slot: Slot,
-}
-
-/// Differences, counted in full and kept up to a limit.
-#[derive(Default)]
-pub(crate) struct Diffs {
-    pub count: u64,
-    pub kept: Vec<Difference>,
-}
-
-impl Diffs {
-    pub fn push(
-        &mut self,
-        table: &str,
-        key: impl Into<String>,
-        field: &str,
-        expected: impl ToString,
-        actual: impl ToString,
-    ) {
-        self.count += 1;
-        if self.kept.len() < MAX_REPORTED_DIFFERENCES {
-            self.kept.push(Difference {
-                table: table.to_owned(),
-                key: key.into(),
-                field: field.to_owned(),
-                expected: expected.to_string(),
-                actual: actual.to_string(),
-            });
-        }
-    }
 }
 
 pub(crate) struct Outcome {
@@ -57,12 +32,10 @@ pub(crate) struct Outcome {
     pub items: u64,
     pub orders: u64,
     pub compared: Vec<(String, String)>,
-    pub difference_count: u64,
-    pub differences: Vec<Difference>,
+    pub diffs: Diffs,
 }
 
 struct Row {
-    stream: String,
     seq: u32,
     event: Result<Event, String>,
     recorded_at: DateTime<Utc>,
@@ -71,7 +44,7 @@ struct Row {
 
 pub struct Replay {
     targets: Vec<(Target, Expected)>,
-    balances: HashMap<Item, Balance>,
+    balances: Figures,
     events: u64,
     streams: u64,
     orders: u64,
@@ -88,7 +61,7 @@ impl Replay {
     pub fn new(targets: Vec<Target>) -> Replay {
         let targets = targets
             .into_iter()
-            .filter_map(|t| Expected::for_projection(t.projection.name).map(|e| (t, e)))
+            .map(|t| (t, t.projection.expected()))
             .collect();
         Replay {
             targets,
@@ -102,13 +75,13 @@ impl Replay {
 
     /// Streams the whole log and folds it stream by stream.
     ///
-    /// The log is read unsorted. A receipt or adjustment is complete with its
-    /// one event. A reservation's seq 1 waits in memory until its seq 2 comes
-    /// by (the log is append-only, so in practice seq 1 is read first); what
-    /// is still waiting at the end is folded then. Memory is therefore bounded
-    /// by the reservations still open, not by the size of the log.
-    /// Reads partition `part` of `parts`; the client must be inside the
-    /// snapshot the comparison uses.
+    /// The log is read unsorted. A stream is complete once it reaches the last
+    /// seq its kind allows (a receipt with its one event); until then its
+    /// events wait in memory (the log is append-only, so in practice seq 1 is
+    /// read first), and what is still waiting at the end is folded then.
+    /// Memory is therefore bounded by the reservations still open, not by the
+    /// size of the log. Reads partition `part` of `parts`; the client must be
+    /// inside the snapshot the comparison uses.
     pub async fn read_log(
         &mut self,
         client: &impl tokio_postgres::GenericClient,
@@ -120,13 +93,12 @@ impl Replay {
         let params: [&(dyn ToSql + Sync); 2] = [&part, &parts];
         let rows = client.query_raw(&stmt, params).await?;
         let mut rows = std::pin::pin!(rows);
-        let mut waiting: HashMap<String, Vec<Row>> = HashMap::default();
+        let mut waiting: HashMap<StreamId, Vec<Row>> = HashMap::default();
         while let Some(r) = rows.try_next().await? {
-            let seq: i32 = r.get(1);
-            let type_name: &str = r.get(2);
-            let data: &str = r.get(3);
+            self.events += 1;
+            let name: &str = r.get(0);
+            let (seq, type_name, data): (i32, &str, &str) = (r.get(1), r.get(2), r.get(3));
             let row = Row {
-                stream: r.get(0),
                 seq: seq as u32,
                 event: Event::from_type_and_json(type_name, data)
                     .map_err(|e| format!("{type_name}: {e}")),
@@ -136,188 +108,139 @@ impl Replay {
                     position: r.get(6),
                 },
             };
-            self.events += 1;
-            if !row.stream.starts_with("reservation:") {
-                self.finish_stream(vec![row]);
+            let Ok(stream) = StreamId::parse("stream", name) else {
+                self.foreign_stream(name, row);
                 continue;
-            }
-            let stream = row.stream.clone();
+            };
+            let last = stream.kind().last_seq() as usize;
             let entry = waiting.entry(stream.clone()).or_default();
             entry.push(row);
-            // A reservation stream is complete once it reached seq 2.
-            if entry.len() >= 2 {
-                let mut rows = waiting.remove(&stream).expect("just inserted");
-                rows.sort_by_key(|r| r.seq);
-                self.finish_stream(rows);
+            if entry.len() >= last {
+                let rows = waiting.remove(&stream).expect("just inserted");
+                self.finish_stream(stream, rows);
             }
         }
-        for (_, mut rows) in waiting {
-            rows.sort_by_key(|r| r.seq);
-            self.finish_stream(rows);
+        for (stream, rows) in waiting {
+            self.finish_stream(stream, rows);
         }
         Ok(())
     }
 
-    fn finish_stream(&mut self, rows: Vec<Row>) {
+    /// An event in a stream of no known kind: it still moved the write-side
+    /// balances, and it is reported.
+    fn foreign_stream(&mut self, name: &str, row: Row) {
         self.streams += 1;
-        let stream = rows[0].stream.clone();
-        let mut valid = Vec::with_capacity(rows.len());
-        for (i, r) in rows.iter().enumerate() {
-            if r.seq as usize != i + 1 {
-                self.diffs.push("events", &stream, "seq", i + 1, r.seq);
-            }
-            match &r.event {
-                Ok(e) => valid.push((r, e)),
-                Err(why) => self
-                    .diffs
-                    .push("events", &stream, "data", "a readable event", why),
-            }
-        }
-        // Every event moves the write-side balances, whatever its stream.
-        for (_, e) in &valid {
+        if let Ok(e) = &row.event {
             add_effects(&mut self.balances, e);
         }
-        if let Some(id) = stream.strip_prefix("reservation:") {
-            self.reservation_stream(&stream, id, &valid);
-            return;
-        }
-        let want = if stream.starts_with("receipt:") {
-            "StockReceived"
-        } else if stream.starts_with("adjustment:") {
-            "StockAdjusted"
-        } else {
-            self.diffs.push(
-                "events",
-                &stream,
-                "stream",
-                "receipt:, adjustment: or reservation:",
-                &stream,
-            );
-            return;
-        };
-        for (_, e) in &valid {
-            if e.type_name() != want {
-                self.diffs
-                    .push("events", &stream, "type", want, e.type_name());
-            }
-        }
-        for (target, expected) in &mut self.targets {
-            if let Expected::Stock(map) = expected {
-                for (r, e) in &valid {
-                    if r.cursor <= target.cutoff {
-                        add_effects(map, e);
-                    }
-                }
-            }
-        }
+        let want = format!("a name starting with {}", prefixes());
+        self.diffs.push("events", name, "stream", want, name);
     }
 
-    fn reservation_stream(&mut self, stream: &str, id: &str, valid: &[(&Row, &Event)]) {
-        let Ok(id) = ReservationId::parse("reservation_id", id) else {
-            self.diffs
-                .push("events", stream, "stream", "a valid reservation id", id);
+    fn finish_stream(&mut self, stream: StreamId, mut rows: Vec<Row>) {
+        self.streams += 1;
+        rows.sort_by_key(|r| r.seq);
+        let (cursors, valid) = self.readable(&stream, &rows);
+        // Every event moves the write-side balances, whatever its stream.
+        for e in &valid {
+            add_effects(&mut self.balances, e.event);
+        }
+        let Ok(full) = self.check_rules(&stream, &valid) else {
             return;
         };
-        // The whole stream must obey the rules (transitions, amounts from seq 1).
-        let full = match fold(&id, valid.iter().copied()) {
-            Err(why) => {
-                self.diffs
-                    .push("events", stream, "rule", "an allowed history", why);
-                return;
-            }
-            Ok(None) => return,
-            Ok(Some(r)) => r,
-        };
-        if full.order_id.is_some() {
+        if full.as_ref().and_then(Reservation::order_id).is_some() {
             self.orders += 1;
         }
         for (target, expected) in &mut self.targets {
-            let seen = valid
-                .iter()
-                .filter(|(r, _)| r.cursor <= target.cutoff)
-                .count();
+            let seen = cursors.iter().filter(|c| **c <= target.cutoff).count();
             if seen == 0 {
                 continue;
             }
             // Usually the target has seen the whole stream; fold again only
             // when its checkpoint falls inside it.
             let partial;
-            let r = if seen == valid.len() {
-                &full
+            let reservation = if seen == valid.len() {
+                full.as_ref()
             } else {
-                match fold(&id, valid.iter().copied().take(seen)) {
-                    Ok(Some(r)) => {
-                        partial = r;
-                        &partial
-                    }
-                    _ => continue,
-                }
+                partial = fold(&stream, &valid[..seen]).ok().flatten();
+                partial.as_ref()
             };
-            match expected {
-                Expected::Stock(map) => {
-                    for (_, e) in valid.iter().take(seen) {
-                        add_effects(map, e);
+            let seen = StreamSeen {
+                stream: &stream,
+                events: &valid[..seen],
+                reservation,
+            };
+            target.projection.fold(expected, &seen);
+        }
+    }
+
+    /// The stream's readable events in seq order (with their cursors),
+    /// reporting gaps and unreadable data.
+    fn readable<'a>(
+        &mut self,
+        stream: &StreamId,
+        rows: &'a [Row],
+    ) -> (Vec<Cursor>, Vec<SeenEvent<'a>>) {
+        let mut cursors = Vec::with_capacity(rows.len());
+        let mut valid = Vec::with_capacity(rows.len());
+        for (i, r) in rows.iter().enumerate() {
+            if r.seq as usize != i + 1 {
+                self.diffs.push("events", stream.to_string(), "seq", i + 1, r.seq);
+            }
+            match &r.event {
+                Ok(event) => {
+                    cursors.push(r.cursor);
+                    valid.push(SeenEvent {
+                        seq: r.seq,
+                        event,
+                        recorded_at: r.recorded_at,
+                        position: r.cursor.position,
+                    });
+                }
+                Err(why) => {
+                    let key = stream.to_string();
+                    self.diffs.push("events", key, "data", "a readable event", why);
+                }
+            }
+        }
+        (cursors, valid)
+    }
+
+    /// Checks the stream against its kind's rules; a reservation stream is
+    /// folded strictly (an `Err` means it breaks them and is reported).
+    fn check_rules(
+        &mut self,
+        stream: &StreamId,
+        valid: &[SeenEvent<'_>],
+    ) -> Result<Option<Reservation>, ()> {
+        let key = stream.to_string();
+        match stream.kind() {
+            StreamKind::Reservation => fold(stream, valid).map_err(|why| {
+                self.diffs.push("events", key, "rule", "an allowed history", why);
+            }),
+            StreamKind::Receipt | StreamKind::Adjustment => {
+                for e in valid {
+                    let t = e.event.event_type();
+                    if !stream.kind().allows(e.seq, t) {
+                        let allowed: Vec<_> = stream.kind().event_types().collect();
+                        self.diffs.push("events", &key, "type", format!("{allowed:?}"), t);
                     }
                 }
-                Expected::Orders(map) => {
-                    let history = valid
-                        .iter()
-                        .take(seen)
-                        .map(|(row, e)| (row.seq, e.type_name(), row.cursor.position))
-                        .collect();
-                    if let Some((order, row)) = order_row(r, history) {
-                        map.insert(order, row);
-                    }
-                }
-                Expected::Expiry(map) => {
-                    if let (ReservationState::Reserved, Some(order), Some(expires_at)) =
-                        (r.state, &r.order_id, r.expires_at)
-                    {
-                        map.insert(
-                            id.to_string(),
-                            ExpiryRow {
-                                order_id: order.to_string(),
-                                expires_at,
-                            },
-                        );
-                    }
-                }
+                Ok(None)
             }
         }
     }
 
     /// Adds what `other` read (another partition of the same log) to this one.
     pub fn merge(&mut self, other: Replay) {
-        for (item, b) in other.balances {
-            let mine = self.balances.entry(item).or_default();
-            mine.on_hand += b.on_hand;
-            mine.reserved += b.reserved;
-            mine.confirmed += b.confirmed;
-        }
-        for ((_, mine), (_, theirs)) in self.targets.iter_mut().zip(other.targets) {
-            match (mine, theirs) {
-                (Expected::Stock(a), Expected::Stock(b)) => {
-                    for (item, d) in b {
-                        let m = a.entry(item).or_default();
-                        m.on_hand += d.on_hand;
-                        m.reserved += d.reserved;
-                        m.confirmed += d.confirmed;
-                    }
-                }
-                (Expected::Orders(a), Expected::Orders(b)) => a.extend(b),
-                (Expected::Expiry(a), Expected::Expiry(b)) => a.extend(b),
-                _ => unreachable!("replays of the same targets"),
-            }
+        merge_figures(&mut self.balances, other.balances);
+        for ((target, mine), (_, theirs)) in self.targets.iter_mut().zip(other.targets) {
+            target.projection.merge(mine, theirs);
         }
         self.events += other.events;
         self.streams += other.streams;
         self.orders += other.orders;
-        self.diffs.count += other.diffs.count;
-        for d in other.diffs.kept {
-            if self.diffs.kept.len() < MAX_REPORTED_DIFFERENCES {
-                self.diffs.kept.push(d);
-            }
-        }
+        self.diffs.merge(other.diffs);
     }
 
     /// The targets, for loading their tables.
@@ -329,23 +252,12 @@ impl Replay {
     /// for the same targets in the same snapshot.
     pub(crate) fn diff(mut self, tables: Tables) -> Outcome {
         if let Some(balances) = tables.balances {
-            compare::figures("item_balances", &self.balances, balances, &mut self.diffs);
+            compare_figures("item_balances", &self.balances, balances, &mut self.diffs);
         }
         let mut compared = Vec::new();
-        for ((target, expected), actual) in self.targets.iter().zip(tables.projections) {
-            match (expected, actual) {
-                (Expected::Stock(map), Actual::Figures(a)) => {
-                    compare::figures(target.projection.name, map, a, &mut self.diffs)
-                }
-                (Expected::Orders(map), Actual::Orders(a)) => {
-                    compare::orders(map, a, &mut self.diffs)
-                }
-                (Expected::Expiry(map), Actual::Expiry(a)) => {
-                    compare::expiry(map, a, &mut self.diffs)
-                }
-                _ => unreachable!("tables are loaded in target order"),
-            }
-            compared.push((target.projection.name.to_owned(), target.cutoff.to_string()));
+        for ((target, expected), actual) in self.targets.into_iter().zip(tables.projections) {
+            target.projection.compare(expected, actual, &mut self.diffs);
+            compared.push((target.projection.name().to_owned(), target.cutoff.to_string()));
         }
         Outcome {
             events: self.events,
@@ -353,45 +265,31 @@ impl Replay {
             items: self.balances.len() as u64,
             orders: self.orders,
             compared,
-            difference_count: self.diffs.count,
-            differences: self.diffs.kept,
+            diffs: self.diffs,
         }
     }
 }
 
 /// The tables to compare, as they are in the snapshot.
 pub(crate) struct Tables {
-    pub balances: Option<compare::ActualFigures>,
+    pub balances: Option<ActualFigures>,
     pub projections: Vec<Actual>,
 }
 
 /// Loads the write-side balances (when asked) and every target's tables.
 pub(crate) async fn load_tables(
-    client: &impl tokio_postgres::GenericClient,
+    client: &Client,
     targets: &[Target],
     balances: bool,
 ) -> Result<Tables, StoreError> {
     let balances = if balances {
-        match compare::load_figures(client, "public.item_balances").await? {
-            Actual::Figures(f) => Some(f),
-            _ => unreachable!("figures load as figures"),
-        }
+        Some(load_figures(client, "public.item_balances").await?)
     } else {
         None
     };
     let mut projections = Vec::with_capacity(targets.len());
     for t in targets {
-        let schema = t.slot.schema();
-        projections.push(match t.projection.name {
-            "stock_levels" => {
-                compare::load_figures(client, &format!("{schema}.stock_levels")).await?
-            }
-            "order_view" => compare::load_orders(client, &format!("{schema}.order_view")).await?,
-            "reservation_expiry" => {
-                compare::load_expiry(client, &format!("{schema}.reservation_expiry")).await?
-            }
-            other => unreachable!("targets are known projections, not {other}"),
-        });
+        projections.push(t.projection.load(client, t.slot.schema()).await?);
     }
     Ok(Tables {
         balances,
@@ -399,30 +297,24 @@ pub(crate) async fn load_tables(
     })
 }
 
-/// Adds an event's stock effects to `map`, cloning an item key only the first
-/// time the item is seen.
-fn add_effects(map: &mut HashMap<Item, Balance>, e: &Event) {
-    e.for_each_effect(|item, d| match map.get_mut(item) {
-        Some(b) => b.apply(d),
-        None => {
-            let mut b = Balance::default();
-            b.apply(d);
-            map.insert(item.clone(), b);
-        }
-    });
-}
-
-/// Folds a reservation stream strictly; `None` for no events.
-fn fold<'a>(
-    id: &ReservationId,
-    events: impl Iterator<Item = (&'a Row, &'a Event)>,
-) -> Result<Option<Reservation>, String> {
+/// Folds a reservation stream strictly; `None` for no events or another kind.
+fn fold(
+    stream: &StreamId,
+    events: &[SeenEvent<'_>],
+) -> Result<Option<Reservation>, StreamViolation> {
+    let Some(id) = stream.reservation_id() else {
+        return Ok(None);
+    };
     let mut current = None;
-    for (row, e) in events {
-        current = Some(
-            Reservation::fold(current, id, row.seq, e, uuid::Uuid::nil(), row.recorded_at)
-                .map_err(|v| v.to_string())?,
-        );
+    for e in events {
+        current = Some(Reservation::fold(
+            current,
+            id,
+            e.seq,
+            e.event,
+            uuid::Uuid::nil(),
+            e.recorded_at,
+        )?);
     }
     Ok(current)
 }

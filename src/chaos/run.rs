@@ -112,7 +112,7 @@ pub async fn run(
     let proxy = Arc::new(
         Proxy::start(Upstream::of(&database))
             .await
-            .map_err(|e| StoreError::Unavailable(format!("starting the fault proxy: {e}")))?,
+            .map_err(|e| StoreError::Unavailable(format!("starting the fault proxy: {e}").into()))?,
     );
     let store = Store::with_group_commit(
         pool::build(proxy.config(&database), config.pool_size)?,

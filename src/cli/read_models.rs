@@ -93,7 +93,7 @@ pub async fn rebuild_cmd(
     all: bool,
     printer: &Printer,
 ) -> Result<(), Failure> {
-    let targets: Vec<&'static projection::Projection> = match (name, all) {
+    let targets: Vec<&'static dyn projection::ReadModel> = match (name, all) {
         (_, true) => projection::ALL.to_vec(),
         (Some(n), false) => vec![projection::by_name(&n).ok_or_else(|| {
             stockledger::domain::Rejection::invalid(
@@ -102,7 +102,7 @@ pub async fn rebuild_cmd(
                     "unknown projection {n:?}; known: {}",
                     projection::ALL
                         .iter()
-                        .map(|p| p.name)
+                        .map(|p| p.name())
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
@@ -162,7 +162,7 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(ps: &[&'static projection::Projection], quiet: bool) -> Self {
+    fn new(ps: &[&'static dyn projection::ReadModel], quiet: bool) -> Self {
         let show = !quiet && std::io::stderr().is_terminal();
         let multi = show.then(indicatif::MultiProgress::new);
         let bars = match &multi {
@@ -178,8 +178,8 @@ impl Progress {
                         .expect("valid template")
                         .progress_chars("=> "),
                     );
-                    bar.set_prefix(p.name);
-                    (p.name, bar)
+                    bar.set_prefix(p.name());
+                    (p.name(), bar)
                 })
                 .collect(),
         };
@@ -321,7 +321,7 @@ pub async fn stock(
         );
         return Ok(());
     }
-    worker::catch_up_if_idle(store.pool(), &projection::registry::STOCK_LEVELS).await?;
+    worker::catch_up_if_idle(store.pool(), &stockledger::read_model::STOCK_LEVELS).await?;
     let (balance, s) = store.stock_level(&item).await?;
     let b = balance.unwrap_or_default();
     let mut v = stock_json(&item, b);

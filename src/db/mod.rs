@@ -79,7 +79,7 @@ pub async fn ensure_database(admin: &tokio_postgres::Config, name: &str) -> Resu
         {
             Ok(()) => {}
             // Another process created it first: that is what we wanted.
-            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DUPLICATE_DATABASE) => {}
+            Err(e) if crate::store::error::is_duplicate_database(&e) => {}
             Err(e) => return Err(e.into()),
         }
     }

@@ -6,10 +6,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::fingerprint;
 use crate::domain::ids::{AdjustmentId, Item, Location, OrderId, ReceiptId, ReservationId, Sku};
+use crate::domain::decide::LedgerState;
+use crate::domain::stream::StreamId;
 use crate::domain::Rejection;
 use crate::limits::{
-    DEFAULT_TTL_SECONDS, MAX_ADJUST_DELTA, MAX_LINES_PER_RESERVATION, MAX_QUANTITY, MAX_REASON_LEN,
-    MAX_TTL_SECONDS, MIN_TTL_SECONDS,
+    DEFAULT_TTL_SECONDS, MAX_ADJUST_DELTA, MAX_LINES_PER_RESERVATION, MAX_QUANTITY, MAX_RAW_LINES_PER_RESERVATION,
+    MAX_REASON_LEN, MAX_TTL_SECONDS, MIN_TTL_SECONDS,
 };
 
 /// The reason recorded when a release names none.
@@ -144,17 +146,72 @@ pub enum Command {
     },
 }
 
+/// What a command touches: the stream it appends to, the order whose
+/// "one reservation per order" rule it checks, and the items whose balances it
+/// may move. The store locks and loads exactly this, so it is one exhaustive
+/// match: a new command does not compile until it says what it touches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Touches {
+    pub stream: StreamId,
+    pub order: Option<OrderId>,
+    pub items: Items,
+}
+
+/// The items a command may move.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Items {
+    /// Named by the command itself.
+    Named(Vec<Item>),
+    /// The items held by the reservation the command moves, known once its
+    /// stream is loaded.
+    HeldBy(ReservationId),
+}
+
+impl Touches {
+    /// The items to lock, given the loaded state (for `HeldBy`).
+    pub fn items(&self, state: &LedgerState) -> Vec<Item> {
+        match &self.items {
+            Items::Named(items) => items.clone(),
+            Items::HeldBy(id) => state
+                .reservations
+                .get(id)
+                .map(|r| r.lines().iter().map(|l| l.item.clone()).collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
 impl Command {
-    /// The stream this command appends to.
-    pub fn stream(&self) -> String {
+    pub fn touches(&self) -> Touches {
         match self {
-            Command::Receive(r) => format!("receipt:{}", r.receipt_id),
-            Command::Adjust(a) => format!("adjustment:{}", a.adjustment_id),
-            Command::Reserve(r) => reservation_stream(&r.reservation_id),
+            Command::Receive(r) => Touches {
+                stream: StreamId::Receipt(r.receipt_id.clone()),
+                order: None,
+                items: Items::Named(vec![r.item.clone()]),
+            },
+            Command::Adjust(a) => Touches {
+                stream: StreamId::Adjustment(a.adjustment_id.clone()),
+                order: None,
+                items: Items::Named(vec![a.item.clone()]),
+            },
+            Command::Reserve(r) => Touches {
+                stream: StreamId::Reservation(r.reservation_id.clone()),
+                order: Some(r.order_id.clone()),
+                items: Items::Named(r.lines.iter().map(|l| l.item.clone()).collect()),
+            },
             Command::Confirm { reservation_id }
             | Command::Release { reservation_id, .. }
-            | Command::Expire { reservation_id } => reservation_stream(reservation_id),
+            | Command::Expire { reservation_id } => Touches {
+                stream: StreamId::Reservation(reservation_id.clone()),
+                order: None,
+                items: Items::HeldBy(reservation_id.clone()),
+            },
         }
+    }
+
+    /// The stream this command appends to.
+    pub fn stream(&self) -> StreamId {
+        self.touches().stream
     }
 
     /// The short name used in logs and metrics.
@@ -168,39 +225,6 @@ impl Command {
             Command::Expire { .. } => "expire",
         }
     }
-
-    pub fn reservation_id(&self) -> Option<&ReservationId> {
-        match self {
-            Command::Reserve(r) => Some(&r.reservation_id),
-            Command::Confirm { reservation_id }
-            | Command::Release { reservation_id, .. }
-            | Command::Expire { reservation_id } => Some(reservation_id),
-            Command::Receive(_) | Command::Adjust(_) => None,
-        }
-    }
-
-    /// The order whose "one reservation per order" rule this command touches.
-    pub fn order_id(&self) -> Option<&OrderId> {
-        match self {
-            Command::Reserve(r) => Some(&r.order_id),
-            _ => None,
-        }
-    }
-
-    /// Items the command names itself. Confirm, release and expire touch the
-    /// items recorded in the reservation instead, which the store reads first.
-    pub fn named_items(&self) -> Vec<Item> {
-        match self {
-            Command::Receive(r) => vec![r.item.clone()],
-            Command::Adjust(a) => vec![a.item.clone()],
-            Command::Reserve(r) => r.lines.iter().map(|l| l.item.clone()).collect(),
-            _ => Vec::new(),
-        }
-    }
-}
-
-pub fn reservation_stream(id: &ReservationId) -> String {
-    format!("reservation:{id}")
 }
 
 // ---- validation ---------------------------------------------------------
@@ -287,7 +311,7 @@ impl ReserveRequest {
         }
         // Bound the work before merging: a request far over the limit is refused
         // without building anything from it.
-        if self.lines.len() > MAX_LINES_PER_RESERVATION * 10 {
+        if self.lines.len() > MAX_RAW_LINES_PER_RESERVATION {
             return Err(Rejection::invalid(
                 "lines",
                 format!("must have at most {MAX_LINES_PER_RESERVATION} lines"),

@@ -13,11 +13,12 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::domain::command::{reservation_stream, Command, Line, Reserve};
+use crate::domain::command::{Adjust, Command, Line, Receive, Reserve};
 use crate::domain::event::{Balance, Event, TOMBSTONE_REASON};
 use crate::domain::ids::{Item, OrderId, ReservationId};
 use crate::domain::rejection::{Rejection, Shortfall};
-use crate::domain::reservation::{Reservation, ReservationState};
+use crate::domain::reservation::{Placed, Reservation, ReservationState};
+use crate::domain::stream::StreamId;
 
 /// A receipt or an adjustment: a stream with exactly one event.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,13 +29,13 @@ pub struct SingleRecord {
 }
 
 /// What the decision needs to know. The store loads every stream, order and
-/// item a batch names (an absent key means "does not exist"), locks them, and
-/// hands this over.
+/// item a batch touches (`Command::touches`; an absent key means "does not
+/// exist"), locks them, and hands this over.
 #[derive(Clone, Debug, Default)]
 pub struct LedgerState {
     pub reservations: HashMap<ReservationId, Reservation>,
-    /// Receipt and adjustment streams, by stream name.
-    pub singles: HashMap<String, SingleRecord>,
+    /// Receipt and adjustment streams.
+    pub singles: HashMap<StreamId, SingleRecord>,
     pub balances: BTreeMap<Item, Balance>,
     /// Which reservation holds each order.
     pub order_owners: HashMap<OrderId, ReservationId>,
@@ -46,26 +47,9 @@ impl LedgerState {
     }
 }
 
-/// Where a new event goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StreamRef {
-    Reservation(ReservationId),
-    /// A receipt or adjustment stream, by name.
-    Single(String),
-}
-
-impl StreamRef {
-    pub fn name(&self) -> String {
-        match self {
-            StreamRef::Reservation(id) => reservation_stream(id),
-            StreamRef::Single(name) => name.clone(),
-        }
-    }
-}
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewEvent {
-    pub stream: StreamRef,
+    pub stream: StreamId,
     pub seq: u32,
     pub event: Event,
     /// The request fingerprint, recorded in the metadata of seq-1 events.
@@ -85,11 +69,11 @@ pub struct ReservationView {
 impl From<&Reservation> for ReservationView {
     fn from(r: &Reservation) -> Self {
         ReservationView {
-            reservation_id: r.reservation_id.clone(),
-            order_id: r.order_id.clone(),
-            state: r.state,
-            lines: r.lines.clone(),
-            expires_at: r.expires_at,
+            reservation_id: r.reservation_id().clone(),
+            order_id: r.order_id().cloned(),
+            state: r.state(),
+            lines: r.lines().to_vec(),
+            expires_at: r.expires_at(),
         }
     }
 }
@@ -189,156 +173,207 @@ pub fn decide(
     now: DateTime<Utc>,
 ) -> Result<Decision, Rejection> {
     match cmd {
-        Command::Receive(r) => {
-            let stream = cmd.stream();
-            let outcome = |replayed| Outcome::Received {
-                receipt_id: r.receipt_id.to_string(),
-                item: r.item.clone(),
-                quantity: r.quantity,
-                replayed,
-            };
-            if let Some(done) = replay_single(state, &stream, &r.fingerprint, command_id)? {
-                return Ok(Decision::answer(outcome(done)));
-            }
-            Ok(Decision {
-                events: vec![NewEvent {
-                    stream: StreamRef::Single(stream),
-                    seq: 1,
-                    event: Event::StockReceived {
-                        sku: r.item.sku.clone(),
-                        location: r.item.location.clone(),
-                        quantity: r.quantity,
-                    },
-                    fingerprint: Some(r.fingerprint.clone()),
-                }],
-                outcome: outcome(false),
-            })
-        }
-        Command::Adjust(a) => {
-            let stream = cmd.stream();
-            let outcome = |replayed| Outcome::Adjusted {
-                adjustment_id: a.adjustment_id.to_string(),
-                item: a.item.clone(),
-                delta: a.delta,
-                reason: a.reason.clone(),
-                replayed,
-            };
-            if let Some(done) = replay_single(state, &stream, &a.fingerprint, command_id)? {
-                return Ok(Decision::answer(outcome(done)));
-            }
-            let balance = state.balance(&a.item);
-            if balance.on_hand + i64::from(a.delta) < balance.reserved {
-                return Err(Rejection::InsufficientStock {
-                    shortfalls: vec![Shortfall {
-                        sku: a.item.sku.to_string(),
-                        location: a.item.location.to_string(),
-                        requested: -i64::from(a.delta),
-                        available: balance.available(),
-                    }],
-                });
-            }
-            Ok(Decision {
-                events: vec![NewEvent {
-                    stream: StreamRef::Single(stream),
-                    seq: 1,
-                    event: Event::StockAdjusted {
-                        sku: a.item.sku.clone(),
-                        location: a.item.location.clone(),
-                        delta: a.delta,
-                        reason: a.reason.clone(),
-                    },
-                    fingerprint: Some(a.fingerprint.clone()),
-                }],
-                outcome: outcome(false),
-            })
-        }
+        Command::Receive(r) => decide_receive(state, r, command_id),
+        Command::Adjust(a) => decide_adjust(state, a, command_id),
         Command::Reserve(r) => decide_reserve(state, r, command_id, now),
         Command::Confirm { reservation_id } => {
-            let not_found = || Rejection::ReservationNotFound {
-                reservation_id: reservation_id.to_string(),
-            };
-            let res = state
-                .reservations
-                .get(reservation_id)
-                .ok_or_else(not_found)?;
-            match res.state {
-                ReservationState::Released => Err(released(reservation_id)),
-                ReservationState::Confirmed => Ok(replay(res, 2, command_id)),
-                ReservationState::Expired => Err(expired(res)),
-                ReservationState::Reserved if res.is_due(now) => Err(expired(res)),
-                ReservationState::Reserved => Ok(step(
-                    res,
-                    Event::ReservationConfirmed {
-                        order_id: res.order_id.clone().expect("only tombstones lack an order"),
-                        lines: res.lines.clone(),
-                    },
-                    ReservationState::Confirmed,
-                )),
-            }
+            let res = state.reservations.get(reservation_id).ok_or_else(|| {
+                Rejection::ReservationNotFound {
+                    reservation_id: reservation_id.to_string(),
+                }
+            })?;
+            decide_confirm(res, command_id, now)
         }
         Command::Release {
             reservation_id,
             reason,
-        } => {
-            let Some(res) = state.reservations.get(reservation_id) else {
-                // The cancel overtook its reserve: leave a tombstone so the late
-                // reserve is refused instead of holding stock for a dead order.
-                let view = ReservationView {
-                    reservation_id: reservation_id.clone(),
-                    order_id: None,
-                    state: ReservationState::Released,
-                    lines: Vec::new(),
-                    expires_at: None,
-                };
-                return Ok(Decision {
-                    events: vec![NewEvent {
-                        stream: StreamRef::Reservation(reservation_id.clone()),
-                        seq: 1,
-                        event: Event::ReservationReleased {
-                            order_id: None,
-                            lines: Vec::new(),
-                            reason: TOMBSTONE_REASON.to_owned(),
-                        },
-                        fingerprint: None,
-                    }],
-                    outcome: Outcome::Reservation {
-                        view,
-                        replayed: false,
-                    },
-                });
-            };
-            match res.state {
-                ReservationState::Released | ReservationState::Expired => {
-                    Ok(replay(res, res.seq(), command_id))
-                }
-                ReservationState::Confirmed => Err(Rejection::AlreadyConfirmed {
-                    reservation_id: reservation_id.to_string(),
-                }),
-                ReservationState::Reserved => Ok(step(
-                    res,
-                    Event::ReservationReleased {
-                        order_id: res.order_id.clone(),
-                        lines: res.lines.clone(),
-                        reason: reason.clone(),
-                    },
-                    ReservationState::Released,
-                )),
-            }
-        }
-        Command::Expire { reservation_id } => match state.reservations.get(reservation_id) {
-            Some(res) if res.is_due(now) => Ok(step(
-                res,
-                Event::ReservationExpired {
-                    order_id: res.order_id.clone().expect("only tombstones lack an order"),
-                    lines: res.lines.clone(),
-                },
-                ReservationState::Expired,
-            )),
-            other => Ok(Decision::answer(Outcome::NotDue {
-                reservation_id: reservation_id.clone(),
-                state: other.map(|r| r.state),
-            })),
+        } => match state.reservations.get(reservation_id) {
+            None => Ok(tombstone(reservation_id)),
+            Some(res) => decide_release(res, reason, command_id),
         },
+        Command::Expire { reservation_id } => Ok(decide_expire(
+            reservation_id,
+            state.reservations.get(reservation_id),
+            now,
+        )),
+    }
+}
+
+fn decide_receive(
+    state: &LedgerState,
+    r: &Receive,
+    command_id: Uuid,
+) -> Result<Decision, Rejection> {
+    let stream = StreamId::Receipt(r.receipt_id.clone());
+    let outcome = |replayed| Outcome::Received {
+        receipt_id: r.receipt_id.to_string(),
+        item: r.item.clone(),
+        quantity: r.quantity,
+        replayed,
+    };
+    if let Some(done) = replay_single(state, &stream, &r.fingerprint, command_id)? {
+        return Ok(Decision::answer(outcome(done)));
+    }
+    let event = Event::StockReceived {
+        sku: r.item.sku.clone(),
+        location: r.item.location.clone(),
+        quantity: r.quantity,
+    };
+    Ok(Decision {
+        events: vec![first_event(stream, event, &r.fingerprint)],
+        outcome: outcome(false),
+    })
+}
+
+fn decide_adjust(
+    state: &LedgerState,
+    a: &Adjust,
+    command_id: Uuid,
+) -> Result<Decision, Rejection> {
+    let stream = StreamId::Adjustment(a.adjustment_id.clone());
+    let outcome = |replayed| Outcome::Adjusted {
+        adjustment_id: a.adjustment_id.to_string(),
+        item: a.item.clone(),
+        delta: a.delta,
+        reason: a.reason.clone(),
+        replayed,
+    };
+    if let Some(done) = replay_single(state, &stream, &a.fingerprint, command_id)? {
+        return Ok(Decision::answer(outcome(done)));
+    }
+    let balance = state.balance(&a.item);
+    if balance.on_hand + i64::from(a.delta) < balance.reserved {
+        return Err(Rejection::InsufficientStock {
+            shortfalls: vec![Shortfall {
+                sku: a.item.sku.to_string(),
+                location: a.item.location.to_string(),
+                requested: -i64::from(a.delta),
+                available: balance.available(),
+            }],
+        });
+    }
+    let event = Event::StockAdjusted {
+        sku: a.item.sku.clone(),
+        location: a.item.location.clone(),
+        delta: a.delta,
+        reason: a.reason.clone(),
+    };
+    Ok(Decision {
+        events: vec![first_event(stream, event, &a.fingerprint)],
+        outcome: outcome(false),
+    })
+}
+
+/// The seq-1 event of a new stream, carrying its request's fingerprint.
+fn first_event(stream: StreamId, event: Event, fingerprint: &str) -> NewEvent {
+    NewEvent {
+        stream,
+        seq: 1,
+        event,
+        fingerprint: Some(fingerprint.to_owned()),
+    }
+}
+
+fn decide_confirm(
+    res: &Reservation,
+    command_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<Decision, Rejection> {
+    let p = match res {
+        Reservation::Tombstone(t) => return Err(released(&t.reservation_id)),
+        Reservation::Placed(p) => p,
+    };
+    match p.state {
+        ReservationState::Released => Err(released(&p.reservation_id)),
+        ReservationState::Confirmed => Ok(replay(res, 2, command_id)),
+        ReservationState::Expired => Err(expired(p)),
+        ReservationState::Reserved if res.is_due(now) => Err(expired(p)),
+        ReservationState::Reserved => Ok(step(
+            p,
+            Event::ReservationConfirmed {
+                order_id: p.order_id.clone(),
+                lines: p.lines.clone(),
+            },
+            ReservationState::Confirmed,
+        )),
+    }
+}
+
+/// The cancel overtook its reserve: leave a tombstone so the late reserve is
+/// refused instead of holding stock for a dead order.
+fn tombstone(reservation_id: &ReservationId) -> Decision {
+    Decision {
+        events: vec![NewEvent {
+            stream: StreamId::Reservation(reservation_id.clone()),
+            seq: 1,
+            event: Event::ReservationReleased {
+                order_id: None,
+                lines: Vec::new(),
+                reason: TOMBSTONE_REASON.to_owned(),
+            },
+            fingerprint: None,
+        }],
+        outcome: Outcome::Reservation {
+            view: ReservationView {
+                reservation_id: reservation_id.clone(),
+                order_id: None,
+                state: ReservationState::Released,
+                lines: Vec::new(),
+                expires_at: None,
+            },
+            replayed: false,
+        },
+    }
+}
+
+fn decide_release(
+    res: &Reservation,
+    reason: &str,
+    command_id: Uuid,
+) -> Result<Decision, Rejection> {
+    let p = match res {
+        Reservation::Tombstone(_) => return Ok(replay(res, 1, command_id)),
+        Reservation::Placed(p) => p,
+    };
+    match p.state {
+        ReservationState::Released | ReservationState::Expired => {
+            Ok(replay(res, res.seq(), command_id))
+        }
+        ReservationState::Confirmed => Err(Rejection::AlreadyConfirmed {
+            reservation_id: p.reservation_id.to_string(),
+        }),
+        ReservationState::Reserved => Ok(step(
+            p,
+            Event::ReservationReleased {
+                order_id: Some(p.order_id.clone()),
+                lines: p.lines.clone(),
+                reason: reason.to_owned(),
+            },
+            ReservationState::Released,
+        )),
+    }
+}
+
+fn decide_expire(
+    reservation_id: &ReservationId,
+    res: Option<&Reservation>,
+    now: DateTime<Utc>,
+) -> Decision {
+    match res {
+        Some(r @ Reservation::Placed(p)) if r.is_due(now) => step(
+            p,
+            Event::ReservationExpired {
+                order_id: p.order_id.clone(),
+                lines: p.lines.clone(),
+            },
+            ReservationState::Expired,
+        ),
+        Some(Reservation::Placed(_) | Reservation::Tombstone(_)) | None => {
+            Decision::answer(Outcome::NotDue {
+                reservation_id: reservation_id.clone(),
+                state: res.map(Reservation::state),
+            })
+        }
     }
 }
 
@@ -349,31 +384,7 @@ fn decide_reserve(
     now: DateTime<Utc>,
 ) -> Result<Decision, Rejection> {
     if let Some(res) = state.reservations.get(&r.reservation_id) {
-        // This very command wrote seq 1: it is re-run because its COMMIT reply
-        // was lost. Its caller gets what that commit did (a reservation made,
-        // not a replay), whatever happened to the stream since.
-        if !res.is_tombstone() && res.step_commands.first() == Some(&command_id) {
-            let mut view = ReservationView::from(res);
-            view.state = ReservationState::Reserved;
-            return Ok(Decision::answer(Outcome::Reservation {
-                view,
-                replayed: false,
-            }));
-        }
-        if res.is_tombstone() {
-            return Err(released(&r.reservation_id));
-        }
-        // Reusing an id for another request is the caller's bug and is named
-        // as such even when the first request was since released.
-        if res.request_hash.as_deref() != Some(r.fingerprint.as_str()) {
-            return Err(Rejection::IdempotencyConflict {
-                stream: reservation_stream(&r.reservation_id),
-            });
-        }
-        if res.state == ReservationState::Released {
-            return Err(released(&r.reservation_id));
-        }
-        return Ok(replay(res, 1, command_id));
+        return reserve_again(res, r, command_id);
     }
     if let Some(owner) = state.order_owners.get(&r.order_id) {
         return Err(Rejection::OrderAlreadyReserved {
@@ -398,18 +409,18 @@ fn decide_reserve(
         return Err(Rejection::InsufficientStock { shortfalls });
     }
     let expires_at = now + Duration::seconds(i64::from(r.ttl_seconds));
+    let event = Event::ReservationCreated {
+        order_id: r.order_id.clone(),
+        lines: r.lines.clone(),
+        expires_at,
+        request_hash: r.fingerprint.clone(),
+    };
     Ok(Decision {
-        events: vec![NewEvent {
-            stream: StreamRef::Reservation(r.reservation_id.clone()),
-            seq: 1,
-            event: Event::ReservationCreated {
-                order_id: r.order_id.clone(),
-                lines: r.lines.clone(),
-                expires_at,
-                request_hash: r.fingerprint.clone(),
-            },
-            fingerprint: Some(r.fingerprint.clone()),
-        }],
+        events: vec![first_event(
+            StreamId::Reservation(r.reservation_id.clone()),
+            event,
+            &r.fingerprint,
+        )],
         outcome: Outcome::Reservation {
             view: ReservationView {
                 reservation_id: r.reservation_id.clone(),
@@ -423,11 +434,41 @@ fn decide_reserve(
     })
 }
 
+/// A reserve for a reservation id that already has a stream.
+fn reserve_again(res: &Reservation, r: &Reserve, command_id: Uuid) -> Result<Decision, Rejection> {
+    let p = match res {
+        Reservation::Tombstone(_) => return Err(released(&r.reservation_id)),
+        Reservation::Placed(p) => p,
+    };
+    // This very command wrote seq 1: it is re-run because its COMMIT reply
+    // was lost. Its caller gets what that commit did (a reservation made,
+    // not a replay), whatever happened to the stream since.
+    if res.command_at(1) == Some(command_id) {
+        let mut view = ReservationView::from(res);
+        view.state = ReservationState::Reserved;
+        return Ok(Decision::answer(Outcome::Reservation {
+            view,
+            replayed: false,
+        }));
+    }
+    // Reusing an id for another request is the caller's bug and is named
+    // as such even when the first request was since released.
+    if p.request_hash != r.fingerprint {
+        return Err(Rejection::IdempotencyConflict {
+            stream: StreamId::Reservation(r.reservation_id.clone()).to_string(),
+        });
+    }
+    if p.state == ReservationState::Released {
+        return Err(released(&r.reservation_id));
+    }
+    Ok(replay(res, 1, command_id))
+}
+
 /// `Some(replayed)` when the single-event stream already holds this request,
 /// `None` when it does not exist yet.
 fn replay_single(
     state: &LedgerState,
-    stream: &str,
+    stream: &StreamId,
     fingerprint: &str,
     command_id: Uuid,
 ) -> Result<Option<bool>, Rejection> {
@@ -435,7 +476,7 @@ fn replay_single(
         None => Ok(None),
         Some(rec) if rec.fingerprint == fingerprint => Ok(Some(rec.command_id != command_id)),
         Some(_) => Err(Rejection::IdempotencyConflict {
-            stream: stream.to_owned(),
+            stream: stream.to_string(),
         }),
     }
 }
@@ -443,7 +484,7 @@ fn replay_single(
 /// Answers with the reservation as it is. It is a replay unless the event at
 /// `seq` was written by this very command (a re-run after a lost commit ack).
 fn replay(res: &Reservation, seq: u32, command_id: Uuid) -> Decision {
-    let own = res.step_commands.get(seq as usize - 1) == Some(&command_id);
+    let own = res.command_at(seq) == Some(command_id);
     Decision::answer(Outcome::Reservation {
         view: res.into(),
         replayed: !own,
@@ -451,13 +492,13 @@ fn replay(res: &Reservation, seq: u32, command_id: Uuid) -> Decision {
 }
 
 /// Appends the seq-2 event that moves an open reservation to `next`.
-fn step(res: &Reservation, event: Event, next: ReservationState) -> Decision {
-    let mut view = ReservationView::from(res);
+fn step(p: &Placed, event: Event, next: ReservationState) -> Decision {
+    let mut view = ReservationView::from(&Reservation::Placed(p.clone()));
     view.state = next;
     Decision {
         events: vec![NewEvent {
-            stream: StreamRef::Reservation(res.reservation_id.clone()),
-            seq: res.seq() + 1,
+            stream: StreamId::Reservation(p.reservation_id.clone()),
+            seq: p.step_commands.len() as u32 + 1,
             event,
             fingerprint: None,
         }],
@@ -474,10 +515,10 @@ fn released(id: &ReservationId) -> Rejection {
     }
 }
 
-fn expired(res: &Reservation) -> Rejection {
+fn expired(p: &Placed) -> Rejection {
     Rejection::ReservationExpired {
-        reservation_id: res.reservation_id.to_string(),
-        expires_at: res.expires_at.expect("only tombstones lack an expiry"),
+        reservation_id: p.reservation_id.to_string(),
+        expires_at: p.expires_at,
     }
 }
 
@@ -493,22 +534,22 @@ pub fn apply(state: &mut LedgerState, decision: &Decision, command_id: Uuid, now
             );
         }
         match &e.stream {
-            StreamRef::Reservation(id) => {
+            StreamId::Reservation(id) => {
                 let current = state.reservations.remove(id);
                 let next = Reservation::fold(current, id, e.seq, &e.event, command_id, now)
                     .expect("decide only produces valid transitions");
-                if let (1, Some(order)) = (e.seq, &next.order_id) {
+                if let (1, Some(order)) = (e.seq, next.order_id()) {
                     state.order_owners.insert(order.clone(), id.clone());
                 }
                 state.reservations.insert(id.clone(), next);
             }
-            StreamRef::Single(name) => {
+            StreamId::Receipt(_) | StreamId::Adjustment(_) => {
                 let fingerprint = e
                     .fingerprint
                     .clone()
                     .expect("single streams carry a fingerprint");
                 state.singles.insert(
-                    name.clone(),
+                    e.stream.clone(),
                     SingleRecord {
                         fingerprint,
                         command_id,

@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use crate::domain::command::Line;
 use crate::domain::ids::{Item, Location, OrderId, Sku};
+use crate::domain::stream::StreamId;
 
 /// The reason recorded on a tombstone: a release that arrived before its reserve.
 pub const TOMBSTONE_REASON: &str = "released_before_reserve";
@@ -52,6 +53,75 @@ pub enum Event {
     },
 }
 
+/// Declares `EventType` and its list of every variant together, so the list
+/// cannot miss one.
+macro_rules! event_types {
+    ($($name:ident),* $(,)?) => {
+        /// The type of an event, without its data: the `type` column of the log.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum EventType {
+            $($name),*
+        }
+
+        impl EventType {
+            /// Every event type.
+            pub const ALL: &'static [EventType] = &[$(EventType::$name),*];
+
+            /// As the log stores it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(EventType::$name => stringify!($name)),*
+                }
+            }
+        }
+    };
+}
+
+event_types!(
+    StockReceived,
+    StockAdjusted,
+    ReservationCreated,
+    ReservationConfirmed,
+    ReservationReleased,
+    ReservationExpired,
+);
+
+impl EventType {
+    /// The event type stored as `name`, if there is one.
+    pub fn parse(name: &str) -> Option<EventType> {
+        EventType::ALL.iter().copied().find(|t| t.as_str() == name)
+    }
+}
+
+/// Where an event's `data` names the items it moves. The history queries find
+/// an item's events by this, so a new event type must say where its items are
+/// before it compiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemsAt {
+    /// `data.sku` and `data.location`: one item.
+    TopLevel,
+    /// `data.lines[]`, each with `sku` and `location`.
+    Lines,
+}
+
+impl EventType {
+    pub fn items_at(self) -> ItemsAt {
+        match self {
+            EventType::StockReceived | EventType::StockAdjusted => ItemsAt::TopLevel,
+            EventType::ReservationCreated
+            | EventType::ReservationConfirmed
+            | EventType::ReservationReleased
+            | EventType::ReservationExpired => ItemsAt::Lines,
+        }
+    }
+}
+
+impl std::fmt::Display for EventType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A change to one item's figures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StockDelta {
@@ -86,15 +156,20 @@ impl Balance {
 }
 
 impl Event {
-    pub fn type_name(&self) -> &'static str {
+    pub fn event_type(&self) -> EventType {
         match self {
-            Event::StockReceived { .. } => "StockReceived",
-            Event::StockAdjusted { .. } => "StockAdjusted",
-            Event::ReservationCreated { .. } => "ReservationCreated",
-            Event::ReservationConfirmed { .. } => "ReservationConfirmed",
-            Event::ReservationReleased { .. } => "ReservationReleased",
-            Event::ReservationExpired { .. } => "ReservationExpired",
+            Event::StockReceived { .. } => EventType::StockReceived,
+            Event::StockAdjusted { .. } => EventType::StockAdjusted,
+            Event::ReservationCreated { .. } => EventType::ReservationCreated,
+            Event::ReservationConfirmed { .. } => EventType::ReservationConfirmed,
+            Event::ReservationReleased { .. } => EventType::ReservationReleased,
+            Event::ReservationExpired { .. } => EventType::ReservationExpired,
         }
+    }
+
+    /// The `type` column: the serde tag, which is the variant's name.
+    pub fn type_name(&self) -> &'static str {
+        self.event_type().as_str()
     }
 
     /// The `data` column: the event without its type tag.
@@ -212,7 +287,7 @@ pub struct EventMetadata {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RecordedEvent {
     pub position: i64,
-    pub stream: String,
+    pub stream: StreamId,
     pub seq: u32,
     #[serde(flatten)]
     pub event: Event,
@@ -236,5 +311,18 @@ mod tests {
         let back = Event::from_parts(e.type_name(), e.data()).unwrap();
         assert_eq!(back, e);
         assert_eq!(e.data()["reason"], TOMBSTONE_REASON);
+    }
+
+    #[test]
+    fn type_names_are_the_serde_tags() {
+        for t in EventType::ALL {
+            assert_eq!(EventType::parse(t.as_str()), Some(*t));
+        }
+        let e = Event::StockReceived {
+            sku: Sku::parse("sku", "s").unwrap(),
+            location: Location::parse("location", "l").unwrap(),
+            quantity: 1,
+        };
+        assert_eq!(serde_json::to_value(&e).unwrap()["type"], e.type_name());
     }
 }

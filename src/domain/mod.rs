@@ -10,13 +10,17 @@ pub mod fingerprint;
 pub mod ids;
 pub mod rejection;
 pub mod reservation;
+pub mod stream;
 
-pub use command::{AdjustRequest, Command, Line, LineRequest, ReceiveRequest, ReserveRequest};
+pub use command::{
+    AdjustRequest, Command, Items, Line, LineRequest, ReceiveRequest, ReserveRequest, Touches,
+};
 pub use context::CommandContext;
 pub use decide::{
-    apply, decide, Decision, LedgerState, NewEvent, Outcome, ReservationView, StreamRef,
+    apply, decide, Decision, LedgerState, NewEvent, Outcome, ReservationView, SingleRecord,
 };
-pub use event::{Balance, Event, EventMetadata, RecordedEvent, StockDelta};
+pub use event::{Balance, Event, EventMetadata, EventType, RecordedEvent, StockDelta};
 pub use ids::{AdjustmentId, Item, Location, OrderId, ReceiptId, ReservationId, Sku};
 pub use rejection::{Rejection, RejectionCode, Shortfall};
-pub use reservation::{Reservation, ReservationState, StreamViolation};
+pub use reservation::{Placed, Reservation, ReservationState, StreamViolation, Tombstone};
+pub use stream::{StreamId, StreamKind};

@@ -2,7 +2,7 @@
 
 use deadpool_postgres::Transaction;
 
-use crate::projection::{Projection, Slot};
+use crate::projection::{ReadModel, Slot};
 use crate::store::{Cursor, StoreError};
 
 /// What one batch did.
@@ -29,7 +29,7 @@ const BOUNDARY: &str = "
 /// transaction with the checkpoint. Returns zero events when caught up.
 pub async fn apply_batch(
     client: &mut deadpool_postgres::ClientWrapper,
-    p: &Projection,
+    p: &dyn ReadModel,
     slot: Slot,
     max_events: i64,
 ) -> Result<Applied, StoreError> {
@@ -39,9 +39,9 @@ pub async fn apply_batch(
     let Some(from) = lock_checkpoint(&tx, p, slot).await? else {
         return Err(StoreError::Database(format!(
             "projection {} has no {} checkpoint",
-            p.name,
+            p.name(),
             slot.as_str()
-        )));
+        ).into()));
     };
     let applied = apply_range(&tx, p, slot, from, max_events, horizon).await?;
     if applied.events > 0 {
@@ -55,14 +55,14 @@ pub async fn apply_batch(
 /// running at once could not apply an event twice.
 pub(crate) async fn lock_checkpoint(
     tx: &Transaction<'_>,
-    p: &Projection,
+    p: &dyn ReadModel,
     slot: Slot,
 ) -> Result<Option<Cursor>, StoreError> {
     let row = tx
         .query_opt(
             "SELECT tx_id::text::bigint, position FROM projection_checkpoints
              WHERE name = $1 AND slot = $2 FOR UPDATE",
-            &[&p.name, &slot.as_str()],
+            &[&p.name(), &slot.as_str()],
         )
         .await?;
     Ok(row.map(|r| Cursor {
@@ -74,7 +74,7 @@ pub(crate) async fn lock_checkpoint(
 /// Applies the next batch after `from` inside `tx` and moves the checkpoint.
 pub(crate) async fn apply_range(
     tx: &Transaction<'_>,
-    p: &Projection,
+    p: &dyn ReadModel,
     slot: Slot,
     from: Cursor,
     max_events: i64,
@@ -114,7 +114,7 @@ pub(crate) async fn apply_range(
     ))
     .await?;
     let (from_tx, to_tx) = (from.tx_id.to_string(), to.tx_id.to_string());
-    for sql in p.apply {
+    for sql in p.apply_sql() {
         let stmt = tx.prepare_cached(sql).await?;
         tx.execute(&stmt, &[&from_tx, &from.position, &to_tx, &to.position])
             .await?;
@@ -125,7 +125,7 @@ pub(crate) async fn apply_range(
              last_event_at = greatest(last_event_at, $6), updated_at = now()
          WHERE name = $1 AND slot = $2",
         &[
-            &p.name,
+            &p.name(),
             &slot.as_str(),
             &to_tx,
             &to.position,

@@ -5,12 +5,11 @@
 
 mod batch;
 pub mod rebuild;
-pub mod registry;
 pub mod status;
 pub mod worker;
 
 pub use batch::{apply_batch, Applied};
-pub use registry::{by_name, Projection, ALL};
+pub use crate::read_model::{by_name, ReadModel, ALL};
 
 use tokio_postgres::GenericClient;
 
@@ -50,11 +49,11 @@ impl Slot {
 /// have them yet. Called with the migrations; the caller holds the migration
 /// lock, so two processes cannot both create them.
 pub async fn install_live(client: &impl GenericClient) -> Result<(), StoreError> {
-    for p in ALL {
+    for &p in ALL {
         let exists = client
             .query_opt(
                 "SELECT 1 FROM projection_checkpoints WHERE name = $1 AND slot = 'live'",
-                &[&p.name],
+                &[&p.name()],
             )
             .await?
             .is_some();
@@ -62,12 +61,12 @@ pub async fn install_live(client: &impl GenericClient) -> Result<(), StoreError>
             continue;
         }
         client
-            .batch_execute(&format!("SET search_path = {LIVE_SCHEMA}; {}", p.schema))
+            .batch_execute(&format!("SET search_path = {LIVE_SCHEMA}; {}", p.schema_sql()))
             .await?;
         client
             .execute(
                 "INSERT INTO projection_checkpoints (name, slot, definition_checksum) VALUES ($1, 'live', $2)",
-                &[&p.name, &p.checksum()],
+                &[&p.name(), &p.checksum()],
             )
             .await?;
     }

@@ -21,7 +21,7 @@ use deadpool_postgres::{ClientWrapper, Pool};
 use crate::limits::REBUILD_BATCH_EVENTS;
 use crate::projection::batch::{apply_range, lock_checkpoint};
 use crate::projection::{
-    apply_batch, Projection, Slot, LIVE_SCHEMA, REBUILD_SCHEMA, RETIRED_SCHEMA,
+    apply_batch, ReadModel, Slot, LIVE_SCHEMA, REBUILD_SCHEMA, RETIRED_SCHEMA,
 };
 use crate::store::{pool, Cursor, StoreError};
 
@@ -62,7 +62,7 @@ pub enum RebuildError {
 /// `batch_events` is normally `REBUILD_BATCH_EVENTS`.
 pub async fn rebuild(
     pool: &Pool,
-    p: &'static Projection,
+    p: &'static dyn ReadModel,
     batch_events: i64,
     progress: impl FnMut(Progress) + Send,
 ) -> Result<RebuildReport, RebuildError> {
@@ -75,29 +75,29 @@ pub async fn rebuild(
 /// verified together in one replay of the log, then swapped in one by one.
 pub async fn rebuild_many(
     pool: &Pool,
-    ps: &[&'static Projection],
+    ps: &[&'static dyn ReadModel],
     batch_events: i64,
     progress: impl FnMut(Progress) + Send,
 ) -> Result<Vec<RebuildReport>, RebuildError> {
     // Each copy gets a connection of its own holding that projection's rebuild
     // lock, released when the connection goes, however the rebuild ends.
     let mut clients = Vec::with_capacity(ps.len());
-    for p in ps {
+    for &p in ps {
         let client: ClientWrapper = deadpool_postgres::Object::take(pool::get(pool).await?);
         let got: bool = client
             .query_one(
                 "SELECT pg_try_advisory_lock(hashtextextended('rebuild:' || $1, 0))",
-                &[&p.name],
+                &[&p.name()],
             )
             .await
             .map_err(StoreError::from)?
             .get(0);
         if !got {
-            return Err(RebuildError::AlreadyRunning(p.name));
+            return Err(RebuildError::AlreadyRunning(p.name()));
         }
         clients.push(client);
     }
-    for (client, p) in clients.iter_mut().zip(ps) {
+    for (client, &p) in clients.iter_mut().zip(ps) {
         prepare_copy(client, p).await?;
     }
     let total_estimate: i64 = clients[0]
@@ -110,7 +110,7 @@ pub async fn rebuild_many(
     // behind a mutex that is never held across an await.
     let progress = std::sync::Mutex::new(progress);
     let started = Instant::now();
-    let fills = clients.iter_mut().zip(ps).map(|(client, p)| {
+    let fills = clients.iter_mut().zip(ps).map(|(client, &p)| {
         let progress = &progress;
         async move {
             let mut events = 0;
@@ -118,7 +118,7 @@ pub async fn rebuild_many(
                 let a = apply_batch(client, p, Slot::Rebuild, batch_events).await?;
                 events += a.events;
                 (progress.lock().expect("progress callback panicked"))(Progress {
-                    projection: p.name,
+                    projection: p.name(),
                     events,
                     total_estimate,
                     elapsed: started.elapsed(),
@@ -136,8 +136,8 @@ pub async fn rebuild_many(
     if let Some(first) = differences.first() {
         let projection = ps
             .iter()
-            .find(|p| p.name == first.table)
-            .map_or(ps[0].name, |p| p.name);
+            .find(|p| p.name() == first.table)
+            .map_or(ps[0].name(), |p| p.name());
         return Err(RebuildError::VerificationFailed {
             projection,
             differences,
@@ -146,11 +146,11 @@ pub async fn rebuild_many(
     let verify = verify_started.elapsed();
 
     let mut reports = Vec::with_capacity(ps.len());
-    for ((client, p), (events, fill)) in clients.iter_mut().zip(ps).zip(filled) {
+    for ((client, &p), (events, fill)) in clients.iter_mut().zip(ps).zip(filled) {
         let swap_started = Instant::now();
         let (caught_up, checkpoint) = swap(client, p).await?;
         reports.push(RebuildReport {
-            projection: p.name,
+            projection: p.name(),
             events: events + caught_up,
             fill,
             verify,
@@ -162,15 +162,15 @@ pub async fn rebuild_many(
 }
 
 /// Drops any copy left by an earlier, interrupted rebuild and creates an empty one.
-async fn prepare_copy(client: &mut ClientWrapper, p: &Projection) -> Result<(), StoreError> {
+async fn prepare_copy(client: &mut ClientWrapper, p: &dyn ReadModel) -> Result<(), StoreError> {
     let tx = client.transaction().await?;
     let mut sql = format!("CREATE SCHEMA IF NOT EXISTS {REBUILD_SCHEMA};");
-    for t in p.tables {
+    for t in p.tables() {
         sql.push_str(&format!("DROP TABLE IF EXISTS {REBUILD_SCHEMA}.{t};"));
     }
     sql.push_str(&format!(
         "SET LOCAL search_path = {REBUILD_SCHEMA}, public; {}",
-        p.schema
+        p.schema_sql()
     ));
     tx.batch_execute(&sql).await?;
     tx.execute(
@@ -178,7 +178,7 @@ async fn prepare_copy(client: &mut ClientWrapper, p: &Projection) -> Result<(), 
          ON CONFLICT (name, slot) DO UPDATE
          SET tx_id = '0'::xid8, position = 0, events_applied = 0, last_event_at = NULL,
              definition_checksum = EXCLUDED.definition_checksum, updated_at = now(), started_at = now()",
-        &[&p.name, &p.checksum()],
+        &[&p.name(), &p.checksum()],
     )
     .await?;
     tx.commit().await?;
@@ -187,17 +187,17 @@ async fn prepare_copy(client: &mut ClientWrapper, p: &Projection) -> Result<(), 
 
 /// Catches the copy up under the live checkpoint's lock and swaps it in.
 /// Returns the events applied during the swap and the new live checkpoint.
-async fn swap(client: &mut ClientWrapper, p: &Projection) -> Result<(i64, Cursor), StoreError> {
+async fn swap(client: &mut ClientWrapper, p: &dyn ReadModel) -> Result<(i64, Cursor), StoreError> {
     // Read before the transaction begins (see store/horizon.rs).
     let horizon = crate::store::horizon::safe_horizon(client).await?;
     let tx = client.transaction().await?;
     lock_checkpoint(&tx, p, Slot::Live).await?.ok_or_else(|| {
-        StoreError::Database(format!("projection {} has no live checkpoint", p.name))
+        StoreError::Database(format!("projection {} has no live checkpoint", p.name()).into())
     })?;
     let mut cursor = lock_checkpoint(&tx, p, Slot::Rebuild)
         .await?
         .ok_or_else(|| {
-            StoreError::Database(format!("the rebuild copy of {} disappeared", p.name))
+            StoreError::Database(format!("the rebuild copy of {} disappeared", p.name()).into())
         })?;
     let mut caught_up = 0;
     loop {
@@ -209,7 +209,7 @@ async fn swap(client: &mut ClientWrapper, p: &Projection) -> Result<(i64, Cursor
         }
     }
     let mut sql = format!("CREATE SCHEMA IF NOT EXISTS {RETIRED_SCHEMA};");
-    for t in p.tables {
+    for t in p.tables() {
         sql.push_str(&format!(
             "DROP TABLE IF EXISTS {RETIRED_SCHEMA}.{t};
              ALTER TABLE {LIVE_SCHEMA}.{t} SET SCHEMA {RETIRED_SCHEMA};
@@ -224,17 +224,17 @@ async fn swap(client: &mut ClientWrapper, p: &Projection) -> Result<(i64, Cursor
              started_at = r.started_at, updated_at = now()
          FROM projection_checkpoints AS r
          WHERE l.name = $1 AND l.slot = 'live' AND r.name = $1 AND r.slot = 'rebuild'",
-        &[&p.name],
+        &[&p.name()],
     )
     .await?;
     tx.execute(
         "DELETE FROM projection_checkpoints WHERE name = $1 AND slot = 'rebuild'",
-        &[&p.name],
+        &[&p.name()],
     )
     .await?;
     tx.commit().await?;
     let mut drop_retired = String::new();
-    for t in p.tables {
+    for t in p.tables() {
         drop_retired.push_str(&format!("DROP TABLE IF EXISTS {RETIRED_SCHEMA}.{t};"));
     }
     client.batch_execute(&drop_retired).await?;

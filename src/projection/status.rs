@@ -4,7 +4,7 @@ use serde::Serialize;
 use tokio_postgres::GenericClient;
 
 use crate::limits::LAG_COUNT_CAP;
-use crate::projection::{Projection, ALL};
+use crate::projection::{ReadModel, ALL};
 use crate::store::{Cursor, StoreError};
 
 #[derive(Clone, Debug, Serialize)]
@@ -62,13 +62,13 @@ async fn slot(
 
 pub async fn status_of(
     client: &impl GenericClient,
-    p: &'static Projection,
+    p: &'static dyn ReadModel,
 ) -> Result<ProjectionStatus, StoreError> {
     let rows = client
         .query(
             "SELECT slot, tx_id::text::bigint, position, events_applied, definition_checksum
              FROM projection_checkpoints WHERE name = $1",
-            &[&p.name],
+            &[&p.name()],
         )
         .await?;
     let mut live = None;
@@ -89,9 +89,9 @@ pub async fn status_of(
         }
     }
     let live = live
-        .ok_or_else(|| StoreError::Database(format!("projection {} is not installed", p.name)))?;
+        .ok_or_else(|| StoreError::Database(format!("projection {} is not installed", p.name()).into()))?;
     Ok(ProjectionStatus {
-        name: p.name,
+        name: p.name(),
         state: if rebuild.is_some() {
             "rebuilding"
         } else {
@@ -105,7 +105,7 @@ pub async fn status_of(
 
 pub async fn status(client: &impl GenericClient) -> Result<Vec<ProjectionStatus>, StoreError> {
     let mut out = Vec::new();
-    for p in ALL {
+    for &p in ALL {
         out.push(status_of(client, p).await?);
     }
     Ok(out)

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::limits::{PROJECTION_BATCH_EVENTS, PROJECTION_POLL_INTERVAL_MS};
-use crate::projection::{apply_batch, Projection, Slot};
+use crate::projection::{apply_batch, ReadModel, Slot};
 use crate::store::{pool, StoreError};
 
 /// The channel the events table notifies on commit.
@@ -47,10 +47,10 @@ fn runner_lock_sql(kind: &str) -> String {
 /// only a connection that got it is taken out of the pool (the lock must die
 /// with it, never linger on a pooled one); a process that waits for another
 /// runner hands the connection back, so it opens and closes none.
-async fn become_runner(pool: &Pool, p: &Projection) -> Result<Option<ClientWrapper>, StoreError> {
+async fn become_runner(pool: &Pool, p: &dyn ReadModel) -> Result<Option<ClientWrapper>, StoreError> {
     let client = pool::get(pool).await?;
     let got: bool = client
-        .query_one(&runner_lock_sql("pg_try_advisory_lock"), &[&p.name])
+        .query_one(&runner_lock_sql("pg_try_advisory_lock"), &[&p.name()])
         .await?
         .get(0);
     Ok(got.then(|| deadpool_postgres::Object::take(client)))
@@ -60,7 +60,7 @@ async fn become_runner(pool: &Pool, p: &Projection) -> Result<Option<ClientWrapp
 /// when it fires is finished first.
 pub async fn run(
     pool: Pool,
-    p: &'static Projection,
+    p: &'static dyn ReadModel,
     wake: Arc<Notify>,
     cancel: CancellationToken,
     config: WorkerConfig,
@@ -80,12 +80,12 @@ pub async fn run(
                 continue;
             }
             Err(e) => {
-                warn!(projection = p.name, error = %e, "cannot reach the database; will retry");
+                warn!(projection = p.name(), error = %e, "cannot reach the database; will retry");
                 idle(wake.clone(), cancel.clone()).await;
                 continue;
             }
         };
-        info!(projection = p.name, "running");
+        info!(projection = p.name(), "running");
         while !cancel.is_cancelled() {
             match apply_batch(&mut client, p, Slot::Live, config.batch_events).await {
                 Ok(a) if a.events > 0 => {}
@@ -93,13 +93,13 @@ pub async fn run(
                 Err(e) => {
                     // Dropping the connection releases the runner lock, so a
                     // healthy process can take over while we reconnect.
-                    warn!(projection = p.name, error = %e, "batch failed; reconnecting");
+                    warn!(projection = p.name(), error = %e, "batch failed; reconnecting");
                     break;
                 }
             }
         }
     }
-    info!(projection = p.name, "stopped");
+    info!(projection = p.name(), "stopped");
 }
 
 /// Listens for commit notifications and wakes every worker. Reconnects when
@@ -166,7 +166,7 @@ pub async fn run_all(
     // every worker it started.
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(listen(listen_config, wakes.clone(), cancel.clone()));
-    for (p, wake) in crate::projection::ALL.iter().zip(wakes) {
+    for (&p, wake) in crate::projection::ALL.iter().zip(wakes) {
         tasks.spawn(run(pool.clone(), p, wake, cancel.clone(), config));
     }
     while tasks.join_next().await.is_some() {}
@@ -179,7 +179,7 @@ pub async fn run_all(
 pub async fn catch_up(pool: &Pool) -> Result<i64, StoreError> {
     let mut total = 0;
     let mut client = pool::get(pool).await?;
-    for p in crate::projection::ALL {
+    for &p in crate::projection::ALL {
         loop {
             let a = apply_batch(&mut client, p, Slot::Live, PROJECTION_BATCH_EVENTS).await?;
             total += a.events;
@@ -195,7 +195,7 @@ pub async fn catch_up(pool: &Pool) -> Result<i64, StoreError> {
 /// returns whether it did. One-shot tools use this so that a reader without
 /// running workers still sees current rows, while a running worker is left
 /// to do its job and its lag is reported instead.
-pub async fn catch_up_if_idle(pool: &Pool, p: &'static Projection) -> Result<bool, StoreError> {
+pub async fn catch_up_if_idle(pool: &Pool, p: &'static dyn ReadModel) -> Result<bool, StoreError> {
     let Some(mut client) = become_runner(pool, p).await? else {
         return Ok(false);
     };

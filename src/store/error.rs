@@ -2,18 +2,67 @@
 //! else: the rest of the program sees what went wrong, not how PostgreSQL
 //! spells it.
 
+use std::sync::Arc;
+
 use tokio_postgres::error::SqlState;
+
+/// What went wrong, in words, with the error that caused it kept whole (for
+/// `source()` chains and logs). Cheap to clone: group commit answers every
+/// caller of a batch with the same error.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Cause {
+    message: String,
+    #[source]
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl Cause {
+    /// A cause with a source: `message` says what was being done.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Cause {
+        Cause {
+            message: message.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl From<String> for Cause {
+    fn from(message: String) -> Cause {
+        Cause {
+            message,
+            source: None,
+        }
+    }
+}
+
+impl From<&str> for Cause {
+    fn from(message: &str) -> Cause {
+        Cause::from(message.to_owned())
+    }
+}
 
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     /// The database cannot be reached or the pool is exhausted. Retryable: the
     /// caller sends the same command again with the same ids.
     #[error("database unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
 
     /// Contention or a lost connection outlasted every attempt. Retryable.
     #[error("gave up after {attempts} attempts: {last}")]
-    Exhausted { attempts: u32, last: String },
+    Exhausted {
+        attempts: u32,
+        #[source]
+        last: Cause,
+    },
 
     /// A statement ran longer than the configured statement timeout.
     #[error("statement timed out")]
@@ -28,27 +77,27 @@ pub enum StoreError {
     /// be established in time. Retryable with the same ids: every command is
     /// idempotent by its stream, so a retry finds the work if it was done.
     #[error("the outcome of a commit is unknown: {0}")]
-    OutcomeUnknown(String),
+    OutcomeUnknown(#[source] Cause),
 
     /// Someone tried to change or delete logged events.
     #[error("the event log is append-only: {0}")]
-    AppendOnly(String),
+    AppendOnly(#[source] Cause),
 
     /// The database refused a write that would break a domain invariant
     /// (a CHECK constraint or a balance changed without events). This is a bug
     /// in the code above the store, never the caller's fault.
     #[error("invariant violated: {0}")]
-    Invariant(String),
+    Invariant(#[source] Cause),
 
     /// The log holds something the domain cannot read.
     #[error("corrupt log: {0}")]
-    Corrupt(String),
+    Corrupt(#[source] Cause),
 
     #[error("migration failed: {0}")]
-    Migration(String),
+    Migration(#[source] Cause),
 
     #[error("database error: {0}")]
-    Database(String),
+    Database(#[source] Cause),
 }
 
 impl StoreError {
@@ -103,18 +152,18 @@ impl StoreError {
 pub(crate) enum Failure {
     /// The server rolled the transaction back (deadlock, serialization
     /// failure, a concurrent duplicate): try the whole transaction again.
-    Retry(String),
+    Retry(Cause),
     /// The connection failed or was ended. A transaction open on it may have
     /// committed (the COMMIT was sent), may still be open on the server (the
     /// connection is stalled, not closed), or is gone: the retry loop resolves
     /// which by the transaction id before it tries again.
-    Broken(String),
+    Broken(Cause),
     Fatal(StoreError),
 }
 
 impl From<tokio_postgres::Error> for Failure {
     fn from(e: tokio_postgres::Error) -> Self {
-        classify(&e)
+        classify(e)
     }
 }
 
@@ -126,56 +175,63 @@ impl From<StoreError> for Failure {
 
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
-        match classify(&e) {
+        match classify(e) {
             Failure::Fatal(f) => f,
-            Failure::Retry(msg) | Failure::Broken(msg) => StoreError::Unavailable(msg),
+            Failure::Retry(cause) | Failure::Broken(cause) => StoreError::Unavailable(cause),
         }
     }
 }
 
-fn message(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
+/// The server's message and SQLSTATE, with the error kept as the source.
+fn cause(e: tokio_postgres::Error) -> Cause {
+    let message = match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
         None => e.to_string(),
-    }
+    };
+    Cause::with_source(message, e)
 }
 
 /// The one place SQLSTATE codes are read.
-pub(crate) fn classify(e: &tokio_postgres::Error) -> Failure {
-    let Some(code) = e.code() else {
+pub(crate) fn classify(e: tokio_postgres::Error) -> Failure {
+    let Some(code) = e.code().cloned() else {
         // No SQLSTATE: either the connection broke (worth another attempt on
         // a new one) or the client itself refused the call (a bug, not retryable).
-        let broken =
-            e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+        let broken = e.is_closed()
+            || std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
         return if broken {
-            Failure::Broken(message(e))
+            Failure::Broken(cause(e))
         } else {
-            Failure::Fatal(StoreError::Database(message(e)))
+            Failure::Fatal(StoreError::Database(cause(e)))
         };
     };
-    let msg = message(e);
+    let msg = cause(e);
     match code.code() {
         "SL001" => Failure::Fatal(StoreError::AppendOnly(msg)),
         "SL002" => Failure::Fatal(StoreError::Invariant(msg)),
-        _ if *code == SqlState::T_R_DEADLOCK_DETECTED
-            || *code == SqlState::T_R_SERIALIZATION_FAILURE
-            || *code == SqlState::UNIQUE_VIOLATION =>
+        _ if code == SqlState::T_R_DEADLOCK_DETECTED
+            || code == SqlState::T_R_SERIALIZATION_FAILURE
+            || code == SqlState::UNIQUE_VIOLATION =>
         {
             Failure::Retry(msg)
         }
-        _ if *code == SqlState::CHECK_VIOLATION => Failure::Fatal(StoreError::Invariant(msg)),
-        _ if *code == SqlState::QUERY_CANCELED => Failure::Fatal(StoreError::Timeout),
-        _ if *code == SqlState::LOCK_NOT_AVAILABLE => Failure::Fatal(StoreError::LockTimeout),
+        _ if code == SqlState::CHECK_VIOLATION => Failure::Fatal(StoreError::Invariant(msg)),
+        _ if code == SqlState::QUERY_CANCELED => Failure::Fatal(StoreError::Timeout),
+        _ if code == SqlState::LOCK_NOT_AVAILABLE => Failure::Fatal(StoreError::LockTimeout),
         // Connection exceptions (class 08), the server shutting down or killing
         // our backend (57P01..57P03), too many connections, and an abandoned
         // transaction timed out (25P03): the next attempt gets a new connection.
         c if c.starts_with("08")
             || c.starts_with("57P")
-            || *code == SqlState::TOO_MANY_CONNECTIONS
+            || code == SqlState::TOO_MANY_CONNECTIONS
             || c == "25P03" =>
         {
             Failure::Broken(msg)
         }
         _ => Failure::Fatal(StoreError::Database(msg)),
     }
+}
+
+/// Whether creating a database failed only because it already exists.
+pub fn is_duplicate_database(e: &tokio_postgres::Error) -> bool {
+    e.code() == Some(&SqlState::DUPLICATE_DATABASE)
 }

@@ -22,7 +22,7 @@ use crate::limits::{
     BATCH_DEADLINE_MS, COMMIT_REPLY_DEADLINE_MS, MAX_COMMANDS_PER_BATCH, MAX_TRANSACTION_ATTEMPTS,
     RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_START_MS, TRANSACTION_ATTEMPT_DEADLINE_MS,
 };
-use crate::store::error::Failure;
+use crate::store::error::{Cause, Failure};
 use crate::store::load::{Backend, TxIdentity};
 use crate::store::outcome::{release_abandoned, resolve, TxOutcome, Written};
 use crate::store::{load, pool, write, StoreError};
@@ -59,7 +59,7 @@ pub(crate) async fn execute_batch(
     }
     let deadline = Instant::now() + Duration::from_millis(BATCH_DEADLINE_MS);
     let mut backoff_ms = RETRY_BACKOFF_START_MS;
-    let mut last = String::new();
+    let mut last = Cause::from("no attempt was made");
     for attempt_no in 1..=MAX_TRANSACTION_ATTEMPTS {
         if attempt_no > 1 && Instant::now() >= deadline {
             break;
@@ -86,7 +86,9 @@ pub(crate) async fn execute_batch(
                 // The connection is stalled somewhere between us and the
                 // server: never hand it out again.
                 discard(client);
-                let why = format!("no answer within {TRANSACTION_ATTEMPT_DEADLINE_MS} ms");
+                let why = Cause::from(format!(
+                    "no answer within {TRANSACTION_ATTEMPT_DEADLINE_MS} ms"
+                ));
                 if let Some(results) = settle(pool, &mut attempt, &why).await? {
                     return Ok(results);
                 }
@@ -118,7 +120,7 @@ fn discard(client: Object) {
 async fn settle(
     pool: &Pool,
     attempt: &mut Attempt,
-    why: &str,
+    why: &Cause,
 ) -> Result<Option<BatchResult>, StoreError> {
     let (Some(tx), Some(written), true) = (attempt.tx, attempt.wrote.as_ref(), attempt.commit_sent)
     else {
@@ -178,7 +180,7 @@ async fn run_once(
     let loaded = started.elapsed();
     if !events.is_empty() {
         attempt.wrote = Some(Written {
-            streams: events.iter().map(|(e, _)| e.stream.name()).collect(),
+            streams: events.iter().map(|(e, _)| e.stream.to_string()).collect(),
             command_ids: events
                 .iter()
                 .map(|(_, m)| m.command_id.to_string())
@@ -197,7 +199,7 @@ async fn run_once(
         .map_err(|_| {
             Failure::Broken(format!(
                 "no COMMIT reply within {COMMIT_REPLY_DEADLINE_MS} ms"
-            ))
+            ).into())
         })??;
     debug!(
         commands = batch.len(),

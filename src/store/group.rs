@@ -33,7 +33,7 @@ use futures_util::{FutureExt, StreamExt};
 use tokio::sync::{mpsc, oneshot, Mutex, Semaphore};
 use tracing::{error, warn};
 
-use crate::domain::{Command, CommandContext, Outcome, Rejection};
+use crate::domain::{Command, CommandContext, Items, Outcome, Rejection};
 use crate::limits::{
     GROUP_COMMIT_MAX_BATCH, GROUP_COMMIT_PIPELINES, GROUP_COMMIT_QUEUE_DEPTH,
     GROUP_COMMIT_WINDOW_MICROS, MAX_SUSPECT_ITEMS, ONE_BY_ONE_IN_FLIGHT,
@@ -179,7 +179,7 @@ where
         .unwrap_or_else(|panic| {
             let what = panic_message(&panic);
             error!(panic = %what, commands = n, "a command pipeline panicked; its callers get an internal error");
-            vec![Err(StoreError::Invariant(format!("the command path panicked: {what}"))); n]
+            vec![Err(StoreError::Invariant(format!("the command path panicked: {what}").into())); n]
         });
     for (reply, answer) in replies.into_iter().zip(answers) {
         let _ = reply.send(answer);
@@ -269,13 +269,16 @@ struct Suspects {
 }
 
 impl Suspects {
+    /// The stream and the items the command names. The items a reservation
+    /// holds are not known before its stream is read; its stream stands for them.
     fn keys(command: &Command) -> impl Iterator<Item = String> {
-        std::iter::once(command.stream()).chain(
-            command
-                .named_items()
-                .into_iter()
-                .map(|i| format!("item:{i}")),
-        )
+        let touches = command.touches();
+        let items = match touches.items {
+            Items::Named(items) => items,
+            Items::HeldBy(_) => Vec::new(),
+        };
+        std::iter::once(touches.stream.to_string())
+            .chain(items.into_iter().map(|i| format!("item:{i}")))
     }
 
     fn touches(&self, command: &Command) -> bool {
@@ -345,7 +348,7 @@ mod tests {
         for answer in answers {
             match answer.await.expect("answered") {
                 Err(StoreError::Invariant(why)) => {
-                    assert!(why.contains("invalid balance"), "{why}")
+                    assert!(why.message().contains("invalid balance"), "{why}")
                 }
                 other => panic!("expected an internal error, got {other:?}"),
             }

@@ -15,7 +15,11 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::ClientWrapper as Client;
 use futures_util::TryStreamExt;
 
-use crate::domain::{Balance, Item, OrderId, RecordedEvent, ReservationId};
+use crate::domain::event::ItemsAt;
+use crate::domain::{
+    Balance, EventType, Item, OrderId, RecordedEvent, ReservationId, StreamId,
+};
+use crate::store::load::corrupt;
 use crate::store::horizon;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::StoreError;
@@ -29,12 +33,13 @@ pub enum AsOf {
     Position(i64),
 }
 
-/// The events of one item, by either index, in position order. `$3`/`$4`
-/// bound the time or position, `$5` is the safe horizon.
+/// The events of one item, by either index (`schema/0005`), in position
+/// order. `$3`/`$4` bound the time or position, `$5` is the safe horizon.
+/// The event types are the domain's (`EventType::items_at`), written into the
+/// text rather than bound so the planner can match the partial index.
 const ITEM_EVENTS: &str = "
     SELECT {COLUMNS} FROM events
-    WHERE ((type IN ('StockReceived', 'StockAdjusted')
-            AND data ->> 'sku' = $1 AND data ->> 'location' = $2)
+    WHERE ((type IN ({TOP_LEVEL}) AND data ->> 'sku' = $1 AND data ->> 'location' = $2)
            OR data -> 'lines' @> jsonb_build_array(jsonb_build_object('sku', $1::text, 'location', $2::text)))
       AND ($3::timestamptz IS NULL OR recorded_at <= $3)
       AND ($4::bigint IS NULL OR position <= $4)
@@ -43,7 +48,15 @@ const ITEM_EVENTS: &str = "
 
 /// The statement that finds one item's events (public so a test can EXPLAIN it).
 pub fn item_events_sql() -> String {
-    ITEM_EVENTS.replace("{COLUMNS}", EVENT_COLUMNS)
+    // Our own constants (identifiers of the form `[A-Za-z]+`), never input.
+    let top_level: Vec<String> = EventType::ALL
+        .iter()
+        .filter(|t| t.items_at() == ItemsAt::TopLevel)
+        .map(|t| format!("'{}'", t.as_str()))
+        .collect();
+    ITEM_EVENTS
+        .replace("{COLUMNS}", EVENT_COLUMNS)
+        .replace("{TOP_LEVEL}", &top_level.join(", "))
 }
 
 /// Every event that moved `item`, oldest first, below the safe horizon.
@@ -171,18 +184,19 @@ pub async fn reservation_of_order(
 ) -> Result<Option<ReservationId>, StoreError> {
     let stmt = client
         .prepare_cached(
-            "SELECT substr(stream, length('reservation:') + 1) FROM events
+            "SELECT stream FROM events
              WHERE type = 'ReservationCreated' AND (data ->> 'order_id') = $1",
         )
         .await?;
-    client
-        .query_opt(&stmt, &[&order.as_str()])
-        .await?
-        .map(|r| {
-            ReservationId::parse("reservation_id", r.get(0))
-                .map_err(|e| StoreError::Corrupt(e.to_string()))
-        })
-        .transpose()
+    let Some(row) = client.query_opt(&stmt, &[&order.as_str()]).await? else {
+        return Ok(None);
+    };
+    match StreamId::parse("stream", row.get(0)).map_err(corrupt)? {
+        StreamId::Reservation(id) => Ok(Some(id)),
+        other @ (StreamId::Receipt(_) | StreamId::Adjustment(_)) => Err(StoreError::Corrupt(
+            format!("{other} holds a ReservationCreated event").into(),
+        )),
+    }
 }
 
 /// An item's figures from the `stock_levels` projection.

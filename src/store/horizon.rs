@@ -81,7 +81,7 @@ pub async fn stable(client: &Client) -> Result<Stable, StoreError> {
         return Err(StoreError::Database(format!(
             "{hidden} session(s) of this database are hidden from this role, so the moment \
              before which the log is stable cannot be known; grant it pg_read_all_stats"
-        )));
+        ).into()));
     }
     let before = row.get(0);
     Ok(Stable {

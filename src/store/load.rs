@@ -1,26 +1,31 @@
 //! The first half of a command transaction: lock what the batch touches, in an
 //! order every transaction shares, and read it into a `LedgerState`.
 //!
+//! What to lock is the domain's answer (`Command::touches`): streams, orders,
+//! and items, including the items held by a reservation a command may move.
+//!
 //! Lock order (and why it cannot deadlock): first transaction-scoped advisory
 //! locks on every stream and order id the batch names, sorted by their hash;
-//! then the balance rows of every item involved, sorted by (location, sku).
-//! Every transaction takes its locks in this one global order.
+//! then the existing balance rows of every item involved, sorted by
+//! (location, sku). The rows a batch creates are inserted last, in the same
+//! order (`write.rs`). Every transaction takes its locks in this one global order.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Transaction;
 
-use crate::domain::decide::SingleRecord;
 use crate::domain::{
     Balance, Command, CommandContext, Item, LedgerState, Location, OrderId, RecordedEvent,
-    Reservation, ReservationId, Sku,
+    Rejection, Reservation, ReservationId, SingleRecord, Sku, StreamId, Touches,
 };
-use crate::store::error::Failure;
+use crate::store::error::{Cause, Failure};
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::StoreError;
 
-pub(crate) const RESERVATION_PREFIX: &str = "reservation:";
+/// The advisory lock key of an order is its id under this prefix, which no
+/// stream name has, so an order's lock never collides with a stream's.
+const ORDER_LOCK_PREFIX: &str = "order-lock:";
 
 /// What the decision needs, read under locks, and the database time to decide at.
 pub(crate) struct Loaded {
@@ -57,18 +62,50 @@ pub(crate) async fn lock_and_load(
     batch: &[(Command, CommandContext)],
     backend: &mut Option<Backend>,
 ) -> Result<Loaded, Failure> {
-    let streams: BTreeSet<String> = batch.iter().map(|(c, _)| c.stream()).collect();
-    let orders: BTreeSet<String> = batch
-        .iter()
-        .filter_map(|(c, _)| c.order_id().map(|o| o.to_string()))
-        .collect();
+    let touches: Vec<Touches> = batch.iter().map(|(c, _)| c.touches()).collect();
+    let streams: BTreeSet<StreamId> = touches.iter().map(|t| t.stream.clone()).collect();
+    let orders: BTreeSet<&OrderId> = touches.iter().filter_map(|t| t.order.as_ref()).collect();
+    lock_keys(tx, &streams, &orders, backend).await?;
+    let mut state = LedgerState::default();
+    read_streams(tx, &streams, &mut state).await?;
+    read_order_owners(tx, &orders, &mut state).await?;
+    let items: BTreeSet<Item> = touches.iter().flat_map(|t| t.items(&state)).collect();
+    let existing = lock_balances(tx, &items, &mut state).await?;
 
-    // 1. Advisory locks: one command per stream (and per order) at a time,
-    //    across every process. The unique (stream, seq) key stays the backstop.
+    // Decide at the database's clock, read after every lock is held, so an
+    // expiry is judged as close to the commit as the transaction allows.
+    // The transaction id is taken here too (after the locks, so a waiting
+    // transaction does not hold readers back), to resolve a lost COMMIT.
+    let clock = tx
+        .prepare_cached(
+            "SELECT clock_timestamp(), pg_current_xact_id()::text::bigint, stockledger_incarnation()",
+        )
+        .await?;
+    let row = tx.query_one(&clock, &[]).await?;
+    Ok(Loaded {
+        state,
+        existing,
+        now: row.get(0),
+        tx: TxIdentity {
+            xid: row.get(1),
+            backend: backend.expect("known since the locks were taken"),
+            incarnation: row.get(2),
+        },
+    })
+}
+
+/// Step 1: advisory locks, one command per stream (and per order) at a time
+/// across every process. The unique (stream, seq) key stays the backstop.
+async fn lock_keys(
+    tx: &Transaction<'_>,
+    streams: &BTreeSet<StreamId>,
+    orders: &BTreeSet<&OrderId>,
+    backend: &mut Option<Backend>,
+) -> Result<(), Failure> {
     let keys: Vec<String> = streams
         .iter()
-        .cloned()
-        .chain(orders.iter().map(|o| format!("order:{o}")))
+        .map(StreamId::to_string)
+        .chain(orders.iter().map(|o| format!("{ORDER_LOCK_PREFIX}{o}")))
         .collect();
     let lock = tx
         .prepare_cached(
@@ -89,123 +126,120 @@ pub(crate) async fn lock_and_load(
         xact_start: who.get(1),
     });
     locked?;
+    Ok(())
+}
 
-    // 2. The streams themselves.
-    let mut state = LedgerState::default();
-    let stream_list: Vec<String> = streams.into_iter().collect();
+/// Step 2: the streams themselves, folded.
+async fn read_streams(
+    tx: &Transaction<'_>,
+    streams: &BTreeSet<StreamId>,
+    state: &mut LedgerState,
+) -> Result<(), Failure> {
+    let names: Vec<String> = streams.iter().map(StreamId::to_string).collect();
     let read = tx
         .prepare_cached(&format!(
             "SELECT {EVENT_COLUMNS} FROM events WHERE stream = ANY($1) ORDER BY stream, seq"
         ))
         .await?;
     let mut by_reservation: BTreeMap<ReservationId, Vec<RecordedEvent>> = BTreeMap::new();
-    for row in tx.query(&read, &[&stream_list]).await? {
+    for row in tx.query(&read, &[&names]).await? {
         let e = recorded_event(&row)?;
-        if let Some(id) = e.stream.strip_prefix(RESERVATION_PREFIX) {
-            let id = ReservationId::parse("stream", id)
-                .map_err(|r| StoreError::Corrupt(format!("stream {}: {r}", e.stream)))?;
-            by_reservation.entry(id).or_default().push(e);
-        } else {
-            let fingerprint = e.metadata.fingerprint.clone().ok_or_else(|| {
-                StoreError::Corrupt(format!("stream {} has no fingerprint", e.stream))
-            })?;
-            state.singles.insert(
-                e.stream.clone(),
-                SingleRecord {
+        match &e.stream {
+            StreamId::Reservation(id) => by_reservation.entry(id.clone()).or_default().push(e),
+            StreamId::Receipt(_) | StreamId::Adjustment(_) => {
+                let fingerprint = e.metadata.fingerprint.clone().ok_or_else(|| {
+                    StoreError::Corrupt(format!("stream {} has no fingerprint", e.stream).into())
+                })?;
+                let record = SingleRecord {
                     fingerprint,
                     command_id: e.metadata.command_id,
                     event: e.event,
-                },
-            );
+                };
+                state.singles.insert(e.stream, record);
+            }
         }
     }
     for (id, events) in by_reservation {
-        state
-            .reservations
-            .insert(id.clone(), fold_stream(&id, &events)?);
+        let folded = fold_stream(&id, &events)?;
+        state.reservations.insert(id, folded);
     }
+    Ok(())
+}
 
-    // 3. Who holds the orders the batch wants to reserve for.
-    if !orders.is_empty() {
-        let order_list: Vec<String> = orders.into_iter().collect();
-        let owners = tx
-            .prepare_cached(
-                "SELECT data ->> 'order_id', stream FROM events
-                 WHERE type = 'ReservationCreated' AND (data ->> 'order_id') = ANY($1)",
-            )
-            .await?;
-        for row in tx.query(&owners, &[&order_list]).await? {
-            let order: String = row.get(0);
-            let stream: String = row.get(1);
-            let owner = stream.strip_prefix(RESERVATION_PREFIX).unwrap_or(&stream);
-            state.order_owners.insert(
-                OrderId::parse("order_id", &order)
-                    .map_err(|r| StoreError::Corrupt(r.to_string()))?,
-                ReservationId::parse("reservation_id", owner)
-                    .map_err(|r| StoreError::Corrupt(r.to_string()))?,
-            );
-        }
+/// Step 3: who holds the orders the batch wants to reserve for.
+async fn read_order_owners(
+    tx: &Transaction<'_>,
+    orders: &BTreeSet<&OrderId>,
+    state: &mut LedgerState,
+) -> Result<(), Failure> {
+    if orders.is_empty() {
+        return Ok(());
     }
-
-    // 4. Balance rows of every item involved, locked in (location, sku) order:
-    //    items the commands name, and items held by reservations they may move.
-    let mut items: BTreeSet<Item> = batch.iter().flat_map(|(c, _)| c.named_items()).collect();
-    for r in state.reservations.values() {
-        items.extend(r.lines.iter().map(|l| l.item.clone()));
-    }
-    let mut existing = HashSet::new();
-    if !items.is_empty() {
-        let (skus, locations): (Vec<&str>, Vec<&str>) = items
-            .iter()
-            .map(|i| (i.sku.as_str(), i.location.as_str()))
-            .unzip();
-        let lock_rows = tx
-            .prepare_cached(
-                "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed
-                 FROM item_balances AS b
-                 JOIN unnest($1::text[], $2::text[]) AS u(sku, location) USING (sku, location)
-                 ORDER BY b.location, b.sku
-                 FOR UPDATE OF b",
-            )
-            .await?;
-        for row in tx.query(&lock_rows, &[&skus, &locations]).await? {
-            let corrupt = |r: crate::domain::Rejection| StoreError::Corrupt(r.to_string());
-            let item = Item {
-                sku: Sku::parse("sku", row.get(0)).map_err(corrupt)?,
-                location: Location::parse("location", row.get(1)).map_err(corrupt)?,
-            };
-            let balance = Balance {
-                on_hand: row.get(2),
-                reserved: row.get(3),
-                confirmed: row.get(4),
-            };
-            existing.insert(item.clone());
-            state.balances.insert(item, balance);
-        }
-    }
-
-    // 5. Decide at the database's clock, read after every lock is held, so an
-    //    expiry is judged as close to the commit as the transaction allows.
-    //    The transaction id is taken here too (after the locks, so a waiting
-    //    transaction does not hold readers back), to resolve a lost COMMIT.
-    let clock = tx
+    let order_list: Vec<&str> = orders.iter().map(|o| o.as_str()).collect();
+    let owners = tx
         .prepare_cached(
-            "SELECT clock_timestamp(), pg_current_xact_id()::text::bigint, stockledger_incarnation()",
+            "SELECT data ->> 'order_id', stream FROM events
+             WHERE type = 'ReservationCreated' AND (data ->> 'order_id') = ANY($1)",
         )
         .await?;
-    let row = tx.query_one(&clock, &[]).await?;
-    let now: DateTime<Utc> = row.get(0);
+    for row in tx.query(&owners, &[&order_list]).await? {
+        let order = OrderId::parse("order_id", row.get(0)).map_err(corrupt)?;
+        let stream = StreamId::parse("stream", row.get(1)).map_err(corrupt)?;
+        let StreamId::Reservation(owner) = stream else {
+            return Err(StoreError::Corrupt(
+                format!("{stream} holds a ReservationCreated event").into(),
+            )
+            .into());
+        };
+        state.order_owners.insert(order, owner);
+    }
+    Ok(())
+}
 
-    Ok(Loaded {
-        state,
-        existing,
-        now,
-        tx: TxIdentity {
-            xid: row.get(1),
-            backend: backend.expect("known since the locks were taken"),
-            incarnation: row.get(2),
-        },
-    })
+/// Step 4: the balance rows of every item the batch may move, locked in
+/// (location, sku) order. Returns the items that had a row.
+async fn lock_balances(
+    tx: &Transaction<'_>,
+    items: &BTreeSet<Item>,
+    state: &mut LedgerState,
+) -> Result<HashSet<Item>, Failure> {
+    let mut existing = HashSet::new();
+    if items.is_empty() {
+        return Ok(existing);
+    }
+    let (skus, locations): (Vec<&str>, Vec<&str>) = items
+        .iter()
+        .map(|i| (i.sku.as_str(), i.location.as_str()))
+        .unzip();
+    let lock_rows = tx
+        .prepare_cached(
+            "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed
+             FROM item_balances AS b
+             JOIN unnest($1::text[], $2::text[]) AS u(sku, location) USING (sku, location)
+             ORDER BY b.location, b.sku
+             FOR UPDATE OF b",
+        )
+        .await?;
+    for row in tx.query(&lock_rows, &[&skus, &locations]).await? {
+        let item = Item {
+            sku: Sku::parse("sku", row.get(0)).map_err(corrupt)?,
+            location: Location::parse("location", row.get(1)).map_err(corrupt)?,
+        };
+        let balance = Balance {
+            on_hand: row.get(2),
+            reserved: row.get(3),
+            confirmed: row.get(4),
+        };
+        existing.insert(item.clone());
+        state.balances.insert(item, balance);
+    }
+    Ok(existing)
+}
+
+/// A value in the database that the domain refuses: the store wrote it, so
+/// the log or a table is corrupt.
+pub(crate) fn corrupt(r: Rejection) -> StoreError {
+    StoreError::Corrupt(Cause::with_source("a stored value breaks a domain rule", r))
 }
 
 /// Folds one reservation stream, reporting a broken one as corruption.
@@ -224,8 +258,8 @@ pub(crate) fn fold_stream(
                 e.metadata.command_id,
                 e.recorded_at,
             )
-            .map_err(|v| StoreError::Corrupt(format!("stream {}: {v}", e.stream)))?,
+            .map_err(|v| StoreError::Corrupt(Cause::with_source(format!("stream {}", e.stream), v)))?,
         );
     }
-    current.ok_or_else(|| StoreError::Corrupt(format!("reservation {id} has no events")))
+    current.ok_or_else(|| StoreError::Corrupt(format!("reservation {id} has no events").into()))
 }

@@ -2,7 +2,7 @@
 //! core what a command does, and writes the answer, in one transaction.
 //! Nothing in here decides a business rule.
 
-mod error;
+pub mod error;
 mod execute;
 pub mod group;
 pub mod history;
@@ -143,7 +143,7 @@ impl Store {
         let balance = history::stock_level(&client, item).await?;
         let status = crate::projection::status::status_of(
             &**client,
-            &crate::projection::registry::STOCK_LEVELS,
+            &crate::read_model::STOCK_LEVELS,
         )
         .await?;
         Ok((balance, status))
@@ -213,7 +213,7 @@ impl Store {
                         Ok(mut one) => results.push(one.pop().expect("one answer per command")),
                         Err(e) => tracing::error!(
                             error = %e,
-                            reservation_id = ?command.0.reservation_id().map(|r| r.to_string()),
+                            stream = %command.0.stream(),
                             "cannot expire this reservation"
                         ),
                     }

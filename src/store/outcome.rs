@@ -55,7 +55,7 @@ pub(crate) async fn resolve(
         Err(_) => Err(StoreError::OutcomeUnknown(format!(
             "transaction {} did not resolve within {OUTCOME_RESOLUTION_DEADLINE_MS} ms",
             tx.xid
-        ))),
+        ).into())),
     }
 }
 
@@ -122,7 +122,7 @@ async fn ask(
         other => Err(StoreError::OutcomeUnknown(format!(
             "transaction {} has status {other:?}",
             tx.xid
-        ))),
+        ).into())),
     }
 }
 

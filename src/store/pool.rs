@@ -16,6 +16,7 @@ use crate::limits::{
     STATEMENT_TIMEOUT_MS, TCP_KEEPALIVE_IDLE_SECONDS, TCP_KEEPALIVE_INTERVAL_SECONDS,
     TCP_KEEPALIVE_RETRIES, TCP_USER_TIMEOUT_MS,
 };
+use crate::store::error::Cause;
 use crate::store::StoreError;
 
 /// `config` with the timeouts every stockledger connection carries. The
@@ -65,7 +66,7 @@ pub fn build(config: tokio_postgres::Config, size: usize) -> Result<Pool, StoreE
         .recycle_timeout(Some(Duration::from_millis(POOL_WAIT_TIMEOUT_MS)))
         .runtime(Runtime::Tokio1)
         .build()
-        .map_err(|e| StoreError::Database(format!("building the pool: {e}")))
+        .map_err(|e| StoreError::Database(format!("building the pool: {e}").into()))
 }
 
 pub async fn get(pool: &Pool) -> Result<Object, StoreError> {
@@ -73,7 +74,7 @@ pub async fn get(pool: &Pool) -> Result<Object, StoreError> {
         PoolError::Timeout(_) => StoreError::Unavailable(
             "no database connection became free (or could be opened) in time".into(),
         ),
-        PoolError::Backend(e) => StoreError::Unavailable(e.to_string()),
-        other => StoreError::Unavailable(other.to_string()),
+        PoolError::Backend(e) => StoreError::from(e),
+        other => StoreError::Unavailable(Cause::with_source("taking a pooled connection", other)),
     })
 }

@@ -18,10 +18,11 @@ use deadpool_postgres::ClientWrapper as Client;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::domain::command::reservation_stream;
-use crate::domain::{Balance, Item, RecordedEvent, Rejection, ReservationId, ReservationView};
+use crate::domain::{
+    Balance, Item, RecordedEvent, Rejection, ReservationId, ReservationView, StreamId,
+};
 use crate::limits::MAX_EVENTS_PER_READ;
-use crate::store::load::fold_stream;
+use crate::store::load::{corrupt, fold_stream};
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::StoreError;
 
@@ -176,7 +177,8 @@ pub async fn reservation(
             "SELECT {EVENT_COLUMNS} FROM events WHERE stream = $1 ORDER BY seq"
         ))
         .await?;
-    let rows = client.query(&stmt, &[&reservation_stream(id)]).await?;
+    let rows = client
+        .query(&stmt, &[&StreamId::Reservation(id.clone()).to_string()]).await?;
     if rows.is_empty() {
         return Ok(None);
     }
@@ -187,8 +189,8 @@ pub async fn reservation(
     let r = fold_stream(id, &events)?;
     Ok(Some(ReservationDetails {
         view: (&r).into(),
-        created_at: r.created_at,
-        updated_at: r.updated_at,
+        created_at: r.created_at(),
+        updated_at: r.updated_at(),
         events,
     }))
 }
@@ -231,8 +233,7 @@ pub async fn due_reservations(
         .await?
         .iter()
         .map(|r| {
-            ReservationId::parse("reservation_id", r.get(0))
-                .map_err(|e| StoreError::Corrupt(e.to_string()))
+            ReservationId::parse("reservation_id", r.get(0)).map_err(corrupt)
         })
         .collect()
 }

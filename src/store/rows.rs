@@ -2,7 +2,7 @@
 
 use tokio_postgres::Row;
 
-use crate::domain::{Event, EventMetadata, RecordedEvent};
+use crate::domain::{Event, EventMetadata, RecordedEvent, StreamId};
 use crate::store::StoreError;
 
 /// The columns every event query selects, in the order `recorded_event` reads them.
@@ -14,15 +14,16 @@ pub(crate) fn recorded_event(row: &Row) -> Result<RecordedEvent, StoreError> {
     let position: i64 = row.get(0);
     let type_name: String = row.get(3);
     let corrupt = |what: &str, e: serde_json::Error| {
-        StoreError::Corrupt(format!("event at position {position}: {what}: {e}"))
+        StoreError::Corrupt(format!("event at position {position}: {what}: {e}").into())
     };
     let event = Event::from_parts(&type_name, row.get(4)).map_err(|e| corrupt("data", e))?;
     let metadata: EventMetadata =
         serde_json::from_value(row.get(5)).map_err(|e| corrupt("metadata", e))?;
     let seq: i32 = row.get(2);
+    let stream = StreamId::parse("stream", row.get(1)).map_err(crate::store::load::corrupt)?;
     Ok(RecordedEvent {
         position,
-        stream: row.get(1),
+        stream,
         seq: seq as u32,
         event,
         metadata,

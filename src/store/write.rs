@@ -22,7 +22,7 @@ pub(crate) async fn append(
     let mut data = Vec::with_capacity(events.len());
     let mut metadata = Vec::with_capacity(events.len());
     for (e, m) in events {
-        streams.push(e.stream.name());
+        streams.push(e.stream.to_string());
         seqs.push(e.seq as i32);
         types.push(e.event.type_name());
         data.push(e.event.data());

@@ -1,0 +1,214 @@
+//! Streams: the kinds of stream in the log, their names, and which event may
+//! stand at which sequence number of each. This is the one place a stream
+//! name is spelled; everything else parses and prints `StreamId`, and SQL that
+//! needs a prefix is handed it as a bound parameter.
+
+use std::fmt;
+
+use crate::domain::event::EventType;
+use crate::domain::ids::{AdjustmentId, ReceiptId, ReservationId};
+use crate::domain::Rejection;
+
+/// What a stream records. Each kind has its own prefix and its own rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StreamKind {
+    /// One delivery of stock: exactly one `StockReceived`.
+    Receipt,
+    /// One correction: exactly one `StockAdjusted`.
+    Adjustment,
+    /// One order's hold on stock: created (or tombstoned) at seq 1, settled at seq 2.
+    Reservation,
+}
+
+impl StreamKind {
+    /// Every kind, for tests and documentation that must cover them all.
+    pub const ALL: [StreamKind; 3] = [
+        StreamKind::Receipt,
+        StreamKind::Adjustment,
+        StreamKind::Reservation,
+    ];
+
+    /// The prefix of the stream name, with its colon. Spelled only here.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            StreamKind::Receipt => "receipt:",
+            StreamKind::Adjustment => "adjustment:",
+            StreamKind::Reservation => "reservation:",
+        }
+    }
+
+    /// The last sequence number a stream of this kind can reach: a stream
+    /// that has it is complete.
+    pub fn last_seq(self) -> u32 {
+        match self {
+            StreamKind::Receipt | StreamKind::Adjustment => 1,
+            StreamKind::Reservation => 2,
+        }
+    }
+
+    /// Whether an event of type `event` may stand at `seq` in a stream of this
+    /// kind. This is the coarse rule (the audit and the history queries use
+    /// it); the reservation fold adds what depends on the event before.
+    pub fn allows(self, seq: u32, event: EventType) -> bool {
+        match (self, seq) {
+            (StreamKind::Receipt, 1) => event == EventType::StockReceived,
+            (StreamKind::Adjustment, 1) => event == EventType::StockAdjusted,
+            (StreamKind::Reservation, 1) => matches!(
+                event,
+                EventType::ReservationCreated | EventType::ReservationReleased
+            ),
+            (StreamKind::Reservation, 2) => matches!(
+                event,
+                EventType::ReservationConfirmed
+                    | EventType::ReservationReleased
+                    | EventType::ReservationExpired
+            ),
+            (StreamKind::Receipt | StreamKind::Adjustment | StreamKind::Reservation, _) => false,
+        }
+    }
+
+    /// The event types that may appear in a stream of this kind.
+    pub fn event_types(self) -> impl Iterator<Item = EventType> {
+        EventType::ALL
+            .iter()
+            .copied()
+            .filter(move |t| (1..=self.last_seq()).any(|seq| self.allows(seq, *t)))
+    }
+
+    /// The stream kind whose streams hold events of `event`.
+    pub fn of_event(event: EventType) -> StreamKind {
+        match event {
+            EventType::StockReceived => StreamKind::Receipt,
+            EventType::StockAdjusted => StreamKind::Adjustment,
+            EventType::ReservationCreated
+            | EventType::ReservationConfirmed
+            | EventType::ReservationReleased
+            | EventType::ReservationExpired => StreamKind::Reservation,
+        }
+    }
+}
+
+/// A stream of the log, by kind and id. Prints as the stream name (`receipt:r1`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StreamId {
+    Receipt(ReceiptId),
+    Adjustment(AdjustmentId),
+    Reservation(ReservationId),
+}
+
+impl StreamId {
+    pub fn kind(&self) -> StreamKind {
+        match self {
+            StreamId::Receipt(_) => StreamKind::Receipt,
+            StreamId::Adjustment(_) => StreamKind::Adjustment,
+            StreamId::Reservation(_) => StreamKind::Reservation,
+        }
+    }
+
+    /// The id after the prefix.
+    pub fn id(&self) -> &str {
+        match self {
+            StreamId::Receipt(id) => id.as_str(),
+            StreamId::Adjustment(id) => id.as_str(),
+            StreamId::Reservation(id) => id.as_str(),
+        }
+    }
+
+    pub fn reservation_id(&self) -> Option<&ReservationId> {
+        match self {
+            StreamId::Reservation(id) => Some(id),
+            StreamId::Receipt(_) | StreamId::Adjustment(_) => None,
+        }
+    }
+
+    /// Parses a stream name as the log stores it. The rejection names `field`.
+    pub fn parse(field: &str, name: &str) -> Result<StreamId, Rejection> {
+        for kind in StreamKind::ALL {
+            if let Some(id) = name.strip_prefix(kind.prefix()) {
+                return Ok(match kind {
+                    StreamKind::Receipt => StreamId::Receipt(ReceiptId::parse(field, id)?),
+                    StreamKind::Adjustment => {
+                        StreamId::Adjustment(AdjustmentId::parse(field, id)?)
+                    }
+                    StreamKind::Reservation => {
+                        StreamId::Reservation(ReservationId::parse(field, id)?)
+                    }
+                });
+            }
+        }
+        Err(Rejection::invalid(
+            field,
+            format!("must start with one of {}", prefixes()),
+        ))
+    }
+}
+
+/// The prefixes of every kind, for messages.
+pub fn prefixes() -> String {
+    StreamKind::ALL
+        .iter()
+        .map(|k| k.prefix())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl serde::Serialize for StreamId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl fmt::Display for StreamId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.kind().prefix(), self.id())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for name in ["receipt:r1", "adjustment:a:1", "reservation:res-1"] {
+            let id = StreamId::parse("stream", name).unwrap();
+            assert_eq!(id.to_string(), name);
+        }
+        assert_eq!(
+            StreamId::parse("stream", "reservation:res-1")
+                .unwrap()
+                .reservation_id()
+                .unwrap()
+                .as_str(),
+            "res-1"
+        );
+    }
+
+    #[test]
+    fn unknown_or_bad_names_are_refused() {
+        for name in ["", "order:1", "receipt:", "reservation:has space", "Receipt:r1"] {
+            assert!(StreamId::parse("stream", name).is_err(), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn every_event_type_belongs_to_exactly_the_kind_that_allows_it() {
+        for &t in EventType::ALL {
+            let kinds: Vec<StreamKind> = StreamKind::ALL
+                .into_iter()
+                .filter(|k| k.event_types().any(|e| e == t))
+                .collect();
+            assert_eq!(kinds, vec![StreamKind::of_event(t)], "{t:?}");
+        }
+    }
+
+    #[test]
+    fn nothing_stands_past_the_last_seq() {
+        for kind in StreamKind::ALL {
+            for &t in EventType::ALL {
+                assert!(!kind.allows(0, t));
+                assert!(!kind.allows(kind.last_seq() + 1, t));
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! `reservation_expiry`: open reservations by expiry, for the expiry worker.
+
+use std::marker::PhantomData;
+
+use chrono::{DateTime, Utc};
+use rustc_hash::FxHashMap as HashMap;
+use tokio_postgres::Client;
+
+use crate::domain::{Reservation, ReservationState};
+use crate::read_model::{Diffs, Model, Rows, StreamSeen};
+use crate::store::StoreError;
+
+pub struct ReservationExpiry;
+
+pub static RESERVATION_EXPIRY: Model<ReservationExpiry> = Model {
+    name: "reservation_expiry",
+    tables: &["reservation_expiry"],
+    schema: include_str!("../../projections/reservation_expiry/schema.sql"),
+    apply: &[
+        include_str!("../../projections/reservation_expiry/apply_1_opened.sql"),
+        include_str!("../../projections/reservation_expiry/apply_2_closed.sql"),
+    ],
+    rows: PhantomData,
+};
+
+/// One row, by reservation id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpiryRow {
+    pub order_id: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+type ByReservation = HashMap<String, ExpiryRow>;
+
+const LABEL: &str = "reservation_expiry";
+
+impl Rows for ReservationExpiry {
+    type Expected = ByReservation;
+    type Actual = ByReservation;
+
+    /// A reservation that is still open has a row; a tombstone never does.
+    fn fold(expected: &mut ByReservation, seen: &StreamSeen<'_>) {
+        match seen.reservation {
+            Some(Reservation::Placed(p)) if p.state == ReservationState::Reserved => {
+                let row = ExpiryRow {
+                    order_id: p.order_id.to_string(),
+                    expires_at: p.expires_at,
+                };
+                expected.insert(p.reservation_id.to_string(), row);
+            }
+            Some(Reservation::Placed(_) | Reservation::Tombstone(_)) | None => {}
+        }
+    }
+
+    fn merge(into: &mut ByReservation, other: ByReservation) {
+        into.extend(other);
+    }
+
+    async fn load(client: &Client, schema: &str) -> Result<ByReservation, StoreError> {
+        let sql =
+            format!("SELECT reservation_id, order_id, expires_at FROM {schema}.reservation_expiry");
+        let rows = client.query(&sql, &[]).await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let row = ExpiryRow {
+                    order_id: r.get(1),
+                    expires_at: r.get(2),
+                };
+                (r.get(0), row)
+            })
+            .collect())
+    }
+
+    fn compare(expected: ByReservation, mut actual: ByReservation, diffs: &mut Diffs) {
+        for (id, want) in &expected {
+            let Some(got) = actual.remove(id) else {
+                diffs.push(LABEL, id.clone(), "row", "present", "missing");
+                continue;
+            };
+            if got.order_id != want.order_id {
+                diffs.push(LABEL, id, "order_id", &want.order_id, got.order_id);
+            }
+            if got.expires_at != want.expires_at {
+                let (w, g) = (want.expires_at.to_rfc3339(), got.expires_at.to_rfc3339());
+                diffs.push(LABEL, id, "expires_at", w, g);
+            }
+        }
+        for id in actual.keys() {
+            diffs.push(LABEL, id.clone(), "row", "absent", "present");
+        }
+    }
+}
