@@ -1,3 +1,4 @@
+-- $5 is the prefix of reservation streams: the reservation id is the rest of the name.
 -- New reservations in ($1:$2, $3:$4], written once in their final state for
 -- this batch: a reservation settled in the same batch (the common case during
 -- a rebuild) is inserted as settled rather than inserted and then updated.
@@ -17,7 +18,7 @@ WITH batch AS (
 INSERT INTO order_view (order_id, reservation_id, state, lines, expires_at,
                         created_at, updated_at, history, last_position)
 SELECT c.data ->> 'order_id',
-       substr(c.stream, length('reservation:') + 1),
+       substr(c.stream, length($5::text) + 1),
        CASE s.type WHEN 'ReservationConfirmed' THEN 'CONFIRMED'
                    WHEN 'ReservationReleased' THEN 'RELEASED'
                    WHEN 'ReservationExpired' THEN 'EXPIRED'

@@ -1,6 +1,7 @@
+-- $5 is the prefix of reservation streams: the reservation id is the rest of the name.
 -- Reservations created in ($1:$2, $3:$4] and still open at the end of it.
 INSERT INTO reservation_expiry (reservation_id, order_id, expires_at)
-SELECT substr(c.stream, length('reservation:') + 1),
+SELECT substr(c.stream, length($5::text) + 1),
        c.data ->> 'order_id',
        (c.data ->> 'expires_at')::timestamptz
 FROM events AS c

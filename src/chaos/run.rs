@@ -20,6 +20,7 @@ use tracing::info;
 use crate::chaos::proxy::{CommitFault, Proxy, Upstream};
 use crate::domain::{
     command, Command, CommandContext, LineRequest, Outcome, ReceiveRequest, ReserveRequest,
+    StreamId, StreamKind,
 };
 use crate::limits::{
     CHAOS_FAULT_INTERVAL_MS, CHAOS_HELD_REPLY_MS, CHAOS_ITEMS, CHAOS_RETRY_PAUSE_MS,
@@ -200,7 +201,7 @@ async fn writer(
             let id = format!("in-{w}-{k}");
             let cmd = receive(&id, pick(1), 50);
             if let Some(Ok(_)) = answer(&store, cmd, &tally, &cancel).await {
-                expect(&tally, format!("receipt:{id}"), 1, "StockReceived");
+                expect(&tally, stream(StreamKind::Receipt, &id), 1, "StockReceived");
             }
             continue;
         }
@@ -210,7 +211,7 @@ async fn writer(
         let Some(Ok(_)) = answer(&store, reserve, &tally, &cancel).await else {
             continue; // refused (not enough stock): nothing to settle
         };
-        expect(&tally, format!("reservation:{id}"), 1, "ReservationCreated");
+        expect(&tally, stream(StreamKind::Reservation, &id), 1, "ReservationCreated");
         let (settle, event) = if k % 3 == 0 {
             (command::release(&id, None), "ReservationReleased")
         } else {
@@ -218,9 +219,14 @@ async fn writer(
         };
         let settle = settle.expect("generated ids are valid");
         if let Some(Ok(_)) = answer(&store, settle, &tally, &cancel).await {
-            expect(&tally, format!("reservation:{id}"), 2, event);
+            expect(&tally, stream(StreamKind::Reservation, &id), 2, event);
         }
     }
+}
+
+/// A stream's name, as the log stores it.
+fn stream(kind: StreamKind, id: &str) -> String {
+    format!("{}{id}", kind.prefix())
 }
 
 fn expect(tally: &Mutex<Tally>, stream: String, seq: i32, event: &'static str) {
@@ -390,11 +396,8 @@ async fn verify(direct: &Store, expected: &[Expect]) -> Result<ChaosReport, Stor
     let duplicated = per_stream
         .iter()
         .filter(|(stream, n)| {
-            **n > if stream.starts_with("reservation:") {
-                2
-            } else {
-                1
-            }
+            let last = StreamId::parse("stream", stream).map_or(1, |s| s.kind().last_seq());
+            **n > i64::from(last)
         })
         .count() as u64;
     let oversold: i64 = client

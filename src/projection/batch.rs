@@ -2,6 +2,9 @@
 
 use deadpool_postgres::Transaction;
 
+use tokio_postgres::types::ToSql;
+
+use crate::domain::StreamKind;
 use crate::projection::{ReadModel, Slot};
 use crate::store::{Cursor, StoreError};
 
@@ -114,10 +117,20 @@ pub(crate) async fn apply_range(
     ))
     .await?;
     let (from_tx, to_tx) = (from.tx_id.to_string(), to.tx_id.to_string());
+    // The fifth parameter, for the statements that take it, is the prefix of
+    // reservation streams: the SQL never spells a stream name itself.
+    let prefix = StreamKind::Reservation.prefix();
+    let params: [&(dyn ToSql + Sync); 5] =
+        [&from_tx, &from.position, &to_tx, &to.position, &prefix];
     for sql in p.apply_sql() {
         let stmt = tx.prepare_cached(sql).await?;
-        tx.execute(&stmt, &[&from_tx, &from.position, &to_tx, &to.position])
-            .await?;
+        let taken = stmt.params().len();
+        assert!(
+            (4..=params.len()).contains(&taken),
+            "{}: an apply statement takes 4 or 5 parameters, not {taken}",
+            p.name()
+        );
+        tx.execute(&stmt, &params[..taken]).await?;
     }
     tx.execute(
         "UPDATE projection_checkpoints

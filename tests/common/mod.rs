@@ -317,3 +317,16 @@ impl TestDb {
         report
     }
 }
+
+/// An adjustment of `delta` to `sku` at the default location.
+pub fn adjust(adjustment_id: &str, sku: &str, delta: i64) -> Command {
+    stockledger::domain::AdjustRequest {
+        adjustment_id: adjustment_id.into(),
+        sku: sku.into(),
+        location: None,
+        delta,
+        reason: "count".into(),
+    }
+    .validate()
+    .unwrap()
+}

@@ -1,0 +1,98 @@
+//! A log with every event type in it, written through the command path, then
+//! checked by everything that folds the log: every read model's SQL against
+//! its replay (the audit), and the history query against the domain's own
+//! stock effects. A new event type that some fold or query ignores fails here,
+//! in `cargo test`, not in an audit in production.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::*;
+use stockledger::domain::{EventType, Item, RecordedEvent, StreamKind};
+use stockledger::read_model::ALL;
+use stockledger::store::Cursor;
+
+/// Writes a log that holds every event type, at two locations, with
+/// reservations of several lines, a tombstone and an expiry.
+async fn every_event_type(db: &TestDb) {
+    db.receive("in-1", "apple", 10).await;
+    db.receive("in-2", "pear", 5).await;
+    db.run(adjust("adj-1", "apple", -2)).await.unwrap();
+    db.run(reserve("r-confirm", "o1", &[("apple", 2), ("pear", 1)], None))
+        .await
+        .unwrap();
+    db.run(confirm("r-confirm")).await.unwrap();
+    db.run(reserve("r-release", "o2", &[("apple", 1)], None))
+        .await
+        .unwrap();
+    db.run(release("r-release")).await.unwrap();
+    db.run(release("r-tombstone")).await.unwrap();
+    db.run(reserve("r-open", "o3", &[("pear", 2)], None))
+        .await
+        .unwrap();
+    db.run(reserve("r-expire", "o4", &[("apple", 1), ("pear", 1)], Some(1)))
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    let expired = db.run(expire("r-expire")).await.unwrap();
+    assert_eq!(state_of(&expired), "EXPIRED");
+}
+
+async fn whole_log(db: &TestDb) -> Vec<RecordedEvent> {
+    let page = db.store.events(Cursor::START, 1000, None).await.unwrap();
+    assert!(page.events.len() < 1000, "the test log fits one page");
+    page.events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_read_model_folds_every_event_type_as_its_replay_does() {
+    let db = TestDb::new().await;
+    every_event_type(&db).await;
+    let log = whole_log(&db).await;
+
+    // The log really holds every event type, in every kind of stream.
+    let types: BTreeSet<EventType> = log.iter().map(|e| e.event.event_type()).collect();
+    let all: BTreeSet<EventType> = EventType::ALL.iter().copied().collect();
+    assert_eq!(types, all, "the test log must hold every event type");
+    let kinds: BTreeSet<StreamKind> = log.iter().map(|e| e.stream.kind()).collect();
+    assert_eq!(kinds, StreamKind::ALL.into_iter().collect());
+
+    // Every read model, brought up to date by its SQL, matches its replay.
+    db.project_all().await;
+    let report = db.assert_audit_clean().await;
+    let compared: BTreeSet<&str> = report.projections.iter().map(|(n, _)| n.as_str()).collect();
+    let models: BTreeSet<&str> = ALL.iter().map(|m| m.name()).collect();
+    assert_eq!(compared, models, "every read model is audited");
+    assert_eq!(report.events, log.len() as u64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_history_of_an_item_holds_every_event_that_moved_it() {
+    let db = TestDb::new().await;
+    every_event_type(&db).await;
+    let log = whole_log(&db).await;
+
+    // What moved each item, by the domain's one definition of stock effects.
+    let mut moved: BTreeMap<Item, Vec<i64>> = BTreeMap::new();
+    for e in &log {
+        e.event.for_each_effect(|item, _| {
+            let positions = moved.entry(item.clone()).or_default();
+            if positions.last() != Some(&e.position) {
+                positions.push(e.position);
+            }
+        });
+    }
+    assert_eq!(moved.len(), 2, "apple and pear");
+    let mut types = BTreeSet::new();
+    for (item, want) in moved {
+        let history = db.store.item_history(&item).await.unwrap();
+        let got: Vec<i64> = history.iter().map(|e| e.position).collect();
+        assert_eq!(got, want, "the history of {item}");
+        types.extend(history.iter().map(|e| e.event.event_type()));
+    }
+    // Every event type that moves stock is found by the query (a tombstone
+    // moves nothing, but a release with lines does).
+    let all: BTreeSet<EventType> = EventType::ALL.iter().copied().collect();
+    assert_eq!(types, all);
+}
