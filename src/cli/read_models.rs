@@ -5,8 +5,8 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use stockledger::domain::{Item, Location, OrderId, Sku};
-use stockledger::projection::{self, rebuild, status, worker};
+use stockledger::domain::{Item, Location, OrderId, Rejection, Sku};
+use stockledger::projection::{self, rebuild, worker};
 use stockledger::store::history::{figures, AsOf};
 use stockledger::store::Store;
 use tokio_util::sync::CancellationToken;
@@ -47,8 +47,7 @@ pub async fn project(
 }
 
 pub async fn status(store: &Store, printer: &Printer) -> Result<(), Failure> {
-    let client = store.pool().get().await.map_err(anyhow::Error::from)?;
-    let all = status::status(&**client).await?;
+    let all = store.projection_status().await?;
     let mut text = format!(
         "{:<20} {:<11} {:>16} {:>12} {:>11} {:>9}  definition",
         "projection", "state", "checkpoint", "applied", "lag events", "lag s"
@@ -321,17 +320,32 @@ pub async fn stock(
         );
         return Ok(());
     }
-    worker::catch_up_if_idle(store.pool(), &stockledger::read_model::STOCK_LEVELS).await?;
-    let (balance, s) = store.stock_level(&item).await?;
-    let b = balance.unwrap_or_default();
+    let model: &dyn stockledger::read_model::ReadModel = &stockledger::read_model::STOCK_LEVELS;
+    worker::catch_up_if_idle(store.pool(), model).await?;
+    // An item never received is NOT_FOUND, as in the API (docs/domain.md).
+    let now = store
+        .stock_now(&item)
+        .await?
+        .ok_or_else(|| Rejection::NotFound {
+            what: "item",
+            key: item.to_string(),
+        })?;
+    let status = store.projection_status().await?;
+    let s = status
+        .iter()
+        .find(|s| s.name == model.name())
+        .expect("stock_levels is a read model");
+    let b = now.figures;
     let mut v = stock_json(&item, b);
     v["as_of"] = json!({
-        "projection": "stock_levels",
+        "projection": model.name(),
         "checkpoint": s.live.checkpoint.to_string(),
         "lag_events": s.live.lag_events,
         "lag_seconds": s.live.lag_seconds,
     });
-    let behind = if s.live.lag_events == 0 {
+    let behind = if now.from_balance {
+        "from the write-side balance; the read model has not caught up".to_owned()
+    } else if s.live.lag_events == 0 {
         "up to date with the log".to_owned()
     } else {
         format!(
@@ -339,10 +353,7 @@ pub async fn stock(
             s.live.lag_events, s.live.lag_seconds
         )
     };
-    let mut text = format!("{} ({behind})", stock_text(&item, b));
-    if balance.is_none() {
-        text.push_str(" (never received)");
-    }
+    let text = format!("{} ({behind})", stock_text(&item, b));
     printer.value(&v, &text);
     Ok(())
 }

@@ -12,8 +12,8 @@ use stockledger::limits::{
 };
 use stockledger::server::listener::{self, ConnectionLimits};
 use stockledger::server::ServerConfig;
-use stockledger::store::keys::{self, Role};
-use stockledger::store::{pool, Store};
+use stockledger::store::keys::Role;
+use stockledger::store::Store;
 use tokio_util::sync::CancellationToken;
 
 use super::output::Printer;
@@ -136,11 +136,10 @@ pub enum KeysCmd {
 }
 
 pub async fn keys(cmd: KeysCmd, store: &Store, printer: &Printer) -> Result<(), Failure> {
-    let client = pool::get(store.pool()).await?;
     match cmd {
         KeysCmd::Create { role, name } => {
             let role = Role::parse(&role)?;
-            let (key, secret) = keys::create(&client, name.as_deref(), role).await??;
+            let (key, secret) = store.create_key(name.as_deref(), role).await??;
             printer.value(
                 &json!({"id": key.id, "name": key.name, "role": key.role, "key": secret}),
                 &format!(
@@ -151,7 +150,7 @@ pub async fn keys(cmd: KeysCmd, store: &Store, printer: &Printer) -> Result<(), 
             );
         }
         KeysCmd::List => {
-            let all = keys::list(&client).await?;
+            let all = store.list_keys().await?;
             let mut text = format!(
                 "{:<36}  {:<24} {:<8} {:<25} revoked",
                 "id", "name", "role", "created"
@@ -170,7 +169,7 @@ pub async fn keys(cmd: KeysCmd, store: &Store, printer: &Printer) -> Result<(), 
             }
             printer.value(&json!({ "keys": all }), &text);
         }
-        KeysCmd::Revoke { key } => match keys::revoke(&client, &key).await? {
+        KeysCmd::Revoke { key } => match store.revoke_key(&key).await? {
             Some(k) => printer.value(
                 &json!({ "revoked": k }),
                 &format!("revoked key {} ({})", k.name, k.id),

@@ -8,9 +8,9 @@
 //! implements `Rows`, and a line in `ALL` (see `docs/architecture.md`).
 
 mod diff;
-mod order_view;
-mod reservation_expiry;
-mod stock_levels;
+pub mod order_view;
+pub mod reservation_expiry;
+pub mod stock_levels;
 
 use std::any::Any;
 use std::future::Future;

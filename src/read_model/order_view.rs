@@ -5,9 +5,10 @@ use std::marker::PhantomData;
 
 use chrono::{DateTime, Utc};
 use rustc_hash::FxHashMap as HashMap;
+use deadpool_postgres::ClientWrapper;
 use tokio_postgres::Client;
 
-use crate::domain::{Line, Reservation, ReservationState};
+use crate::domain::{Line, OrderId, Reservation, ReservationState};
 use crate::read_model::{Diffs, Model, Rows, StreamSeen};
 use crate::store::StoreError;
 
@@ -166,4 +167,22 @@ fn compare_row(order: &str, want: &OrderRow, got: StoredOrder, diffs: &mut Diffs
         }
         Err(e) => diffs.push(LABEL, order, "history", "a readable history", e),
     }
+}
+
+/// One order's row of the live copy, as JSON.
+pub(crate) async fn row(
+    client: &ClientWrapper,
+    order: &OrderId,
+) -> Result<Option<serde_json::Value>, StoreError> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT jsonb_build_object(
+                 'order_id', order_id, 'reservation_id', reservation_id, 'state', state,
+                 'lines', lines, 'expires_at', expires_at, 'created_at', created_at,
+                 'updated_at', updated_at, 'history', history)
+             FROM order_view WHERE order_id = $1",
+        )
+        .await?;
+    let row = client.query_opt(&stmt, &[&order.as_str()]).await?;
+    Ok(row.map(|r| r.get(0)))
 }

@@ -4,9 +4,10 @@ use std::marker::PhantomData;
 
 use chrono::{DateTime, Utc};
 use rustc_hash::FxHashMap as HashMap;
+use deadpool_postgres::ClientWrapper;
 use tokio_postgres::Client;
 
-use crate::domain::{Reservation, ReservationState};
+use crate::domain::{Reservation, ReservationId, ReservationState};
 use crate::read_model::{Diffs, Model, Rows, StreamSeen};
 use crate::store::StoreError;
 
@@ -90,4 +91,26 @@ impl Rows for ReservationExpiry {
             diffs.push(LABEL, id.clone(), "row", "absent", "present");
         }
     }
+}
+
+/// Reservations whose expiry has passed by the database clock, oldest first.
+/// The copy may lag or hold a reservation that was settled meanwhile: the
+/// expire command decides from the log, so such a row only costs a "not due"
+/// answer.
+pub(crate) async fn due(
+    client: &ClientWrapper,
+    limit: i64,
+) -> Result<Vec<ReservationId>, StoreError> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT reservation_id FROM reservation_expiry
+             WHERE expires_at <= clock_timestamp()
+             ORDER BY expires_at
+             LIMIT $1",
+        )
+        .await?;
+    let rows = client.query(&stmt, &[&limit]).await?;
+    rows.iter()
+        .map(|r| ReservationId::parse("reservation_id", r.get(0)).map_err(crate::store::error::corrupt))
+        .collect()
 }

@@ -2,8 +2,11 @@
 
 use std::marker::PhantomData;
 
+use chrono::{DateTime, Utc};
+use deadpool_postgres::ClientWrapper;
 use tokio_postgres::Client;
 
+use crate::domain::{Balance, Item};
 use crate::read_model::diff::{merge_figures, ActualFigures};
 use crate::read_model::{
     add_effects, compare_figures, load_figures, Diffs, Figures, Model, Rows, StreamSeen,
@@ -44,4 +47,39 @@ impl Rows for StockLevels {
     fn compare(expected: Figures, actual: ActualFigures, diffs: &mut Diffs) {
         compare_figures(STOCK_LEVELS.name, &expected, actual, diffs);
     }
+}
+
+/// An item's figures as the live copy holds them, with how far that copy has
+/// come: the position and time of the last event it applied.
+#[derive(Clone, Copy, Debug)]
+pub struct Level {
+    pub figures: Option<Balance>,
+    pub position: i64,
+    pub recorded_at: Option<DateTime<Utc>>,
+}
+
+/// Reads one item's row and the live checkpoint, in one statement.
+pub(crate) async fn level(client: &ClientWrapper, item: &Item) -> Result<Level, StoreError> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT s.on_hand, s.reserved, s.confirmed, c.position, c.last_event_at
+             FROM projection_checkpoints AS c
+             LEFT JOIN stock_levels AS s ON s.sku = $2 AND s.location = $3
+             WHERE c.name = $1 AND c.slot = 'live'",
+        )
+        .await?;
+    let name = STOCK_LEVELS.name;
+    let row = client
+        .query_one(&stmt, &[&name, &item.sku.as_str(), &item.location.as_str()])
+        .await?;
+    let on_hand: Option<i64> = row.get(0);
+    Ok(Level {
+        figures: on_hand.map(|on_hand| Balance {
+            on_hand,
+            reserved: row.get(1),
+            confirmed: row.get(2),
+        }),
+        position: row.get(3),
+        recorded_at: row.get(4),
+    })
 }

@@ -4,20 +4,17 @@
 //! key's rate limit, and hands the handler a `Caller` that each route checks
 //! for the role it needs. In development mode every caller is an admin.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
-use crate::limits::{MAX_API_KEY_LEN, MAX_CACHED_KEYS};
+use crate::limits::MAX_API_KEY_LEN;
 use crate::server::error::ApiError;
 use crate::server::AppState;
-use crate::store::keys::{self, ApiKey, Role};
-use crate::store::pool;
+use crate::server::key_cache::Found;
+use crate::store::keys::{self, Role};
 
 /// What a route needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,74 +74,6 @@ fn constant_time_eq(a: &str, b: &str) -> bool {
             == 0
 }
 
-/// A looked-up key with its stored hash, or `None` for no such live key.
-type Found = Option<(ApiKey, String)>;
-
-/// Recently looked-up keys, by hash. Live keys and absent ones are kept
-/// apart: a flood of made-up keys fills (and, when full, evicts from) only the
-/// absent side, never pushing a good key out.
-pub struct KeyCache {
-    ttl: Duration,
-    live: Mutex<HashMap<String, (Found, Instant)>>,
-    absent: Mutex<HashMap<String, Instant>>,
-}
-
-impl KeyCache {
-    pub fn new(ttl: Duration) -> Self {
-        KeyCache {
-            ttl,
-            live: Mutex::new(HashMap::new()),
-            absent: Mutex::new(HashMap::new()),
-        }
-    }
-
-    fn get(&self, hash: &str) -> Option<Found> {
-        if let Some((found, at)) = self.live.lock().expect("key cache lock").get(hash) {
-            if at.elapsed() < self.ttl {
-                return Some(found.clone());
-            }
-        }
-        let absent = self.absent.lock().expect("key cache lock");
-        absent
-            .get(hash)
-            .filter(|at| at.elapsed() < self.ttl)
-            .map(|_| None)
-    }
-
-    fn put(&self, hash: String, key: Found) {
-        let ttl = self.ttl;
-        match key {
-            Some(_) => {
-                let mut live = self.live.lock().expect("key cache lock");
-                make_room(&mut live, ttl, |(_, at)| *at);
-                live.insert(hash, (key, Instant::now()));
-            }
-            None => {
-                let mut absent = self.absent.lock().expect("key cache lock");
-                make_room(&mut absent, ttl, |at| *at);
-                absent.insert(hash, Instant::now());
-            }
-        }
-    }
-}
-
-/// Makes room for one more entry: drops expired ones, then the oldest.
-fn make_room<V>(map: &mut HashMap<String, V>, ttl: Duration, at: impl Fn(&V) -> Instant) {
-    if map.len() < MAX_CACHED_KEYS {
-        return;
-    }
-    map.retain(|_, v| at(v).elapsed() < ttl);
-    if map.len() >= MAX_CACHED_KEYS {
-        if let Some(oldest) = map
-            .iter()
-            .min_by_key(|(_, v)| at(v))
-            .map(|(k, _)| k.clone())
-        {
-            map.remove(&oldest);
-        }
-    }
-}
-
 /// The key presented in `Authorization: Bearer <key>`; the scheme's case does
 /// not matter (RFC 9110 §11.1).
 fn presented_key(headers: &axum::http::HeaderMap) -> Option<&str> {
@@ -153,68 +82,6 @@ fn presented_key(headers: &axum::http::HeaderMap) -> Option<&str> {
     let key = key.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !key.is_empty() && key.len() <= MAX_API_KEY_LEN)
         .then_some(key)
-}
-
-/// A token bucket per key.
-pub struct RateLimiter {
-    per_second: f64,
-    burst: f64,
-    buckets: Mutex<HashMap<String, (f64, Instant)>>,
-}
-
-impl RateLimiter {
-    pub fn new(per_second: u32, burst: u32) -> Self {
-        RateLimiter {
-            per_second: f64::from(per_second.max(1)),
-            burst: f64::from(burst.max(1)),
-            buckets: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// Whether `key` has a token now, without taking it.
-    pub fn peek(&self, key: &str) -> Result<(), u64> {
-        let buckets = self.buckets.lock().expect("rate limiter lock");
-        let Some((tokens, last)) = buckets.get(key) else {
-            return Ok(());
-        };
-        let tokens = (tokens + last.elapsed().as_secs_f64() * self.per_second).min(self.burst);
-        if tokens >= 1.0 {
-            Ok(())
-        } else {
-            Err(((1.0 - tokens) / self.per_second).ceil().max(1.0) as u64)
-        }
-    }
-
-    /// Takes a token for `key`, or says how many seconds until one is free.
-    pub fn check(&self, key: &str) -> Result<(), u64> {
-        let mut buckets = self.buckets.lock().expect("rate limiter lock");
-        let now = Instant::now();
-        if buckets.len() >= MAX_CACHED_KEYS && !buckets.contains_key(key) {
-            // A bucket idle long enough to have refilled is full: forgetting
-            // it changes nothing. Only then the one used longest ago goes.
-            let refill = Duration::from_secs_f64(self.burst / self.per_second);
-            buckets.retain(|_, (_, last)| now.duration_since(*last) < refill);
-            if buckets.len() >= MAX_CACHED_KEYS {
-                if let Some(k) = buckets
-                    .iter()
-                    .min_by_key(|(_, (_, l))| *l)
-                    .map(|(k, _)| k.clone())
-                {
-                    buckets.remove(&k);
-                }
-            }
-        }
-        let (tokens, last) = buckets.entry(key.to_owned()).or_insert((self.burst, now));
-        *tokens =
-            (*tokens + now.duration_since(*last).as_secs_f64() * self.per_second).min(self.burst);
-        *last = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(((1.0 - *tokens) / self.per_second).ceil().max(1.0) as u64)
-        }
-    }
 }
 
 impl FromRequestParts<AppState> for Caller {
@@ -227,48 +94,7 @@ impl FromRequestParts<AppState> for Caller {
                 role: Role::Admin,
             }
         } else {
-            let presented = presented_key(&parts.headers).ok_or(ApiError::Unauthenticated)?;
-            let hash = keys::hash_key(presented);
-            let found = match state.keys.get(&hash) {
-                Some(cached) => cached,
-                None => {
-                    // A key not in the cache costs a query: bounded per client
-                    // address, so made-up keys cannot become a flood of queries.
-                    let address = parts
-                        .extensions
-                        .get::<ConnectInfo<SocketAddr>>()
-                        .map_or_else(|| "unknown".to_owned(), |c| c.0.ip().to_string());
-                    // At most a few lookups run at once in the whole server;
-                    // each then checks the address's budget, which only
-                    // unknown keys use up (so a live key never costs its
-                    // address anything, and concurrent unknown keys can
-                    // overshoot the budget by at most the lookups in flight).
-                    let _in_flight = state
-                        .lookups_in_flight
-                        .acquire()
-                        .await
-                        .map_err(|_| ApiError::unavailable("the server is shutting down"))?;
-                    state
-                        .lookups
-                        .peek(&address)
-                        .map_err(|retry_after| ApiError::RateLimited { retry_after })?;
-                    let client = pool::get(state.store.pool()).await?;
-                    let found = keys::find(&client, &hash).await?;
-                    state.keys.put(hash.clone(), found.clone());
-                    if found.is_none() {
-                        let _ = state.lookups.check(&address);
-                    }
-                    found
-                }
-            };
-            let (key, stored) = found.ok_or(ApiError::Unauthenticated)?;
-            if !constant_time_eq(&stored, &hash) {
-                return Err(ApiError::Unauthenticated);
-            }
-            Caller {
-                name: key.name,
-                role: key.role,
-            }
+            authenticate(parts, state).await?
         };
         state
             .limiter
@@ -276,6 +102,47 @@ impl FromRequestParts<AppState> for Caller {
             .map_err(|retry_after| ApiError::RateLimited { retry_after })?;
         Ok(caller)
     }
+}
+
+/// The caller behind the presented key, from the cache or the database.
+async fn authenticate(parts: &Parts, state: &AppState) -> Result<Caller, ApiError> {
+    let presented = presented_key(&parts.headers).ok_or(ApiError::Unauthenticated)?;
+    let hash = keys::hash_key(presented);
+    let found = match state.keys.get(&hash) {
+        Some(cached) => cached,
+        None => look_up(parts, state, hash.clone()).await?,
+    };
+    let (key, stored) = found.ok_or(ApiError::Unauthenticated)?;
+    if !constant_time_eq(&stored, &hash) {
+        return Err(ApiError::Unauthenticated);
+    }
+    Ok(Caller {
+        name: key.name,
+        role: key.role,
+    })
+}
+
+/// A key not in the cache costs a query: at most a few run at once in the
+/// whole server, and each is charged to the client address's budget first,
+/// so made-up keys cannot become a flood of queries. A live key is cached
+/// after its lookup, so it costs its address one lookup per cache lifetime.
+async fn look_up(parts: &Parts, state: &AppState, hash: String) -> Result<Found, ApiError> {
+    let address = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or_else(|| "unknown".to_owned(), |c| c.0.ip().to_string());
+    let _in_flight = state
+        .lookups_in_flight
+        .acquire()
+        .await
+        .map_err(|_| ApiError::unavailable("the server is shutting down"))?;
+    state
+        .lookups
+        .check(&address)
+        .map_err(|retry_after| ApiError::RateLimited { retry_after })?;
+    let found = state.store.find_key(&hash).await?;
+    state.keys.put(hash, found.clone());
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -302,15 +169,6 @@ mod tests {
     }
 
     #[test]
-    fn the_bucket_refuses_past_the_burst_and_names_a_wait() {
-        let limiter = RateLimiter::new(1, 2);
-        assert!(limiter.check("k").is_ok());
-        assert!(limiter.check("k").is_ok());
-        assert_eq!(limiter.check("k"), Err(1));
-        assert!(limiter.check("other").is_ok(), "buckets are per key");
-    }
-
-    #[test]
     fn the_bearer_scheme_is_case_insensitive() {
         let mut headers = axum::http::HeaderMap::new();
         for (value, expected) in [
@@ -324,30 +182,6 @@ mod tests {
             headers.insert(AUTHORIZATION, value.parse().unwrap());
             assert_eq!(presented_key(&headers), expected, "{value:?}");
         }
-    }
-
-    #[test]
-    fn made_up_keys_never_push_a_live_key_out_of_the_cache() {
-        let cache = KeyCache::new(Duration::from_secs(60));
-        let key = ApiKey {
-            id: uuid::Uuid::new_v4(),
-            name: "good".into(),
-            role: Role::Writer,
-            created_at: chrono::Utc::now(),
-            revoked_at: None,
-        };
-        cache.put("good".into(), Some((key, "good".into())));
-        for i in 0..(MAX_CACHED_KEYS * 2) {
-            cache.put(format!("bad{i}"), None);
-        }
-        assert!(
-            matches!(cache.get("good"), Some(Some(_))),
-            "the live key stays"
-        );
-        assert!(matches!(
-            cache.get(&format!("bad{}", MAX_CACHED_KEYS * 2 - 1)),
-            Some(None)
-        ));
     }
 
     #[test]

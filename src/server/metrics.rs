@@ -1,43 +1,68 @@
-//! Prometheus metrics, kept by the server itself (no global registry, so a
-//! test can run many servers in one process). Route labels are the matched
-//! route patterns, so their number is bounded by the router.
+//! Prometheus metrics, in a `prometheus_client::Registry` the server owns (not
+//! a global one, so a test can run many servers in one process). Route labels
+//! are the matched route patterns, so their number is bounded by the router;
+//! label values are escaped by the encoder.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
 /// Latency buckets, in seconds.
 const BUCKETS: [f64; 12] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
 ];
 
-#[derive(Default)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    sum: f64,
-    count: u64,
+/// The content type of the OpenMetrics text the registry encodes.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CommandLabels {
+    r#type: &'static str,
+    outcome: String,
 }
 
-impl Histogram {
-    fn observe(&mut self, seconds: f64) {
-        for (i, le) in BUCKETS.iter().enumerate() {
-            if seconds <= *le {
-                self.counts[i] += 1;
-            }
-        }
-        self.sum += seconds;
-        self.count += 1;
-    }
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: String,
+    status: u16,
 }
 
-#[derive(Default)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabel {
+    route: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabel {
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProjectionLabel {
+    projection: &'static str,
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
 pub struct Metrics {
-    commands: Mutex<BTreeMap<(&'static str, String), u64>>,
-    requests: Mutex<BTreeMap<(String, u16), u64>>,
-    latency: Mutex<BTreeMap<String, Histogram>>,
-    expiries: AtomicU64,
+    registry: Registry,
+    commands: Family<CommandLabels, Counter>,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RouteLabel, Histogram, fn() -> Histogram>,
+    expiries: Counter,
+    pool: Family<StateLabel, Gauge>,
+    pool_waiting: Gauge,
+    lag_events: Family<ProjectionLabel, Gauge>,
+    lag_seconds: Family<ProjectionLabel, Gauge<f64, AtomicU64>>,
 }
 
 /// Values read at scrape time from outside the registry.
@@ -49,115 +74,134 @@ pub struct Gauges {
     pub projections: Vec<(&'static str, i64, f64)>,
 }
 
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("stockledger"),
+            commands: Family::default(),
+            requests: Family::default(),
+            latency: Family::new_with_constructor(latency_histogram),
+            expiries: Counter::default(),
+            pool: Family::default(),
+            pool_waiting: Gauge::default(),
+            lag_events: Family::default(),
+            lag_seconds: Family::default(),
+        };
+        m.register();
+        m
+    }
+}
+
 impl Metrics {
-    /// A command answered: `outcome` is `created`, `replayed` or a rejection code.
+    fn register(&mut self) {
+        let r = &mut self.registry;
+        r.register(
+            "commands",
+            "Commands answered, by type and outcome",
+            self.commands.clone(),
+        );
+        r.register(
+            "http_requests",
+            "HTTP requests, by route and status",
+            self.requests.clone(),
+        );
+        r.register(
+            "http_request_duration_seconds",
+            "HTTP request latency, by route",
+            self.latency.clone(),
+        );
+        r.register(
+            "expiries",
+            "Reservations expired by this process's expiry worker",
+            self.expiries.clone(),
+        );
+        r.register(
+            "pool_connections",
+            "Database connections in the pool, by state",
+            self.pool.clone(),
+        );
+        r.register(
+            "pool_waiting_requests",
+            "Callers waiting for a pooled connection",
+            self.pool_waiting.clone(),
+        );
+        r.register(
+            "projection_lag_events",
+            "Committed events a projection has not applied",
+            self.lag_events.clone(),
+        );
+        r.register(
+            "projection_lag_seconds",
+            "Age of the oldest event a projection has not applied",
+            self.lag_seconds.clone(),
+        );
+    }
+
+    /// A command answered: `outcome` is `created`, `replayed`, `error` or a rejection code.
     pub fn command(&self, kind: &'static str, outcome: &str) {
-        *self
-            .commands
-            .lock()
-            .expect("metrics lock")
-            .entry((kind, outcome.to_owned()))
-            .or_default() += 1;
+        let labels = CommandLabels {
+            r#type: kind,
+            outcome: outcome.to_owned(),
+        };
+        self.commands.get_or_create(&labels).inc();
     }
 
     pub fn request(&self, route: &str, status: u16, took: Duration) {
-        *self
-            .requests
-            .lock()
-            .expect("metrics lock")
-            .entry((route.to_owned(), status))
-            .or_default() += 1;
+        let labels = RequestLabels {
+            route: route.to_owned(),
+            status,
+        };
+        self.requests.get_or_create(&labels).inc();
+        let route = RouteLabel {
+            route: route.to_owned(),
+        };
         self.latency
-            .lock()
-            .expect("metrics lock")
-            .entry(route.to_owned())
-            .or_default()
+            .get_or_create(&route)
             .observe(took.as_secs_f64());
     }
 
     pub fn expired(&self, n: u64) {
-        self.expiries.fetch_add(n, Ordering::Relaxed);
+        self.expiries.inc_by(n);
     }
 
-    /// The Prometheus text exposition format.
+    /// The OpenMetrics text exposition, with the scrape-time gauges set first.
     pub fn render(&self, g: &Gauges) -> String {
+        let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        let open = StateLabel { state: "open" };
+        let idle = StateLabel { state: "idle" };
+        self.pool.get_or_create(&open).set(gauge(g.pool_size));
+        self.pool.get_or_create(&idle).set(gauge(g.pool_available));
+        self.pool_waiting.set(gauge(g.pool_waiting));
+        for (name, events, seconds) in &g.projections {
+            let p = ProjectionLabel { projection: name };
+            self.lag_events.get_or_create(&p).set(*events);
+            self.lag_seconds.get_or_create(&p).set(*seconds);
+        }
         let mut out = String::new();
-        out.push_str("# HELP stockledger_commands_total Commands answered, by type and outcome.\n");
-        out.push_str("# TYPE stockledger_commands_total counter\n");
-        for ((kind, outcome), n) in self.commands.lock().expect("metrics lock").iter() {
-            let _ = writeln!(
-                out,
-                "stockledger_commands_total{{type=\"{kind}\",outcome=\"{outcome}\"}} {n}"
-            );
-        }
-        out.push_str(
-            "# HELP stockledger_http_requests_total HTTP requests, by route and status.\n",
-        );
-        out.push_str("# TYPE stockledger_http_requests_total counter\n");
-        for ((route, status), n) in self.requests.lock().expect("metrics lock").iter() {
-            let _ = writeln!(
-                out,
-                "stockledger_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
-            );
-        }
-        out.push_str(
-            "# HELP stockledger_http_request_duration_seconds HTTP request latency, by route.\n",
-        );
-        out.push_str("# TYPE stockledger_http_request_duration_seconds histogram\n");
-        for (route, h) in self.latency.lock().expect("metrics lock").iter() {
-            for (le, n) in BUCKETS.iter().zip(h.counts) {
-                let _ = writeln!(out, "stockledger_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{le}\"}} {n}");
-            }
-            let _ = writeln!(out, "stockledger_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}", h.count);
-            let _ = writeln!(
-                out,
-                "stockledger_http_request_duration_seconds_sum{{route=\"{route}\"}} {}",
-                h.sum
-            );
-            let _ = writeln!(
-                out,
-                "stockledger_http_request_duration_seconds_count{{route=\"{route}\"}} {}",
-                h.count
-            );
-        }
-        out.push_str("# HELP stockledger_expiries_total Reservations expired by this process's expiry worker.\n");
-        out.push_str("# TYPE stockledger_expiries_total counter\n");
-        let _ = writeln!(
-            out,
-            "stockledger_expiries_total {}",
-            self.expiries.load(Ordering::Relaxed)
-        );
-        out.push_str(
-            "# HELP stockledger_pool_connections Database connections in the pool, by state.\n",
-        );
-        out.push_str("# TYPE stockledger_pool_connections gauge\n");
-        let _ = writeln!(
-            out,
-            "stockledger_pool_connections{{state=\"open\"}} {}",
-            g.pool_size
-        );
-        let _ = writeln!(
-            out,
-            "stockledger_pool_connections{{state=\"idle\"}} {}",
-            g.pool_available
-        );
-        let _ = writeln!(out, "stockledger_pool_waiting_requests {}", g.pool_waiting);
-        out.push_str("# HELP stockledger_projection_lag_events Committed events a projection has not applied.\n");
-        out.push_str("# TYPE stockledger_projection_lag_events gauge\n");
-        for (name, events, _) in &g.projections {
-            let _ = writeln!(
-                out,
-                "stockledger_projection_lag_events{{projection=\"{name}\"}} {events}"
-            );
-        }
-        out.push_str("# HELP stockledger_projection_lag_seconds Age of the oldest event a projection has not applied.\n");
-        out.push_str("# TYPE stockledger_projection_lag_seconds gauge\n");
-        for (name, _, seconds) in &g.projections {
-            let _ = writeln!(
-                out,
-                "stockledger_projection_lag_seconds{{projection=\"{name}\"}} {seconds}"
-            );
-        }
+        encode(&mut out, &self.registry).expect("writing to a String cannot fail");
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        let m = Metrics::default();
+        m.command("reserve", "a\"b\\c\nd");
+        let text = m.render(&Gauges {
+            pool_size: 1,
+            pool_available: 1,
+            pool_waiting: 0,
+            projections: vec![("stock_levels", 3, 0.5)],
+        });
+        assert!(
+            text.contains(r#"outcome="a\"b\\c\nd""#),
+            "a quote, a backslash and a newline are escaped:\n{text}"
+        );
+        assert!(text.contains(r#"stockledger_projection_lag_events{projection="stock_levels"} 3"#));
+        assert!(text.ends_with("# EOF\n"));
     }
 }

@@ -8,6 +8,8 @@
 //! the workers after their current batch.
 
 pub mod auth;
+mod key_cache;
+mod rate;
 mod commands;
 pub mod error;
 mod json;
@@ -38,7 +40,8 @@ use crate::limits::{
 };
 use crate::projection::worker;
 use crate::store::Store;
-use auth::{KeyCache, RateLimiter};
+use key_cache::KeyCache;
+use rate::RateLimiter;
 use error::ApiError;
 use metrics::Metrics;
 

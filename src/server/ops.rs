@@ -11,7 +11,6 @@ use crate::limits::METRICS_CACHE_MS;
 use crate::server::error::ApiError;
 use crate::server::metrics::Gauges;
 use crate::server::AppState;
-use crate::store::{migrate, pool};
 
 /// `200` while the process runs.
 #[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "the process runs")))]
@@ -24,11 +23,7 @@ pub async fn healthz() -> Json<serde_json::Value> {
     responses((status = 200, description = "the database answers and migrations are current"),
               (status = 503, description = "UNAVAILABLE", body = crate::server::openapi::ErrorBody)))]
 pub async fn readyz(State(s): State<AppState>) -> Response {
-    let check = async {
-        let client = pool::get(s.store.pool()).await?;
-        migrate::pending(&client).await
-    };
-    match check.await {
+    match s.store.pending_migrations().await {
         Ok(pending) if pending.is_empty() => Json(json!({"status": "ready"})).into_response(),
         Ok(pending) => ApiError::Unavailable {
             reason: "the database schema is older than this server",
@@ -45,9 +40,9 @@ pub async fn readyz(State(s): State<AppState>) -> Response {
 
 /// Prometheus text: commands by type and outcome, latency histograms, pool
 /// use, projection lag, expiries.
-#[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+#[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text")))]
 pub async fn metrics(State(s): State<AppState>) -> Response {
-    let status = s.store.pool().status();
+    let status = s.store.pool_status();
     let projections = s.lag.get(&s).await;
     let gauges = Gauges {
         pool_size: status.size,
@@ -57,10 +52,7 @@ pub async fn metrics(State(s): State<AppState>) -> Response {
     };
     (
         StatusCode::OK,
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
+        [(header::CONTENT_TYPE, crate::server::metrics::CONTENT_TYPE)],
         s.metrics.render(&gauges),
     )
         .into_response()
@@ -95,11 +87,7 @@ impl LagCache {
                 return lag.clone();
             }
         }
-        let read = async {
-            let client = pool::get(s.store.pool()).await?;
-            crate::projection::status::status(&**client).await
-        };
-        let lag: Lag = match read.await {
+        let lag: Lag = match s.store.projection_status().await {
             Ok(all) => all
                 .into_iter()
                 .map(|p| (p.name, p.live.lag_events, p.live.lag_seconds))

@@ -7,7 +7,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::domain::{Item, Location, OrderId, Rejection, ReservationId, Sku};
+use crate::domain::{Balance, Item, Location, OrderId, Rejection, ReservationId, Sku};
 use crate::limits::MAX_EVENTS_PER_READ;
 use crate::server::auth::{Access, Caller};
 use crate::server::error::ApiError;
@@ -16,9 +16,9 @@ use crate::server::openapi::{
     ErrorBody, EventsPage, OrderResponse, ProjectionsResponse, ReservationResponse, StockResponse,
 };
 use crate::server::AppState;
-use crate::store::history::{self, AsOf};
+use crate::store::history::AsOf;
 use crate::store::read::event_json;
-use crate::store::{pool, Cursor};
+use crate::store::Cursor;
 
 #[utoipa::path(get, path = "/v1/reservations/{id}", tag = "reads", params(("id" = String, Path)),
     responses((status = 200, description = "the reservation, read from the log", body = ReservationResponse),
@@ -69,71 +69,64 @@ pub async fn stock(
         sku: Sku::parse("sku", &sku)?,
         location: Location::parse_or_default("location", q.location.as_deref())?,
     };
-    let as_of = match (q.as_of, q.as_of_position) {
-        (Some(_), Some(_)) => {
-            return Err(
-                Rejection::invalid("as_of", "give as_of or as_of_position, not both").into(),
-            )
-        }
-        (Some(t), None) => Some(AsOf::Time(
-            chrono::DateTime::parse_from_rfc3339(&t)
-                .map_err(|e| Rejection::invalid("as_of", format!("not an RFC 3339 time: {e}")))?
-                .with_timezone(&chrono::Utc),
-        )),
-        (None, Some(p)) => Some(AsOf::Position(
-            p.parse::<i64>().ok().filter(|p| *p >= 0).ok_or_else(|| {
-                Rejection::invalid("as_of_position", "must be a whole number >= 0")
-            })?,
-        )),
-        (None, None) => None,
-    };
-    let not_found = || Rejection::NotFound {
-        what: "item",
-        key: item.to_string(),
-    };
-    let (b, as_of_doc) = match as_of {
-        Some(a) => {
-            // Heavy: wait for a permit (within the request timeout), so that
-            // at most a few run at once and commands keep their connections.
-            let _permit = s
-                .heavy_reads
-                .acquire()
-                .await
-                .map_err(|_| ApiError::unavailable("the server is shutting down"))?;
-            let f = s.store.stock_as_of(&item, a).await?;
-            let last_position = f.last.map(|(p, _)| p);
-            let last_at = f.last.map(|(_, t)| t);
-            let doc = match f.answered {
-                AsOf::Time(t) => {
-                    json!({"recorded_at": t, "position": last_position, "clamped": f.clamped})
-                }
-                AsOf::Position(p) => {
-                    json!({"position": p, "recorded_at": last_at, "clamped": f.clamped})
-                }
-            };
-            (f.figures, doc)
-        }
+    let (b, as_of_doc) = match parse_as_of(&q)? {
+        Some(a) => stock_as_of(&s, &item, a).await?,
         None => {
-            let client = pool::get(s.store.pool()).await?;
-            let (balance, at) = history::stock_level_as_of(&client, &item).await?;
-            let balance = match balance {
-                Some(b) => b,
-                // Received moments ago and not projected yet: the write-side
-                // balance is current, so answer from it rather than say 404.
-                None => crate::store::read::balance(&client, &item)
-                    .await?
-                    .ok_or_else(not_found)?,
-            };
-            (
-                balance,
-                json!({"position": at.position, "recorded_at": at.recorded_at}),
-            )
+            let now = s.store.stock_now(&item).await?.ok_or(Rejection::NotFound {
+                what: "item",
+                key: item.to_string(),
+            })?;
+            let doc = json!({"position": now.position, "recorded_at": now.recorded_at});
+            (now.figures, doc)
         }
     };
     Ok(Json(json!({
         "sku": item.sku, "location": item.location, "on_hand": b.on_hand, "reserved": b.reserved,
         "available": b.available(), "confirmed": b.confirmed, "as_of": as_of_doc,
     })))
+}
+
+fn parse_as_of(q: &StockQuery) -> Result<Option<AsOf>, Rejection> {
+    match (&q.as_of, &q.as_of_position) {
+        (Some(_), Some(_)) => Err(Rejection::invalid(
+            "as_of",
+            "give as_of or as_of_position, not both",
+        )),
+        (Some(t), None) => Ok(Some(AsOf::Time(
+            chrono::DateTime::parse_from_rfc3339(t)
+                .map_err(|e| Rejection::invalid("as_of", format!("not an RFC 3339 time: {e}")))?
+                .with_timezone(&chrono::Utc),
+        ))),
+        (None, Some(p)) => Ok(Some(AsOf::Position(
+            p.parse::<i64>().ok().filter(|p| *p >= 0).ok_or_else(|| {
+                Rejection::invalid("as_of_position", "must be a whole number >= 0")
+            })?,
+        ))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// An item's figures at a past moment, replayed from the log. Heavy: it waits
+/// for a permit (within the request timeout), so that at most a few run at
+/// once and commands keep their connections.
+async fn stock_as_of(s: &AppState, item: &Item, a: AsOf) -> Result<(Balance, Value), ApiError> {
+    let _permit = s
+        .heavy_reads
+        .acquire()
+        .await
+        .map_err(|_| ApiError::unavailable("the server is shutting down"))?;
+    let f = s.store.stock_as_of(item, a).await?;
+    let last_position = f.last.map(|(p, _)| p);
+    let last_at = f.last.map(|(_, t)| t);
+    let doc = match f.answered {
+        AsOf::Time(t) => {
+            json!({"recorded_at": t, "position": last_position, "clamped": f.clamped})
+        }
+        AsOf::Position(p) => {
+            json!({"position": p, "recorded_at": last_at, "clamped": f.clamped})
+        }
+    };
+    Ok((f.figures, doc))
 }
 
 #[utoipa::path(get, path = "/v1/orders/{order_id}", tag = "reads", params(("order_id" = String, Path)),
@@ -148,13 +141,11 @@ pub async fn order(
 ) -> Result<Json<Value>, ApiError> {
     caller.require(Access::Read)?;
     let order = OrderId::parse("order_id", &order_id)?;
-    let client = pool::get(s.store.pool()).await?;
-    if let Some(view) = history::order_view(&client, &order).await? {
+    if let Some(view) = s.store.order_view(&order).await? {
         return Ok(Json(view));
     }
     // Not projected yet (the read model lags a little): answer from the log,
     // in the same shape.
-    drop(client);
     let Some(d) = s.store.order_history(&order).await? else {
         return Err(Rejection::NotFound {
             what: "order",
@@ -229,7 +220,6 @@ pub async fn projections(
     caller: Caller,
 ) -> Result<Json<Value>, ApiError> {
     caller.require(Access::Audit)?;
-    let client = pool::get(s.store.pool()).await?;
-    let all = crate::projection::status::status(&**client).await?;
+    let all = s.store.projection_status().await?;
     Ok(Json(json!({ "projections": all })))
 }

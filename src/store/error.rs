@@ -235,3 +235,9 @@ pub(crate) fn classify(e: tokio_postgres::Error) -> Failure {
 pub fn is_duplicate_database(e: &tokio_postgres::Error) -> bool {
     e.code() == Some(&SqlState::DUPLICATE_DATABASE)
 }
+
+/// A value in the database that the domain refuses: the store wrote it, so
+/// the log or a table is corrupt.
+pub(crate) fn corrupt(r: crate::domain::Rejection) -> StoreError {
+    StoreError::Corrupt(Cause::with_source("a stored value breaks a domain rule", r))
+}

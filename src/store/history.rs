@@ -19,7 +19,7 @@ use crate::domain::event::ItemsAt;
 use crate::domain::{
     Balance, EventType, Item, OrderId, RecordedEvent, ReservationId, StreamId,
 };
-use crate::store::load::corrupt;
+use crate::store::error::corrupt;
 use crate::store::horizon;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::StoreError;
@@ -197,68 +197,4 @@ pub async fn reservation_of_order(
             format!("{other} holds a ReservationCreated event").into(),
         )),
     }
-}
-
-/// An item's figures from the `stock_levels` projection.
-pub async fn stock_level(client: &Client, item: &Item) -> Result<Option<Balance>, StoreError> {
-    let stmt = client
-        .prepare_cached("SELECT on_hand, reserved, confirmed FROM stock_levels WHERE sku = $1 AND location = $2")
-        .await?;
-    Ok(client
-        .query_opt(&stmt, &[&item.sku.as_str(), &item.location.as_str()])
-        .await?
-        .map(|r| Balance {
-            on_hand: r.get(0),
-            reserved: r.get(1),
-            confirmed: r.get(2),
-        }))
-}
-
-/// How far the `stock_levels` read model has come: the position and time of
-/// the last event it applied.
-#[derive(Clone, Copy, Debug)]
-pub struct ReadModelAsOf {
-    pub position: i64,
-    pub recorded_at: Option<DateTime<Utc>>,
-}
-
-/// An item's figures from `stock_levels`, and how far that read model has come.
-pub async fn stock_level_as_of(
-    client: &Client,
-    item: &Item,
-) -> Result<(Option<Balance>, ReadModelAsOf), StoreError> {
-    let balance = stock_level(client, item).await?;
-    let stmt = client
-        .prepare_cached(
-            "SELECT position, last_event_at FROM projection_checkpoints WHERE name = 'stock_levels' AND slot = 'live'",
-        )
-        .await?;
-    let row = client.query_one(&stmt, &[]).await?;
-    Ok((
-        balance,
-        ReadModelAsOf {
-            position: row.get(0),
-            recorded_at: row.get(1),
-        },
-    ))
-}
-
-/// One row of the `order_view` read model, as JSON.
-pub async fn order_view(
-    client: &Client,
-    order: &OrderId,
-) -> Result<Option<serde_json::Value>, StoreError> {
-    let stmt = client
-        .prepare_cached(
-            "SELECT jsonb_build_object(
-                 'order_id', order_id, 'reservation_id', reservation_id, 'state', state, 'lines', lines,
-                 'expires_at', expires_at, 'created_at', created_at, 'updated_at', updated_at,
-                 'history', history)
-             FROM order_view WHERE order_id = $1",
-        )
-        .await?;
-    Ok(client
-        .query_opt(&stmt, &[&order.as_str()])
-        .await?
-        .map(|r| r.get(0)))
 }

@@ -17,9 +17,9 @@ use deadpool_postgres::Transaction;
 
 use crate::domain::{
     Balance, Command, CommandContext, Item, LedgerState, Location, OrderId, RecordedEvent,
-    Rejection, Reservation, ReservationId, SingleRecord, Sku, StreamId, Touches,
+    Reservation, ReservationId, SingleRecord, Sku, StreamId, Touches,
 };
-use crate::store::error::{Cause, Failure};
+use crate::store::error::{corrupt, Cause, Failure};
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::StoreError;
 
@@ -234,12 +234,6 @@ async fn lock_balances(
         state.balances.insert(item, balance);
     }
     Ok(existing)
-}
-
-/// A value in the database that the domain refuses: the store wrote it, so
-/// the log or a table is corrupt.
-pub(crate) fn corrupt(r: Rejection) -> StoreError {
-    StoreError::Corrupt(Cause::with_source("a stored value breaks a domain rule", r))
 }
 
 /// Folds one reservation stream, reporting a broken one as corruption.

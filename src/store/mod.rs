@@ -12,6 +12,7 @@ mod load;
 pub mod migrate;
 mod outcome;
 pub mod pool;
+mod queries;
 pub mod read;
 mod rows;
 mod write;
@@ -22,7 +23,7 @@ pub use read::{Cursor, EventPage, ReservationDetails};
 
 use deadpool_postgres::Pool;
 
-use crate::domain::{Balance, Command, CommandContext, Item, Outcome, Rejection, ReservationId};
+use crate::domain::{Command, CommandContext, Outcome, Rejection};
 use crate::limits::{MAX_COMMANDS_PER_BATCH, MAX_EXPIRIES_PER_PASS};
 
 #[derive(Clone)]
@@ -53,6 +54,9 @@ impl Store {
         }
     }
 
+    /// The pool, to hand to what takes one and owns its SQL: the projection
+    /// workers, the rebuild and the audit. The shells (server, CLI) never
+    /// query through it; every read they make is a method of `Store`.
     pub fn pool(&self) -> &Pool {
         &self.pool
     }
@@ -110,83 +114,13 @@ impl Store {
         Ok(results)
     }
 
-    pub async fn reservation(
-        &self,
-        id: &ReservationId,
-    ) -> Result<Option<ReservationDetails>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        read::reservation(&client, id).await
-    }
-
-    pub async fn balance(&self, item: &Item) -> Result<Option<Balance>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        read::balance(&client, item).await
-    }
-
-    pub async fn events(
-        &self,
-        after: Cursor,
-        limit: i64,
-        stream_prefix: Option<&str>,
-    ) -> Result<EventPage, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        read::events(&client, after, limit, stream_prefix).await
-    }
-
-    /// An item's figures from the `stock_levels` projection, and how far that
-    /// projection is behind the log.
-    pub async fn stock_level(
-        &self,
-        item: &Item,
-    ) -> Result<(Option<Balance>, crate::projection::status::ProjectionStatus), StoreError> {
-        let client = pool::get(&self.pool).await?;
-        let balance = history::stock_level(&client, item).await?;
-        let status = crate::projection::status::status_of(
-            &**client,
-            &crate::read_model::STOCK_LEVELS,
-        )
-        .await?;
-        Ok((balance, status))
-    }
-
-    /// An item's figures at a past moment, replayed from the log and capped
-    /// where the log is stable (see `history`).
-    pub async fn stock_as_of(
-        &self,
-        item: &Item,
-        as_of: history::AsOf,
-    ) -> Result<history::AsOfFigures, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        history::figures_as_of(&client, item, as_of).await
-    }
-
-    /// Every event that moved `item`, oldest first.
-    pub async fn item_history(
-        &self,
-        item: &Item,
-    ) -> Result<Vec<crate::domain::RecordedEvent>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        history::item_events(&client, item).await
-    }
-
-    /// The reservation holding `order` with its whole history.
-    pub async fn order_history(
-        &self,
-        order: &crate::domain::OrderId,
-    ) -> Result<Option<ReservationDetails>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        match history::reservation_of_order(&client, order).await? {
-            Some(id) => read::reservation(&client, &id).await,
-            None => Ok(None),
-        }
-    }
-
     /// Expires every reservation that is due now (as far as the expiry
     /// projection knows), through the normal command path; returns how many
     /// it expired.
     pub async fn expire_due(&self, actor: &str, limit: i64) -> Result<usize, StoreError> {
         let client = pool::get(&self.pool).await?;
-        let due = read::due_reservations(&client, limit.clamp(1, MAX_EXPIRIES_PER_PASS)).await?;
+        let limit = limit.clamp(1, MAX_EXPIRIES_PER_PASS);
+        let due = crate::read_model::reservation_expiry::due(&client, limit).await?;
         drop(client);
         let batch: Vec<_> = due
             .into_iter()

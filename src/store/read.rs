@@ -22,7 +22,7 @@ use crate::domain::{
     Balance, Item, RecordedEvent, Rejection, ReservationId, ReservationView, StreamId,
 };
 use crate::limits::MAX_EVENTS_PER_READ;
-use crate::store::load::{corrupt, fold_stream};
+use crate::store::load::fold_stream;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::StoreError;
 
@@ -210,30 +210,4 @@ pub async fn balance(client: &Client, item: &Item) -> Result<Option<Balance>, St
         reserved: r.get(1),
         confirmed: r.get(2),
     }))
-}
-
-/// Reservations whose expiry has passed by the database clock, oldest first,
-/// from the `reservation_expiry` projection. The projection may lag or hold a
-/// reservation that was settled meanwhile: the expire command decides from the
-/// log, so such a row only costs a "not due" answer.
-pub async fn due_reservations(
-    client: &Client,
-    limit: i64,
-) -> Result<Vec<ReservationId>, StoreError> {
-    let stmt = client
-        .prepare_cached(
-            "SELECT reservation_id FROM reservation_expiry
-             WHERE expires_at <= clock_timestamp()
-             ORDER BY expires_at
-             LIMIT $1",
-        )
-        .await?;
-    client
-        .query(&stmt, &[&limit])
-        .await?
-        .iter()
-        .map(|r| {
-            ReservationId::parse("reservation_id", r.get(0)).map_err(corrupt)
-        })
-        .collect()
 }

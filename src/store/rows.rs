@@ -20,7 +20,7 @@ pub(crate) fn recorded_event(row: &Row) -> Result<RecordedEvent, StoreError> {
     let metadata: EventMetadata =
         serde_json::from_value(row.get(5)).map_err(|e| corrupt("metadata", e))?;
     let seq: i32 = row.get(2);
-    let stream = StreamId::parse("stream", row.get(1)).map_err(crate::store::load::corrupt)?;
+    let stream = StreamId::parse("stream", row.get(1)).map_err(crate::store::error::corrupt)?;
     Ok(RecordedEvent {
         position,
         stream,

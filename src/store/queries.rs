@@ -1,0 +1,154 @@
+//! The reads of `Store`: everything the server and the CLI ask of the
+//! database that is not a command goes through one of these.
+
+use deadpool_postgres::Status;
+
+use crate::domain::{Balance, Item, OrderId, RecordedEvent, Rejection, ReservationId};
+use crate::projection::status::{self, ProjectionStatus};
+use crate::read_model::{order_view, stock_levels};
+use crate::store::history::{self, AsOf, AsOfFigures};
+use crate::store::keys::{self, ApiKey, Role};
+use crate::store::read::{self, Cursor, EventPage, ReservationDetails};
+use crate::store::{migrate, pool, Store, StoreError};
+
+/// An item's current figures and where they come from.
+#[derive(Clone, Copy, Debug)]
+pub struct StockNow {
+    pub figures: Balance,
+    /// The position and time of the last event the answer includes, as far
+    /// as the `stock_levels` read model has come.
+    pub position: i64,
+    pub recorded_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The item is not in the read model yet (received moments ago): the
+    /// figures are the write-side balance, which is current.
+    pub from_balance: bool,
+}
+
+impl Store {
+    pub async fn reservation(
+        &self,
+        id: &ReservationId,
+    ) -> Result<Option<ReservationDetails>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        read::reservation(&client, id).await
+    }
+
+    pub async fn balance(&self, item: &Item) -> Result<Option<Balance>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        read::balance(&client, item).await
+    }
+
+    pub async fn events(
+        &self,
+        after: Cursor,
+        limit: i64,
+        stream_prefix: Option<&str>,
+    ) -> Result<EventPage, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        read::events(&client, after, limit, stream_prefix).await
+    }
+
+    /// An item's figures at a past moment, replayed from the log and capped
+    /// where the log is stable (see `history`).
+    pub async fn stock_as_of(
+        &self,
+        item: &Item,
+        as_of: AsOf,
+    ) -> Result<AsOfFigures, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        history::figures_as_of(&client, item, as_of).await
+    }
+
+    /// Every event that moved `item`, oldest first.
+    pub async fn item_history(
+        &self,
+        item: &Item,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        history::item_events(&client, item).await
+    }
+
+    /// The reservation holding `order` with its whole history.
+    pub async fn order_history(
+        &self,
+        order: &OrderId,
+    ) -> Result<Option<ReservationDetails>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        match history::reservation_of_order(&client, order).await? {
+            Some(id) => read::reservation(&client, &id).await,
+            None => Ok(None),
+        }
+    }
+
+    /// An item's current figures: the `stock_levels` row, or the write-side
+    /// balance when the read model has not caught up with its first receipt.
+    /// `None` for an item never received: callers answer NOT_FOUND (the CLI
+    /// and the API alike, see docs/domain.md).
+    pub async fn stock_now(&self, item: &Item) -> Result<Option<StockNow>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        let level = stock_levels::level(&client, item).await?;
+        let (figures, from_balance) = match level.figures {
+            Some(f) => (f, false),
+            None => match read::balance(&client, item).await? {
+                Some(b) => (b, true),
+                None => return Ok(None),
+            },
+        };
+        Ok(Some(StockNow {
+            figures,
+            position: level.position,
+            recorded_at: level.recorded_at,
+            from_balance,
+        }))
+    }
+
+    /// The `order_view` row of `order`, as JSON, if the read model has it.
+    pub async fn order_view(&self, order: &OrderId) -> Result<Option<serde_json::Value>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        order_view::row(&client, order).await
+    }
+
+    /// Every read model's checkpoint, lag and state.
+    pub async fn projection_status(&self) -> Result<Vec<ProjectionStatus>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        status::status(&**client).await
+    }
+
+    /// The migrations this binary knows that the database lacks.
+    pub async fn pending_migrations(&self) -> Result<Vec<i32>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        migrate::pending(&client).await
+    }
+
+    /// The pool's size, idle connections and waiting callers.
+    pub fn pool_status(&self) -> Status {
+        self.pool.status()
+    }
+
+    /// The live key whose hash is `key_hash`, with its stored hash.
+    pub async fn find_key(&self, key_hash: &str) -> Result<Option<(ApiKey, String)>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        keys::find(&client, key_hash).await
+    }
+
+    /// Creates a key; the answer carries its secret, shown once.
+    pub async fn create_key(
+        &self,
+        name: Option<&str>,
+        role: Role,
+    ) -> Result<Result<(ApiKey, String), Rejection>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        keys::create(&client, name, role).await
+    }
+
+    pub async fn list_keys(&self) -> Result<Vec<ApiKey>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        keys::list(&client).await
+    }
+
+    /// Revokes the key with this name or id; `None` if there is none.
+    pub async fn revoke_key(&self, name_or_id: &str) -> Result<Option<ApiKey>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        keys::revoke(&client, name_or_id).await
+    }
+}
