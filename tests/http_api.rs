@@ -174,7 +174,7 @@ async fn every_endpoint_and_error_code() {
     for needle in [
         "stockledger_commands_total{type=\"reserve\",outcome=\"created\"} 2",
         "stockledger_commands_total{type=\"reserve\",outcome=\"INSUFFICIENT_STOCK\"} 1",
-        "stockledger_http_request_duration_seconds_bucket{route=\"/v1/reservations\"",
+        "stockledger_http_request_duration_seconds_count{route=\"/v1/reservations\"}",
         "stockledger_pool_connections{state=\"open\"}",
         "stockledger_projection_lag_events{projection=\"stock_levels\"}",
         "stockledger_expiries_total",
@@ -275,10 +275,34 @@ async fn the_auth_matrix() {
             }
         }
     }
+    // The role is checked before the path, query or body is read: a caller
+    // without the role gets 403 even when its request is malformed.
+    for (method, path, _, allowed) in &routes {
+        for role in ["writer", "reader", "auditor"] {
+            if allowed.contains(&role) {
+                continue;
+            }
+            let r = if *method == Method::POST {
+                s.req(method.clone(), path, Some(role))
+                    .header("content-type", "application/json")
+                    .body("{not json")
+            } else {
+                s.req(method.clone(), &format!("{path}?after=x&limit=-1"), Some(role))
+            };
+            let r = r.send().await.unwrap();
+            let status = r.status().as_u16();
+            let b: Value = r.json().await.unwrap();
+            assert_eq!(
+                (status, code(&b)),
+                (403, "FORBIDDEN"),
+                "malformed {method} {path} as {role}"
+            );
+        }
+    }
     // Revoke every key: each route refuses it at once (the test server does not cache keys).
-    let client = s.db.store.pool().get().await.unwrap();
     for role in ["writer", "reader", "auditor", "admin"] {
-        stockledger::store::keys::revoke(&client, role)
+        s.db.store
+            .revoke_key(role)
             .await
             .unwrap()
             .expect("revoked");

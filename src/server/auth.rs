@@ -4,6 +4,7 @@
 //! key's rate limit, and hands the handler a `Caller` that each route checks
 //! for the role it needs. In development mode every caller is an admin.
 
+use std::marker::PhantomData;
 use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, FromRequestParts};
@@ -65,6 +66,49 @@ impl Caller {
     }
 }
 
+/// What a route needs, as a type: `Can<ToWrite>` and friends.
+pub trait Need: Send + Sync + 'static {
+    const ACCESS: Access;
+}
+
+/// Appending commands.
+pub struct ToWrite;
+/// Reading stock, reservations and orders.
+pub struct ToRead;
+/// Reading the log and projection status.
+pub struct ToAudit;
+
+impl Need for ToWrite {
+    const ACCESS: Access = Access::Write;
+}
+impl Need for ToRead {
+    const ACCESS: Access = Access::Read;
+}
+impl Need for ToAudit {
+    const ACCESS: Access = Access::Audit;
+}
+
+/// A caller allowed `A`. A route takes it as its first extractor, so the key,
+/// the rate limit and the role are checked before the path, the query or
+/// the body is read: a reader that sends a malformed command gets 403, not 400.
+pub struct Can<A> {
+    pub caller: Caller,
+    need: PhantomData<A>,
+}
+
+impl<A: Need> FromRequestParts<AppState> for Can<A> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        caller.require(A::ACCESS)?;
+        Ok(Can {
+            caller,
+            need: PhantomData,
+        })
+    }
+}
+
 /// Compares two equal-length strings without stopping at the first difference.
 fn constant_time_eq(a: &str, b: &str) -> bool {
     a.len() == b.len()
@@ -123,9 +167,10 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Caller, ApiErro
 }
 
 /// A key not in the cache costs a query: at most a few run at once in the
-/// whole server, and each is charged to the client address's budget first,
-/// so made-up keys cannot become a flood of queries. A live key is cached
-/// after its lookup, so it costs its address one lookup per cache lifetime.
+/// whole server, each checks the client address's budget first, and only a
+/// lookup that found no key uses it up. So made-up keys cannot become a flood
+/// of queries, a live key never costs its address anything, and concurrent
+/// unknown keys overshoot the budget by at most the lookups in flight.
 async fn look_up(parts: &Parts, state: &AppState, hash: String) -> Result<Found, ApiError> {
     let address = parts
         .extensions
@@ -138,10 +183,13 @@ async fn look_up(parts: &Parts, state: &AppState, hash: String) -> Result<Found,
         .map_err(|_| ApiError::unavailable("the server is shutting down"))?;
     state
         .lookups
-        .check(&address)
+        .allowed(&address)
         .map_err(|retry_after| ApiError::RateLimited { retry_after })?;
     let found = state.store.find_key(&hash).await?;
     state.keys.put(hash, found.clone());
+    if found.is_none() {
+        state.lookups.charge(&address);
+    }
     Ok(found)
 }
 

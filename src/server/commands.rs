@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::domain::{
     command, AdjustRequest, Command, CommandContext, Outcome, ReceiveRequest, ReserveRequest,
 };
-use crate::server::auth::{Access, Caller};
+use crate::server::auth::{Can, Caller, ToWrite};
 use crate::server::error::ApiError;
 use crate::server::json::{ApiJson, ApiPath};
 use crate::server::openapi::{AdjustmentResponse, ErrorBody, ReceiptResponse, ReservationResponse};
@@ -108,11 +108,10 @@ async fn reservation_body(s: &AppState, outcome: Outcome) -> Result<(bool, Value
     security(("bearer" = [])))]
 pub async fn receive(
     State(s): State<AppState>,
-    caller: Caller,
+    Can { caller, .. }: Can<ToWrite>,
     headers: HeaderMap,
     ApiJson(req): ApiJson<ReceiveRequest>,
 ) -> Result<Response, ApiError> {
-    caller.require(Access::Write)?;
     let ctx = context(&caller, &headers)?;
     let o = run(&s, "receive", req.validate(), ctx).await?;
     Ok((created_or_replayed(o.replayed()), Json(o.to_json())).into_response())
@@ -129,11 +128,10 @@ pub async fn receive(
     security(("bearer" = [])))]
 pub async fn adjust(
     State(s): State<AppState>,
-    caller: Caller,
+    Can { caller, .. }: Can<ToWrite>,
     headers: HeaderMap,
     ApiJson(req): ApiJson<AdjustRequest>,
 ) -> Result<Response, ApiError> {
-    caller.require(Access::Write)?;
     let ctx = context(&caller, &headers)?;
     let o = run(&s, "adjust", req.validate(), ctx).await?;
     Ok((created_or_replayed(o.replayed()), Json(o.to_json())).into_response())
@@ -151,11 +149,10 @@ pub async fn adjust(
     security(("bearer" = [])))]
 pub async fn reserve(
     State(s): State<AppState>,
-    caller: Caller,
+    Can { caller, .. }: Can<ToWrite>,
     headers: HeaderMap,
     ApiJson(req): ApiJson<ReserveRequest>,
 ) -> Result<Response, ApiError> {
-    caller.require(Access::Write)?;
     let ctx = context(&caller, &headers)?;
     let o = run(&s, "reserve", req.validate(), ctx).await?;
     let (replayed, body) = reservation_body(&s, o).await?;
@@ -173,12 +170,11 @@ pub async fn reserve(
     security(("bearer" = [])))]
 pub async fn confirm(
     State(s): State<AppState>,
-    caller: Caller,
+    Can { caller, .. }: Can<ToWrite>,
     headers: HeaderMap,
     ApiPath(id): ApiPath<String>,
     ApiJson(_): ApiJson<ConfirmBody>,
 ) -> Result<Response, ApiError> {
-    caller.require(Access::Write)?;
     let ctx = context(&caller, &headers)?;
     let o = run(&s, "confirm", command::confirm(&id), ctx).await?;
     let (_, body) = reservation_body(&s, o).await?;
@@ -195,12 +191,11 @@ pub async fn confirm(
     security(("bearer" = [])))]
 pub async fn release(
     State(s): State<AppState>,
-    caller: Caller,
+    Can { caller, .. }: Can<ToWrite>,
     headers: HeaderMap,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ReleaseBody>,
 ) -> Result<Response, ApiError> {
-    caller.require(Access::Write)?;
     let ctx = context(&caller, &headers)?;
     let o = run(
         &s,

@@ -41,7 +41,7 @@ use crate::limits::{
 use crate::projection::worker;
 use crate::store::Store;
 use key_cache::KeyCache;
-use rate::RateLimiter;
+use rate::{ChargedAfter, RateLimiter};
 use error::ApiError;
 use metrics::Metrics;
 
@@ -99,8 +99,8 @@ pub struct AppState {
     pub config: Arc<ServerConfig>,
     pub keys: Arc<KeyCache>,
     pub limiter: Arc<RateLimiter>,
-    /// Per client address: lookups of keys not in the cache.
-    pub lookups: Arc<RateLimiter>,
+    /// Per client address: lookups of keys not in the cache that found none.
+    pub lookups: Arc<ChargedAfter>,
     /// Key lookups running at once, whatever their address.
     pub lookups_in_flight: Arc<tokio::sync::Semaphore>,
     pub metrics: Arc<Metrics>,
@@ -121,7 +121,7 @@ impl AppState {
                 config.rate_limit_per_second,
                 config.rate_limit_burst,
             )),
-            lookups: Arc::new(RateLimiter::new(
+            lookups: Arc::new(ChargedAfter::new(
                 KEY_LOOKUPS_PER_ADDRESS_PER_SECOND,
                 KEY_LOOKUPS_PER_ADDRESS_BURST,
             )),

@@ -4,11 +4,17 @@
 //! are indistinguishable from new ones) are forgotten.
 
 use std::num::NonZeroU32;
+use std::time::{Duration, Instant};
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
+use moka::sync::Cache;
 
 use crate::limits::MAX_CACHED_KEYS;
+
+/// How long a blocked key is remembered at most; longer than any wait a
+/// limiter of ours names.
+const BLOCKED_MEMORY_SECONDS: u64 = 60;
 
 pub struct RateLimiter {
     limiter: DefaultKeyedRateLimiter<String>,
@@ -40,9 +46,61 @@ impl RateLimiter {
     }
 }
 
+/// A budget that only some requests use up, checked before the costly work
+/// and charged after it, once the work turned out to be chargeable (a key
+/// lookup that found no key). A refused charge blocks the key until its
+/// bucket has a token again.
+pub struct ChargedAfter {
+    limiter: RateLimiter,
+    blocked: Cache<String, Instant>,
+}
+
+impl ChargedAfter {
+    pub fn new(per_second: u32, burst: u32) -> Self {
+        ChargedAfter {
+            limiter: RateLimiter::new(per_second, burst),
+            blocked: Cache::builder()
+                .max_capacity(MAX_CACHED_KEYS as u64)
+                .time_to_live(Duration::from_secs(BLOCKED_MEMORY_SECONDS))
+                .build(),
+        }
+    }
+
+    /// Whether `key` may start costly work now, or how many seconds until it may.
+    pub fn allowed(&self, key: &str) -> Result<(), u64> {
+        match self.blocked.get(key) {
+            Some(until) if until > Instant::now() => {
+                let wait = until.saturating_duration_since(Instant::now());
+                Err(wait.as_secs_f64().ceil().max(1.0) as u64)
+            }
+            Some(_) | None => Ok(()),
+        }
+    }
+
+    /// Uses up one unit of `key`'s budget.
+    pub fn charge(&self, key: &str) {
+        if let Err(seconds) = self.limiter.check(key) {
+            let until = Instant::now() + Duration::from_secs(seconds);
+            self.blocked.insert(key.to_owned(), until);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_charged_budget_blocks_only_once_spent() {
+        let budget = ChargedAfter::new(1, 2);
+        assert!(budget.allowed("a").is_ok());
+        budget.charge("a");
+        budget.charge("a");
+        assert!(budget.allowed("a").is_ok(), "the burst is not spent yet");
+        budget.charge("a");
+        assert_eq!(budget.allowed("a"), Err(1));
+        assert!(budget.allowed("b").is_ok(), "budgets are per key");
+    }
 
     #[test]
     fn the_bucket_refuses_past_the_burst_and_names_a_wait() {

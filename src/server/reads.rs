@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::domain::{Balance, Item, Location, OrderId, Rejection, ReservationId, Sku};
 use crate::limits::MAX_EVENTS_PER_READ;
-use crate::server::auth::{Access, Caller};
+use crate::server::auth::{Can, ToAudit, ToRead};
 use crate::server::error::ApiError;
 use crate::server::json::{ApiPath, ApiQuery};
 use crate::server::openapi::{
@@ -27,10 +27,9 @@ use crate::store::Cursor;
     security(("bearer" = [])))]
 pub async fn reservation(
     State(s): State<AppState>,
-    caller: Caller,
+    _: Can<ToRead>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.require(Access::Read)?;
     let rid = ReservationId::parse("reservation_id", &id)?;
     match s.store.reservation(&rid).await? {
         Some(d) => Ok(Json(d.to_json())),
@@ -60,11 +59,10 @@ pub struct StockQuery {
     security(("bearer" = [])))]
 pub async fn stock(
     State(s): State<AppState>,
-    caller: Caller,
+    _: Can<ToRead>,
     ApiPath(sku): ApiPath<String>,
     ApiQuery(q): ApiQuery<StockQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.require(Access::Read)?;
     let item = Item {
         sku: Sku::parse("sku", &sku)?,
         location: Location::parse_or_default("location", q.location.as_deref())?,
@@ -136,10 +134,9 @@ async fn stock_as_of(s: &AppState, item: &Item, a: AsOf) -> Result<(Balance, Val
     security(("bearer" = [])))]
 pub async fn order(
     State(s): State<AppState>,
-    caller: Caller,
+    _: Can<ToRead>,
     ApiPath(order_id): ApiPath<String>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.require(Access::Read)?;
     let order = OrderId::parse("order_id", &order_id)?;
     if let Some(view) = s.store.order_view(&order).await? {
         return Ok(Json(view));
@@ -181,10 +178,9 @@ pub struct EventsQuery {
     security(("bearer" = [])))]
 pub async fn events(
     State(s): State<AppState>,
-    caller: Caller,
+    _: Can<ToAudit>,
     ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.require(Access::Audit)?;
     let after = match q.after {
         Some(a) => a.parse::<Cursor>()?,
         None => Cursor::START,
@@ -217,9 +213,8 @@ pub async fn events(
     security(("bearer" = [])))]
 pub async fn projections(
     State(s): State<AppState>,
-    caller: Caller,
+    _: Can<ToAudit>,
 ) -> Result<Json<Value>, ApiError> {
-    caller.require(Access::Audit)?;
     let all = s.store.projection_status().await?;
     Ok(Json(json!({ "projections": all })))
 }
