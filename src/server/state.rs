@@ -1,0 +1,94 @@
+//! The server's settings and the state every handler can reach.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::limits::{
+    DEFAULT_EXPIRY_BATCH, DEFAULT_EXPIRY_INTERVAL_MS, DEFAULT_KEY_CACHE_SECONDS,
+    DEFAULT_RATE_LIMIT_BURST, DEFAULT_RATE_LIMIT_PER_SECOND, DEFAULT_REQUEST_TIMEOUT_MS,
+    KEY_LOOKUPS_PER_ADDRESS_BURST, KEY_LOOKUPS_PER_ADDRESS_PER_SECOND, MAX_HEAVY_READS_IN_FLIGHT,
+    MAX_KEY_LOOKUPS_IN_FLIGHT,
+};
+use crate::server::key_cache::KeyCache;
+use crate::server::listener;
+use crate::server::metrics::Metrics;
+use crate::server::ops;
+use crate::server::rate::{ChargedAfter, RateLimiter};
+use crate::store::Store;
+
+/// Every setting of the server; the CLI fills it from flags and
+/// `STOCKLEDGER_*` variables.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// No keys: every caller is an admin. Said loudly at start.
+    pub dev: bool,
+    pub request_timeout: Duration,
+    pub rate_limit_per_second: u32,
+    pub rate_limit_burst: u32,
+    pub key_cache: Duration,
+    pub run_projections: bool,
+    pub run_expiry: bool,
+    pub expiry_interval: Duration,
+    pub expiry_batch: i64,
+    pub connections: listener::ConnectionLimits,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            dev: false,
+            request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
+            rate_limit_per_second: DEFAULT_RATE_LIMIT_PER_SECOND,
+            rate_limit_burst: DEFAULT_RATE_LIMIT_BURST,
+            key_cache: Duration::from_secs(DEFAULT_KEY_CACHE_SECONDS),
+            run_projections: true,
+            run_expiry: true,
+            expiry_interval: Duration::from_millis(DEFAULT_EXPIRY_INTERVAL_MS),
+            expiry_batch: DEFAULT_EXPIRY_BATCH,
+            connections: listener::ConnectionLimits::default(),
+        }
+    }
+}
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub config: Arc<ServerConfig>,
+    pub keys: Arc<KeyCache>,
+    pub limiter: Arc<RateLimiter>,
+    /// Per client address: lookups of keys not in the cache that found none.
+    pub lookups: Arc<ChargedAfter>,
+    /// Key lookups running at once, whatever their address.
+    pub lookups_in_flight: Arc<tokio::sync::Semaphore>,
+    pub metrics: Arc<Metrics>,
+    /// Projection lag for `/metrics`, read at most once per
+    /// `METRICS_CACHE_MS`, however often it is scraped.
+    pub lag: Arc<ops::LagCache>,
+    /// Permits for heavy reads (as-of figures, history), so they cannot take
+    /// the connections and the time commands need.
+    pub heavy_reads: Arc<tokio::sync::Semaphore>,
+}
+
+impl AppState {
+    pub fn new(store: Store, config: ServerConfig) -> AppState {
+        AppState {
+            store,
+            keys: Arc::new(KeyCache::new(config.key_cache)),
+            limiter: Arc::new(RateLimiter::new(
+                config.rate_limit_per_second,
+                config.rate_limit_burst,
+            )),
+            lookups: Arc::new(ChargedAfter::new(
+                KEY_LOOKUPS_PER_ADDRESS_PER_SECOND,
+                KEY_LOOKUPS_PER_ADDRESS_BURST,
+            )),
+            lookups_in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_KEY_LOOKUPS_IN_FLIGHT)),
+            metrics: Arc::new(Metrics::default()),
+            lag: Arc::new(ops::LagCache::default()),
+            heavy_reads: Arc::new(tokio::sync::Semaphore::new(MAX_HEAVY_READS_IN_FLIGHT)),
+            config: Arc::new(config),
+        }
+    }
+}
+
