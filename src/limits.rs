@@ -51,8 +51,14 @@ pub const BATCH_DEADLINE_MS: u64 = 8_000;
 pub const RETRY_BACKOFF_START_MS: u64 = 5;
 pub const RETRY_BACKOFF_MAX_MS: u64 = 200;
 
-/// Most events returned by one read of the log.
+/// Most events returned by one read of the log, and how many a read that
+/// names no limit gets.
 pub const MAX_EVENTS_PER_READ: i64 = 1000;
+pub const DEFAULT_EVENTS_PER_READ: i64 = 100;
+
+/// Longest stream prefix a read of the log may filter by: the longest
+/// stream name (`adjustment:` and a longest id) and some room.
+pub const MAX_STREAM_PREFIX_LEN: usize = 80;
 
 /// Connections in one process's pool unless configured otherwise.
 pub const DEFAULT_POOL_SIZE: usize = 16;
@@ -107,10 +113,15 @@ pub const TCP_USER_TIMEOUT_MS: u64 = 15_000;
 /// How long opening a database connection may take.
 pub const CONNECT_TIMEOUT_MS: u64 = 5_000;
 
+/// Connections the private PostgreSQL cluster accepts: room for a server's
+/// pool, its workers, the tests running side by side and the benchmarks.
+pub const PRIVATE_CLUSTER_MAX_CONNECTIONS: u32 = 300;
+
 /// How long the private PostgreSQL cluster may take to start before we give up.
 pub const PRIVATE_CLUSTER_START_TIMEOUT_SECONDS: u64 = 60;
 
-/// Most due reservations one expiry pass handles.
+/// Most due reservations one expiry pass handles (`--expiry-batch` is
+/// clamped to it); also the default.
 pub const MAX_EXPIRIES_PER_PASS: i64 = 500;
 
 /// Most events a projection worker applies in one transaction. Bounds memory
@@ -163,6 +174,9 @@ pub const FILE_DESCRIPTORS_RESERVED: usize = 256;
 /// for connections to end instead of spinning.
 pub const ACCEPT_ERROR_PAUSE_MS: u64 = 100;
 
+/// The `Retry-After` of an `UNAVAILABLE` answer, in seconds.
+pub const UNAVAILABLE_RETRY_AFTER_SECONDS: u64 = 1;
+
 /// How long one HTTP request may take before the caller gets `UNAVAILABLE`.
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
 
@@ -192,10 +206,9 @@ pub const KEY_LOOKUPS_PER_ADDRESS_BURST: u32 = 40;
 /// than this many of the pool's connections.
 pub const MAX_KEY_LOOKUPS_IN_FLIGHT: usize = 4;
 
-/// How often the expiry worker looks for due reservations, and how many it
-/// expires per pass.
+/// How often the expiry worker looks for due reservations (it expires up to
+/// `MAX_EXPIRIES_PER_PASS` per pass).
 pub const DEFAULT_EXPIRY_INTERVAL_MS: u64 = 1_000;
-pub const DEFAULT_EXPIRY_BATCH: i64 = 500;
 
 /// How long a graceful shutdown may take before the process exits anyway.
 pub const SHUTDOWN_GRACE_SECONDS: u64 = 20;

@@ -5,7 +5,7 @@ use std::time::Duration;
 use clap::{Args as ClapArgs, Subcommand};
 use serde_json::json;
 use stockledger::limits::{
-    DEFAULT_EXPIRY_BATCH, DEFAULT_EXPIRY_INTERVAL_MS, DEFAULT_HEADER_READ_TIMEOUT_MS,
+    DEFAULT_EXPIRY_INTERVAL_MS, DEFAULT_HEADER_READ_TIMEOUT_MS,
     DEFAULT_IDLE_CONNECTION_TIMEOUT_MS, DEFAULT_KEY_CACHE_SECONDS, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, DEFAULT_POOL_SIZE, DEFAULT_RATE_LIMIT_BURST,
     DEFAULT_RATE_LIMIT_PER_SECOND, DEFAULT_REQUEST_TIMEOUT_MS, SHUTDOWN_GRACE_SECONDS,
@@ -53,7 +53,7 @@ pub struct ServeArgs {
     #[arg(long, env = "STOCKLEDGER_EXPIRY_INTERVAL_MS", default_value_t = DEFAULT_EXPIRY_INTERVAL_MS)]
     expiry_interval_ms: u64,
     /// Most reservations one expiry pass handles.
-    #[arg(long, env = "STOCKLEDGER_EXPIRY_BATCH", default_value_t = DEFAULT_EXPIRY_BATCH)]
+    #[arg(long, env = "STOCKLEDGER_EXPIRY_BATCH", default_value_t = stockledger::limits::MAX_EXPIRIES_PER_PASS)]
     expiry_batch: i64,
     /// HTTP connections open at once, at most (lowered to fit the open-files limit).
     #[arg(long, env = "STOCKLEDGER_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS)]

@@ -17,7 +17,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::limits::PRIVATE_CLUSTER_START_TIMEOUT_SECONDS;
+use crate::limits::{PRIVATE_CLUSTER_MAX_CONNECTIONS, PRIVATE_CLUSTER_START_TIMEOUT_SECONDS};
 
 /// The superuser created in the private cluster.
 pub const SUPERUSER: &str = "stockledger";
@@ -168,7 +168,7 @@ impl PrivateCluster {
                 "\n# Written by stockledger: a private server on a Unix socket only.\n\
                  listen_addresses = ''\n\
                  unix_socket_directories = '{}'\n\
-                 max_connections = 300\n",
+                 max_connections = {PRIVATE_CLUSTER_MAX_CONNECTIONS}\n",
                 dir.display()
             );
             let mut f = OpenOptions::new()

@@ -17,9 +17,12 @@ pub struct CommandContext {
 }
 
 impl CommandContext {
-    pub fn new(actor: impl Into<String>) -> Self {
+    /// A context with a command id chosen by the caller. The shells draw a
+    /// fresh one with `CommandContext::new` (in `store/context.rs`): the
+    /// domain reads no randomness.
+    pub fn with_id(actor: impl Into<String>, command_id: Uuid) -> Self {
         CommandContext {
-            command_id: Uuid::new_v4(),
+            command_id,
             correlation_id: None,
             causation_id: None,
             actor: actor.into(),

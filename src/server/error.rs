@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 use tracing::{error, warn};
 
 use crate::domain::{Rejection, RejectionCode};
+use crate::limits::UNAVAILABLE_RETRY_AFTER_SECONDS;
 use crate::store::StoreError;
 
 /// Seconds a caller is asked to wait after `UNAVAILABLE`.
-pub const UNAVAILABLE_RETRY_AFTER_SECONDS: u64 = 1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {

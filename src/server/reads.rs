@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::domain::{Balance, Item, Location, OrderId, Rejection, ReservationId, Sku};
-use crate::limits::MAX_EVENTS_PER_READ;
+use crate::limits::{DEFAULT_EVENTS_PER_READ, MAX_EVENTS_PER_READ, MAX_STREAM_PREFIX_LEN};
 use crate::server::auth::{Can, ToAudit, ToRead};
 use crate::server::error::ApiError;
 use crate::server::json::{ApiPath, ApiQuery};
@@ -186,7 +186,7 @@ pub async fn events(
         None => Cursor::START,
     };
     let limit = match q.limit {
-        None => 100,
+        None => DEFAULT_EVENTS_PER_READ,
         Some(l) => l
             .parse::<i64>()
             .ok()
@@ -196,8 +196,9 @@ pub async fn events(
             })?,
     };
     if let Some(prefix) = &q.stream {
-        if prefix.is_empty() || prefix.len() > 80 {
-            return Err(Rejection::invalid("stream", "must be 1 to 80 characters").into());
+        if prefix.is_empty() || prefix.len() > MAX_STREAM_PREFIX_LEN {
+            let reason = format!("must be 1 to {MAX_STREAM_PREFIX_LEN} characters");
+            return Err(Rejection::invalid("stream", reason).into());
         }
     }
     let page = s.store.events(after, limit, q.stream.as_deref()).await?;

@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::limits::{
-    DEFAULT_EXPIRY_BATCH, DEFAULT_EXPIRY_INTERVAL_MS, DEFAULT_KEY_CACHE_SECONDS,
+    DEFAULT_EXPIRY_INTERVAL_MS, DEFAULT_KEY_CACHE_SECONDS,
     DEFAULT_RATE_LIMIT_BURST, DEFAULT_RATE_LIMIT_PER_SECOND, DEFAULT_REQUEST_TIMEOUT_MS,
     KEY_LOOKUPS_PER_ADDRESS_BURST, KEY_LOOKUPS_PER_ADDRESS_PER_SECOND, MAX_HEAVY_READS_IN_FLIGHT,
-    MAX_KEY_LOOKUPS_IN_FLIGHT,
+    MAX_EXPIRIES_PER_PASS, MAX_KEY_LOOKUPS_IN_FLIGHT,
 };
 use crate::server::key_cache::KeyCache;
 use crate::server::listener;
@@ -44,7 +44,7 @@ impl Default for ServerConfig {
             run_projections: true,
             run_expiry: true,
             expiry_interval: Duration::from_millis(DEFAULT_EXPIRY_INTERVAL_MS),
-            expiry_batch: DEFAULT_EXPIRY_BATCH,
+            expiry_batch: MAX_EXPIRIES_PER_PASS,
             connections: listener::ConnectionLimits::default(),
         }
     }

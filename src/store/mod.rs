@@ -2,6 +2,7 @@
 //! core what a command does, and writes the answer, in one transaction.
 //! Nothing in here decides a business rule.
 
+mod context;
 pub mod error;
 mod execute;
 pub mod group;
