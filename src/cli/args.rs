@@ -1,0 +1,193 @@
+//! The command line's arguments, as clap reads them.
+
+use clap::{Args as ClapArgs, Parser, Subcommand};
+use stockledger::limits::DEFAULT_EVENTS_PER_READ;
+
+use super::{bench, chaos, serve};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "stockledger",
+    version,
+    about = "An event-sourced inventory ledger on PostgreSQL"
+)]
+pub struct Args {
+    /// Print one JSON document on stdout instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// The database. Without it, a private PostgreSQL cluster is started on demand.
+    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    /// Log format on stderr: text or json.
+    #[arg(long, env = "STOCKLEDGER_LOG_FORMAT", global = true, default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+impl Args {
+    pub fn is_serve(&self) -> bool {
+        matches!(self.command, Cmd::Serve(_))
+    }
+
+    pub fn json_logs(&self) -> bool {
+        self.log_format == "json"
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Apply pending schema migrations (every other command does this too).
+    Migrate,
+    /// Record a delivery of stock.
+    Receive(ReceiveArgs),
+    /// Correct on-hand stock (count correction, damage, return to stock...).
+    Adjust(AdjustArgs),
+    /// Reserve stock for an order: every line, or none.
+    Reserve(ReserveArgs),
+    /// Confirm a reservation (the order was paid).
+    Confirm(ConfirmArgs),
+    /// Release a reservation (the order was cancelled).
+    Release(ReleaseArgs),
+    /// Show a reservation: state, lines, expiry and its event timeline.
+    Show { reservation_id: String },
+    /// Stock figures of one item, from the stock_levels read model (or, with
+    /// --as-of / --as-of-position, replayed from the log at that moment).
+    Stock(StockArgs),
+    /// Run every projection worker until stopped (ctrl-c finishes the batch).
+    Project,
+    /// Report on or rebuild the read models.
+    Projections {
+        #[command(subcommand)]
+        command: ProjectionsCmd,
+    },
+    /// Replay the whole log and compare with the balances and every read model.
+    /// Exit 0 when everything agrees, 4 when a difference is found.
+    Audit,
+    /// An order's or an item's event timeline.
+    History(HistoryArgs),
+    /// Read the log in safe commit order.
+    Events(EventsArgs),
+    /// Tell the story of a flash sale end to end, on fresh ids.
+    Demo,
+    /// Serve the HTTP API, with the projection and expiry workers.
+    Serve(serve::ServeArgs),
+    /// Print the HTTP API's OpenAPI 3.1 description (kept in docs/openapi.json).
+    Openapi,
+    /// Manage API keys.
+    Keys {
+        #[command(subcommand)]
+        command: serve::KeysCmd,
+    },
+    /// Mixed load with faults injected between the command path and
+    /// PostgreSQL; prints acknowledged / lost / duplicated / oversold and the
+    /// audit. Exit 0 when nothing was lost and the audit is clean, else 4.
+    Chaos(chaos::ChaosArgs),
+    /// Benchmarks (see docs/benchmarks.md).
+    Bench {
+        #[command(subcommand)]
+        command: bench::BenchCmd,
+    },
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct ReceiveArgs {
+    #[arg(long)]
+    pub receipt_id: String,
+    #[arg(long)]
+    pub sku: String,
+    #[arg(long)]
+    pub location: Option<String>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub quantity: i64,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct AdjustArgs {
+    #[arg(long)]
+    pub adjustment_id: String,
+    #[arg(long)]
+    pub sku: String,
+    #[arg(long)]
+    pub location: Option<String>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub delta: i64,
+    #[arg(long)]
+    pub reason: String,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct ReserveArgs {
+    #[arg(long)]
+    pub reservation_id: String,
+    #[arg(long)]
+    pub order_id: String,
+    /// SKU[@LOCATION]:QTY; the quantity follows the last ':'. Repeatable.
+    #[arg(long = "line", required = true)]
+    pub lines: Vec<String>,
+    /// Time to live in seconds (default 900).
+    #[arg(long, allow_negative_numbers = true)]
+    pub ttl: Option<i64>,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct ConfirmArgs {
+    pub reservation_id: String,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct ReleaseArgs {
+    pub reservation_id: String,
+    #[arg(long)]
+    pub reason: Option<String>,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct StockArgs {
+    pub sku: String,
+    #[arg(long)]
+    pub location: Option<String>,
+    /// A past moment (RFC 3339 time).
+    #[arg(long, conflicts_with = "as_of_position")]
+    pub as_of: Option<String>,
+    /// A past log position.
+    #[arg(long)]
+    pub as_of_position: Option<i64>,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct HistoryArgs {
+    #[arg(long, conflicts_with_all = ["sku", "location"])]
+    pub order: Option<String>,
+    #[arg(long)]
+    pub sku: Option<String>,
+    #[arg(long, requires = "sku")]
+    pub location: Option<String>,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct EventsArgs {
+    /// Cursor (TX:POSITION) from a previous page's `next`.
+    #[arg(long)]
+    pub after: Option<String>,
+    #[arg(long, default_value_t = DEFAULT_EVENTS_PER_READ)]
+    pub limit: i64,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ProjectionsCmd {
+    /// Each projection's checkpoint, lag in events and seconds, and state.
+    Status,
+    /// Build a fresh copy from the start while the live one serves, verify it,
+    /// and swap it in atomically.
+    Rebuild {
+        /// The read model's name (see `projections status`).
+        #[arg(required_unless_present = "all")]
+        name: Option<String>,
+        #[arg(long, conflicts_with = "name")]
+        all: bool,
+    },
+}

@@ -1,0 +1,156 @@
+//! Turning command-line arguments into validated commands and queries, before
+//! anything touches the database: bad input writes nothing and needs no server.
+
+use stockledger::domain::{
+    command, AdjustRequest, Command, Item, LineRequest, Location, ReceiveRequest, Rejection,
+    ReserveRequest, Sku,
+};
+use stockledger::limits::MAX_EVENTS_PER_READ;
+use stockledger::store::history::AsOf;
+use stockledger::store::Cursor;
+
+use super::args::{
+    AdjustArgs, ConfirmArgs, EventsArgs, ReceiveArgs, ReleaseArgs, ReserveArgs, StockArgs,
+};
+
+impl ReceiveArgs {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        ReceiveRequest {
+            receipt_id: self.receipt_id.clone(),
+            sku: self.sku.clone(),
+            location: self.location.clone(),
+            quantity: self.quantity,
+        }
+        .validate()
+    }
+}
+
+impl AdjustArgs {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        AdjustRequest {
+            adjustment_id: self.adjustment_id.clone(),
+            sku: self.sku.clone(),
+            location: self.location.clone(),
+            delta: self.delta,
+            reason: self.reason.clone(),
+        }
+        .validate()
+    }
+}
+
+impl ReserveArgs {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        ReserveRequest {
+            reservation_id: self.reservation_id.clone(),
+            order_id: self.order_id.clone(),
+            lines: self
+                .lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| parse_line(i, l))
+                .collect::<Result<_, _>>()?,
+            ttl_seconds: self.ttl,
+        }
+        .validate()
+    }
+}
+
+impl ConfirmArgs {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        command::confirm(&self.reservation_id)
+    }
+}
+
+impl ReleaseArgs {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        command::release(&self.reservation_id, self.reason.as_deref())
+    }
+}
+
+impl StockArgs {
+    /// The item, and the past moment asked for, if any.
+    pub fn validate(&self) -> Result<(Item, Option<AsOf>), Rejection> {
+        let item = Item {
+            sku: Sku::parse("sku", &self.sku)?,
+            location: Location::parse_or_default("location", self.location.as_deref())?,
+        };
+        let as_of = match (&self.as_of, self.as_of_position) {
+            (Some(t), _) => Some(AsOf::Time(
+                chrono::DateTime::parse_from_rfc3339(t)
+                    .map_err(|e| {
+                        Rejection::invalid("as_of", format!("not an RFC 3339 time: {e}"))
+                    })?
+                    .with_timezone(&chrono::Utc),
+            )),
+            (None, Some(p)) if p >= 0 => Some(AsOf::Position(p)),
+            (None, Some(_)) => {
+                return Err(Rejection::invalid("as_of_position", "must not be negative"))
+            }
+            (None, None) => None,
+        };
+        Ok((item, as_of))
+    }
+}
+
+impl EventsArgs {
+    /// The cursor to read after, and the page size.
+    pub fn validate(&self) -> Result<(Cursor, i64), Rejection> {
+        let after = match &self.after {
+            Some(a) => a.parse::<Cursor>()?,
+            None => Cursor::START,
+        };
+        if !(1..=MAX_EVENTS_PER_READ).contains(&self.limit) {
+            return Err(Rejection::invalid(
+                "limit",
+                format!("must be from 1 to {MAX_EVENTS_PER_READ}"),
+            ));
+        }
+        Ok((after, self.limit))
+    }
+}
+
+/// Parses `SKU[@LOCATION]:QTY`. The quantity follows the last ':' because a
+/// SKU may itself contain ':'; '@' cannot appear in an id, so it separates
+/// the location unambiguously.
+fn parse_line(index: usize, text: &str) -> Result<LineRequest, Rejection> {
+    let field = format!("lines[{index}]");
+    let (item, qty) = text
+        .rsplit_once(':')
+        .ok_or_else(|| Rejection::invalid(&field, "expected SKU[@LOCATION]:QTY"))?;
+    let quantity: i64 = qty
+        .parse()
+        .map_err(|_| Rejection::invalid(&format!("{field}.quantity"), "must be a whole number"))?;
+    let (sku, location) = match item.split_once('@') {
+        Some((s, l)) => (s, Some(l.to_owned())),
+        None => (item, None),
+    };
+    Ok(LineRequest {
+        sku: sku.to_owned(),
+        location,
+        quantity,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_line;
+
+    #[test]
+    fn lines_parse_with_the_quantity_after_the_last_colon() {
+        let l = parse_line(0, "sku:with:colons@north:5").unwrap();
+        assert_eq!(
+            (l.sku.as_str(), l.location.as_deref(), l.quantity),
+            ("sku:with:colons", Some("north"), 5)
+        );
+        let l = parse_line(0, "apple:2").unwrap();
+        assert_eq!((l.sku.as_str(), l.location, l.quantity), ("apple", None, 2));
+        assert_eq!(
+            parse_line(3, "apple").unwrap_err().details()["field"],
+            "lines[3]"
+        );
+        assert_eq!(
+            parse_line(1, "apple:x").unwrap_err().details()["field"],
+            "lines[1].quantity"
+        );
+    }
+}
