@@ -19,9 +19,14 @@ async fn every_event_type(db: &TestDb) {
     db.receive("in-1", "apple", 10).await;
     db.receive("in-2", "pear", 5).await;
     db.run(adjust("adj-1", "apple", -2)).await.unwrap();
-    db.run(reserve("r-confirm", "o1", &[("apple", 2), ("pear", 1)], None))
-        .await
-        .unwrap();
+    db.run(reserve(
+        "r-confirm",
+        "o1",
+        &[("apple", 2), ("pear", 1)],
+        None,
+    ))
+    .await
+    .unwrap();
     db.run(confirm("r-confirm")).await.unwrap();
     db.run(reserve("r-release", "o2", &[("apple", 1)], None))
         .await
@@ -31,9 +36,14 @@ async fn every_event_type(db: &TestDb) {
     db.run(reserve("r-open", "o3", &[("pear", 2)], None))
         .await
         .unwrap();
-    db.run(reserve("r-expire", "o4", &[("apple", 1), ("pear", 1)], Some(1)))
-        .await
-        .unwrap();
+    db.run(reserve(
+        "r-expire",
+        "o4",
+        &[("apple", 1), ("pear", 1)],
+        Some(1),
+    ))
+    .await
+    .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
     let expired = db.run(expire("r-expire")).await.unwrap();
     assert_eq!(state_of(&expired), "EXPIRED");

@@ -287,7 +287,11 @@ async fn the_auth_matrix() {
                     .header("content-type", "application/json")
                     .body("{not json")
             } else {
-                s.req(method.clone(), &format!("{path}?after=x&limit=-1"), Some(role))
+                s.req(
+                    method.clone(),
+                    &format!("{path}?after=x&limit=-1"),
+                    Some(role),
+                )
             };
             let r = r.send().await.unwrap();
             let status = r.status().as_u16();
@@ -301,11 +305,7 @@ async fn the_auth_matrix() {
     }
     // Revoke every key: each route refuses it at once (the test server does not cache keys).
     for role in ["writer", "reader", "auditor", "admin"] {
-        s.db.store
-            .revoke_key(role)
-            .await
-            .unwrap()
-            .expect("revoked");
+        s.db.store.revoke_key(role).await.unwrap().expect("revoked");
     }
     for (method, path, body, allowed) in &routes {
         let r = send(method.clone(), path, body, Some(allowed[0]))

@@ -109,9 +109,9 @@ async fn compare_in_snapshot(
         .get(0);
     // A snapshot id is the server's (hex digits and dashes); check before quoting it.
     if !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
-        return Err(StoreError::Database(format!(
-            "unexpected snapshot id {id:?}"
-        ).into()));
+        return Err(StoreError::Database(
+            format!("unexpected snapshot id {id:?}").into(),
+        ));
     }
     let in_snapshot = |pool: Pool, id: String| async move {
         let client = pool::get(&pool).await?;
@@ -142,8 +142,9 @@ async fn compare_in_snapshot(
             Ok::<_, StoreError>(replay)
         }));
     }
-    let joined =
-        |e: tokio::task::JoinError| StoreError::Database(format!("an audit task failed: {e}").into());
+    let joined = |e: tokio::task::JoinError| {
+        StoreError::Database(format!("an audit task failed: {e}").into())
+    };
     let mut merged: Option<Replay> = None;
     for r in readers {
         let part = r.await.map_err(joined)??;

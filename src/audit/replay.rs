@@ -13,8 +13,7 @@ use crate::domain::{Event, Reservation, StreamId, StreamKind};
 use crate::projection::Slot;
 use crate::read_model::{
     add_effects, compare_figures, load_figures, merge_figures, Actual, ActualFigures, Diffs,
-    Expected, Figures, ReadModel,
-    SeenEvent, StreamSeen,
+    Expected, Figures, ReadModel, SeenEvent, StreamSeen,
 };
 use crate::store::{Cursor, StoreError};
 
@@ -185,7 +184,8 @@ impl Replay {
         let mut valid = Vec::with_capacity(rows.len());
         for (i, r) in rows.iter().enumerate() {
             if r.seq as usize != i + 1 {
-                self.diffs.push("events", stream.to_string(), "seq", i + 1, r.seq);
+                self.diffs
+                    .push("events", stream.to_string(), "seq", i + 1, r.seq);
             }
             match &r.event {
                 Ok(event) => {
@@ -199,7 +199,8 @@ impl Replay {
                 }
                 Err(why) => {
                     let key = stream.to_string();
-                    self.diffs.push("events", key, "data", "a readable event", why);
+                    self.diffs
+                        .push("events", key, "data", "a readable event", why);
                 }
             }
         }
@@ -216,14 +217,16 @@ impl Replay {
         let key = stream.to_string();
         match stream.kind() {
             StreamKind::Reservation => fold(stream, valid).map_err(|why| {
-                self.diffs.push("events", key, "rule", "an allowed history", why);
+                self.diffs
+                    .push("events", key, "rule", "an allowed history", why);
             }),
             StreamKind::Receipt | StreamKind::Adjustment => {
                 for e in valid {
                     let t = e.event.event_type();
                     if !stream.kind().allows(e.seq, t) {
                         let allowed: Vec<_> = stream.kind().event_types().collect();
-                        self.diffs.push("events", &key, "type", format!("{allowed:?}"), t);
+                        self.diffs
+                            .push("events", &key, "type", format!("{allowed:?}"), t);
                     }
                 }
                 Ok(None)
@@ -257,7 +260,10 @@ impl Replay {
         let mut compared = Vec::new();
         for ((target, expected), actual) in self.targets.into_iter().zip(tables.projections) {
             target.projection.compare(expected, actual, &mut self.diffs);
-            compared.push((target.projection.name().to_owned(), target.cutoff.to_string()));
+            compared.push((
+                target.projection.name().to_owned(),
+                target.cutoff.to_string(),
+            ));
         }
         Outcome {
             events: self.events,

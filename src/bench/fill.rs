@@ -158,9 +158,9 @@ pub async fn fill(
                     }
                 }
                 (_, Err(other)) => {
-                    return Err(StoreError::Database(format!(
-                        "the generator sent a command the ledger refused: {other}"
-                    ).into()))
+                    return Err(StoreError::Database(
+                        format!("the generator sent a command the ledger refused: {other}").into(),
+                    ))
                 }
             }
         }

@@ -110,11 +110,10 @@ pub async fn run(
         })
         .collect();
     direct.execute_batch(&seed).await?;
-    let proxy = Arc::new(
-        Proxy::start(Upstream::of(&database))
-            .await
-            .map_err(|e| StoreError::Unavailable(format!("starting the fault proxy: {e}").into()))?,
-    );
+    let proxy =
+        Arc::new(Proxy::start(Upstream::of(&database)).await.map_err(|e| {
+            StoreError::Unavailable(format!("starting the fault proxy: {e}").into())
+        })?);
     let store = Store::with_group_commit(
         pool::build(proxy.config(&database), config.pool_size)?,
         GroupConfig::default(),
@@ -211,7 +210,12 @@ async fn writer(
         let Some(Ok(_)) = answer(&store, reserve, &tally, &cancel).await else {
             continue; // refused (not enough stock): nothing to settle
         };
-        expect(&tally, stream(StreamKind::Reservation, &id), 1, "ReservationCreated");
+        expect(
+            &tally,
+            stream(StreamKind::Reservation, &id),
+            1,
+            "ReservationCreated",
+        );
         let (settle, event) = if k % 3 == 0 {
             (command::release(&id, None), "ReservationReleased")
         } else {

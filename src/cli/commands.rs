@@ -77,9 +77,7 @@ impl StockArgs {
         let as_of = match (&self.as_of, self.as_of_position) {
             (Some(t), _) => Some(AsOf::Time(
                 chrono::DateTime::parse_from_rfc3339(t)
-                    .map_err(|e| {
-                        Rejection::invalid("as_of", format!("not an RFC 3339 time: {e}"))
-                    })?
+                    .map_err(|e| Rejection::invalid("as_of", format!("not an RFC 3339 time: {e}")))?
                     .with_timezone(&chrono::Utc),
             )),
             (None, Some(p)) if p >= 0 => Some(AsOf::Position(p)),

@@ -110,182 +110,14 @@ pub async fn run(store: &Store, printer: &Printer) -> Result<(), Failure> {
         "A flash sale at a small shop. Every id in this run starts with {}-.\n",
         s.run
     ));
-
-    // 1. Stock arrives.
-    for (sku, qty) in [("sneaker", UNITS), ("tshirt", 50)] {
-        let cmd = ReceiveRequest {
-            receipt_id: s.id(&format!("delivery-{sku}")),
-            sku: s.id(sku),
-            location: None,
-            quantity: qty,
-        }
-        .validate()
-        .expect("valid");
-        s.exec(cmd).await??;
-    }
-    let (sneakers, _) = s.figures("sneaker").await?;
-    s.say(&format!(
-        "1. Stock arrives: {UNITS} limited sneakers and 50 t-shirts.\n   {sneakers}"
-    ));
-    s.chapter("stock arrives", json!({"sneaker": UNITS, "tshirt": 50}));
-
-    // 2. The drop: many buyers at once, exactly the stock is sold.
-    let shared = Arc::new(s.store.clone());
-    let tasks: Vec<_> = (0..BUYERS)
-        .map(|i| {
-            let store = shared.clone();
-            let cmd = s.reserve(
-                &format!("buyer-{i}"),
-                &format!("order-{i}"),
-                "sneaker",
-                1,
-                None,
-            );
-            tokio::spawn(async move { store.execute(cmd, CommandContext::new("demo")).await })
-        })
-        .collect();
-    let mut winners = Vec::new();
-    let mut sold_out = 0;
-    for (i, t) in tasks.into_iter().enumerate() {
-        match t.await.map_err(anyhow::Error::from)?? {
-            Ok(_) => winners.push(i),
-            Err(Rejection::InsufficientStock { .. }) => sold_out += 1,
-            Err(other) => return Err(other.into()),
-        }
-    }
-    for i in &winners {
-        s.exec(command::confirm(&s.id(&format!("buyer-{i}"))).expect("valid"))
-            .await??;
-    }
-    let (sneakers, sneaker_json) = s.figures("sneaker").await?;
-    s.say(&format!(
-        "2. The drop: {BUYERS} buyers reserve one pair each, all at once.\n   {} got a pair and paid, {sold_out} were told INSUFFICIENT_STOCK. Not one oversold.\n   {sneakers}",
-        winners.len()
-    ));
-    s.chapter("flash sale", json!({"buyers": BUYERS, "reserved": winners.len(), "refused": sold_out, "stock": sneaker_json}));
-
-    // 3. A retry after a timeout gets the original answer.
-    let first = s
-        .exec(s.reserve("alice", "order-alice", "tshirt", 2, Some(600)))
-        .await?;
-    let retry = s
-        .exec(s.reserve("alice", "order-alice", "tshirt", 2, Some(600)))
-        .await?;
-    let same_expiry = match (&first, &retry) {
-        (Ok(Outcome::Reservation { view: a, .. }), Ok(Outcome::Reservation { view: b, .. })) => {
-            a.expires_at == b.expires_at
-        }
-        _ => false,
-    };
-    s.say(&format!(
-        "3. Alice's order service times out and sends her reservation again.\n   first: {}, retry: {} with the same expiry: {same_expiry}. Events in her stream: {}",
-        short(&first),
-        short(&retry),
-        s.events_in("alice").await?
-    ));
-    s.chapter(
-        "retry after a timeout",
-        json!({"first": short(&first), "retry": short(&retry), "same_expiry": same_expiry}),
-    );
-
-    // 4. A duplicated message appends nothing.
-    let cmd = command::confirm(&s.id("alice")).expect("valid");
-    let deliveries: Vec<_> = (0..5)
-        .map(|_| {
-            let (store, cmd) = (shared.clone(), cmd.clone());
-            tokio::spawn(async move { store.execute(cmd, CommandContext::new("demo")).await })
-        })
-        .collect();
-    let mut answers = Vec::new();
-    for d in deliveries {
-        answers.push(short(&d.await.map_err(anyhow::Error::from)??));
-    }
-    s.say(&format!(
-        "4. The payment message reaches us five times at once: {}.\n   Events in her stream: {} (created, confirmed). One confirm, however often it is said.",
-        answers.join(", "),
-        s.events_in("alice").await?
-    ));
-    s.chapter("duplicated message", json!({"answers": answers}));
-
-    // 5. A cancel arrives before its reserve.
-    let cancel = s
-        .exec(command::release(&s.id("bob"), Some("customer cancelled")).expect("valid"))
-        .await?;
-    let late = s
-        .exec(s.reserve("bob", "order-bob", "tshirt", 1, None))
-        .await?;
-    s.say(&format!(
-        "5. Bob cancels, and the cancel overtakes his reservation.\n   cancel: {} (a tombstone), the late reservation: {}. No stock is held for a dead order.",
-        short(&cancel),
-        short(&late)
-    ));
-    s.chapter(
-        "cancel before reserve",
-        json!({"cancel": short(&cancel), "late_reserve": short(&late)}),
-    );
-
-    // 6. Confirm and cancel race.
-    s.exec(s.reserve("carol", "order-carol", "tshirt", 3, None))
-        .await??;
-    let (c, r) = tokio::join!(
-        s.exec(command::confirm(&s.id("carol")).expect("valid")),
-        s.exec(command::release(&s.id("carol"), Some("customer cancelled")).expect("valid"))
-    );
-    let (c, r) = (c?, r?);
-    s.say(&format!(
-        "6. Carol pays and cancels at the same instant.\n   confirm: {}, cancel: {}. Exactly one of them happened; events in her stream: {}",
-        short(&c),
-        short(&r),
-        s.events_in("carol").await?
-    ));
-    s.chapter(
-        "confirm and cancel race",
-        json!({"confirm": short(&c), "cancel": short(&r)}),
-    );
-
-    // 7. A reservation expires.
-    s.exec(s.reserve("dave", "order-dave", "tshirt", 4, Some(1)))
-        .await??;
-    tokio::time::sleep(Duration::from_millis(1200)).await;
-    // The expiry pass finds due reservations in the expiry projection; bring
-    // the projections up to date first, as the running workers would.
-    stockledger::projection::worker::catch_up_fully(s.store.pool(), Duration::from_secs(10))
-        .await?;
-    let expired = s
-        .store
-        .expire_due("demo", stockledger::limits::MAX_EXPIRIES_PER_PASS)
-        .await?;
-    let late_pay = s
-        .exec(command::confirm(&s.id("dave")).expect("valid"))
-        .await?;
-    s.say(&format!(
-        "7. Dave reserves four t-shirts for one second and never pays.\n   the expiry pass expired {expired} reservation(s); his late payment: {}.",
-        short(&late_pay)
-    ));
-    s.chapter(
-        "expiry",
-        json!({"expired": expired, "late_confirm": short(&late_pay)}),
-    );
-
-    // 8. The final figures and one order's timeline.
-    let (sneakers, sneaker_json) = s.figures("sneaker").await?;
-    let (tshirts, tshirt_json) = s.figures("tshirt").await?;
-    s.say(&format!("8. Final figures:\n   {sneakers}\n   {tshirts}"));
-    let alice = ReservationId::parse("id", &s.id("alice")).expect("valid");
-    let details = s.store.reservation(&alice).await?.expect("alice exists");
-    s.say("   Alice's order, as the log tells it:");
-    for e in &details.events {
-        s.say(&format!(
-            "     #{} {} {}",
-            e.seq,
-            e.recorded_at.format("%H:%M:%S%.3f"),
-            super::output::event_summary(&e.event)
-        ));
-    }
-    s.chapter(
-        "final",
-        json!({"sneaker": sneaker_json, "tshirt": tshirt_json, "alice": details.to_json()}),
-    );
+    s.stock_arrives().await?;
+    s.flash_sale().await?;
+    s.retry_after_timeout().await?;
+    s.duplicated_message().await?;
+    s.cancel_before_reserve().await?;
+    s.confirm_and_cancel_race().await?;
+    s.expiry().await?;
+    s.finale().await?;
     if printer.json {
         printer.value(&json!({"run": s.run, "chapters": s.chapters}), "");
     } else {
@@ -295,4 +127,211 @@ pub async fn run(store: &Store, printer: &Printer) -> Result<(), Failure> {
         );
     }
     Ok(())
+}
+
+/// The chapters of the story, in order.
+impl Story<'_> {
+    /// 1. Stock arrives.
+    async fn stock_arrives(&mut self) -> Result<(), Failure> {
+        for (sku, qty) in [("sneaker", UNITS), ("tshirt", 50)] {
+            let cmd = ReceiveRequest {
+                receipt_id: self.id(&format!("delivery-{sku}")),
+                sku: self.id(sku),
+                location: None,
+                quantity: qty,
+            }
+            .validate()
+            .expect("valid");
+            self.exec(cmd).await??;
+        }
+        let (sneakers, _) = self.figures("sneaker").await?;
+        self.say(&format!(
+            "1. Stock arrives: {UNITS} limited sneakers and 50 t-shirts.\n   {sneakers}"
+        ));
+        self.chapter("stock arrives", json!({"sneaker": UNITS, "tshirt": 50}));
+        Ok(())
+    }
+
+    /// 2. The drop: many buyers at once, exactly the stock is sold.
+    async fn flash_sale(&mut self) -> Result<(), Failure> {
+        let shared = Arc::new(self.store.clone());
+        let tasks: Vec<_> = (0..BUYERS)
+            .map(|i| {
+                let store = shared.clone();
+                let cmd = self.reserve(
+                    &format!("buyer-{i}"),
+                    &format!("order-{i}"),
+                    "sneaker",
+                    1,
+                    None,
+                );
+                tokio::spawn(async move { store.execute(cmd, CommandContext::new("demo")).await })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        let mut sold_out = 0;
+        for (i, t) in tasks.into_iter().enumerate() {
+            match t.await.map_err(anyhow::Error::from)?? {
+                Ok(_) => winners.push(i),
+                Err(Rejection::InsufficientStock { .. }) => sold_out += 1,
+                Err(other) => return Err(other.into()),
+            }
+        }
+        for i in &winners {
+            self.exec(command::confirm(&self.id(&format!("buyer-{i}"))).expect("valid"))
+                .await??;
+        }
+        let (sneakers, sneaker_json) = self.figures("sneaker").await?;
+        self.say(&format!(
+            "2. The drop: {BUYERS} buyers reserve one pair each, all at once.\n   {} got a pair and paid, {sold_out} were told INSUFFICIENT_STOCK. Not one oversold.\n   {sneakers}",
+            winners.len()
+        ));
+        self.chapter("flash sale", json!({"buyers": BUYERS, "reserved": winners.len(), "refused": sold_out, "stock": sneaker_json}));
+        Ok(())
+    }
+
+    /// 3. A retry after a timeout gets the original answer.
+    async fn retry_after_timeout(&mut self) -> Result<(), Failure> {
+        let first = self
+            .exec(self.reserve("alice", "order-alice", "tshirt", 2, Some(600)))
+            .await?;
+        let retry = self
+            .exec(self.reserve("alice", "order-alice", "tshirt", 2, Some(600)))
+            .await?;
+        let same_expiry = match (&first, &retry) {
+            (
+                Ok(Outcome::Reservation { view: a, .. }),
+                Ok(Outcome::Reservation { view: b, .. }),
+            ) => a.expires_at == b.expires_at,
+            _ => false,
+        };
+        self.say(&format!(
+            "3. Alice's order service times out and sends her reservation again.\n   first: {}, retry: {} with the same expiry: {same_expiry}. Events in her stream: {}",
+            short(&first),
+            short(&retry),
+            self.events_in("alice").await?
+        ));
+        self.chapter(
+            "retry after a timeout",
+            json!({"first": short(&first), "retry": short(&retry), "same_expiry": same_expiry}),
+        );
+        Ok(())
+    }
+
+    /// 4. A duplicated message appends nothing.
+    async fn duplicated_message(&mut self) -> Result<(), Failure> {
+        let cmd = command::confirm(&self.id("alice")).expect("valid");
+        let shared = Arc::new(self.store.clone());
+        let deliveries: Vec<_> = (0..5)
+            .map(|_| {
+                let (store, cmd) = (shared.clone(), cmd.clone());
+                tokio::spawn(async move { store.execute(cmd, CommandContext::new("demo")).await })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for d in deliveries {
+            answers.push(short(&d.await.map_err(anyhow::Error::from)??));
+        }
+        self.say(&format!(
+            "4. The payment message reaches us five times at once: {}.\n   Events in her stream: {} (created, confirmed). One confirm, however often it is said.",
+            answers.join(", "),
+            self.events_in("alice").await?
+        ));
+        self.chapter("duplicated message", json!({"answers": answers}));
+        Ok(())
+    }
+
+    /// 5. A cancel arrives before its reserve.
+    async fn cancel_before_reserve(&mut self) -> Result<(), Failure> {
+        let cancel = self
+            .exec(command::release(&self.id("bob"), Some("customer cancelled")).expect("valid"))
+            .await?;
+        let late = self
+            .exec(self.reserve("bob", "order-bob", "tshirt", 1, None))
+            .await?;
+        self.say(&format!(
+            "5. Bob cancels, and the cancel overtakes his reservation.\n   cancel: {} (a tombstone), the late reservation: {}. No stock is held for a dead order.",
+            short(&cancel),
+            short(&late)
+        ));
+        self.chapter(
+            "cancel before reserve",
+            json!({"cancel": short(&cancel), "late_reserve": short(&late)}),
+        );
+        Ok(())
+    }
+
+    /// 6. Confirm and cancel race.
+    async fn confirm_and_cancel_race(&mut self) -> Result<(), Failure> {
+        self.exec(self.reserve("carol", "order-carol", "tshirt", 3, None))
+            .await??;
+        let (c, r) = tokio::join!(
+            self.exec(command::confirm(&self.id("carol")).expect("valid")),
+            self.exec(
+                command::release(&self.id("carol"), Some("customer cancelled")).expect("valid")
+            )
+        );
+        let (c, r) = (c?, r?);
+        self.say(&format!(
+            "6. Carol pays and cancels at the same instant.\n   confirm: {}, cancel: {}. Exactly one of them happened; events in her stream: {}",
+            short(&c),
+            short(&r),
+            self.events_in("carol").await?
+        ));
+        self.chapter(
+            "confirm and cancel race",
+            json!({"confirm": short(&c), "cancel": short(&r)}),
+        );
+        Ok(())
+    }
+
+    /// 7. A reservation expires.
+    async fn expiry(&mut self) -> Result<(), Failure> {
+        self.exec(self.reserve("dave", "order-dave", "tshirt", 4, Some(1)))
+            .await??;
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        // The expiry pass finds due reservations in the expiry projection; bring
+        // the projections up to date first, as the running workers would.
+        stockledger::projection::worker::catch_up_fully(self.store.pool(), Duration::from_secs(10))
+            .await?;
+        let expired = self
+            .store
+            .expire_due("demo", stockledger::limits::MAX_EXPIRIES_PER_PASS)
+            .await?;
+        let late_pay = self
+            .exec(command::confirm(&self.id("dave")).expect("valid"))
+            .await?;
+        self.say(&format!(
+            "7. Dave reserves four t-shirts for one second and never pays.\n   the expiry pass expired {expired} reservation(s); his late payment: {}.",
+            short(&late_pay)
+        ));
+        self.chapter(
+            "expiry",
+            json!({"expired": expired, "late_confirm": short(&late_pay)}),
+        );
+        Ok(())
+    }
+
+    /// 8. The final figures and one order's timeline.
+    async fn finale(&mut self) -> Result<(), Failure> {
+        let (sneakers, sneaker_json) = self.figures("sneaker").await?;
+        let (tshirts, tshirt_json) = self.figures("tshirt").await?;
+        self.say(&format!("8. Final figures:\n   {sneakers}\n   {tshirts}"));
+        let alice = ReservationId::parse("id", &self.id("alice")).expect("valid");
+        let details = self.store.reservation(&alice).await?.expect("alice exists");
+        self.say("   Alice's order, as the log tells it:");
+        for e in &details.events {
+            self.say(&format!(
+                "     #{} {} {}",
+                e.seq,
+                e.recorded_at.format("%H:%M:%S%.3f"),
+                super::output::event_summary(&e.event)
+            ));
+        }
+        self.chapter(
+            "final",
+            json!({"sneaker": sneaker_json, "tshirt": tshirt_json, "alice": details.to_json()}),
+        );
+        Ok(())
+    }
 }

@@ -4,14 +4,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::decide::LedgerState;
 use crate::domain::fingerprint;
 use crate::domain::ids::{AdjustmentId, Item, Location, OrderId, ReceiptId, ReservationId, Sku};
-use crate::domain::decide::LedgerState;
 use crate::domain::stream::StreamId;
 use crate::domain::Rejection;
 use crate::limits::{
-    DEFAULT_TTL_SECONDS, MAX_ADJUST_DELTA, MAX_LINES_PER_RESERVATION, MAX_QUANTITY, MAX_RAW_LINES_PER_RESERVATION,
-    MAX_REASON_LEN, MAX_TTL_SECONDS, MIN_TTL_SECONDS,
+    DEFAULT_TTL_SECONDS, MAX_ADJUST_DELTA, MAX_LINES_PER_RESERVATION, MAX_QUANTITY,
+    MAX_RAW_LINES_PER_RESERVATION, MAX_REASON_LEN, MAX_TTL_SECONDS, MIN_TTL_SECONDS,
 };
 
 /// The reason recorded when a release names none.

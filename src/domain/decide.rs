@@ -225,11 +225,7 @@ fn decide_receive(
     })
 }
 
-fn decide_adjust(
-    state: &LedgerState,
-    a: &Adjust,
-    command_id: Uuid,
-) -> Result<Decision, Rejection> {
+fn decide_adjust(state: &LedgerState, a: &Adjust, command_id: Uuid) -> Result<Decision, Rejection> {
     let stream = StreamId::Adjustment(a.adjustment_id.clone());
     let outcome = |replayed| Outcome::Adjusted {
         adjustment_id: a.adjustment_id.to_string(),

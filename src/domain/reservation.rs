@@ -138,10 +138,7 @@ impl Reservation {
     pub fn command_at(&self, seq: u32) -> Option<Uuid> {
         match self {
             Reservation::Tombstone(t) => (seq == 1).then_some(t.command_id),
-            Reservation::Placed(p) => p
-                .step_commands
-                .get((seq as usize).checked_sub(1)?)
-                .copied(),
+            Reservation::Placed(p) => p.step_commands.get((seq as usize).checked_sub(1)?).copied(),
         }
     }
 
@@ -245,9 +242,7 @@ impl Step<'_> {
                 (ReservationState::Expired, Some(order_id), lines)
             }
             Event::ReservationCreated { .. } => return Err(self.not_after(p.state.as_str())),
-            Event::StockReceived { .. } | Event::StockAdjusted { .. } => {
-                return Err(self.foreign())
-            }
+            Event::StockReceived { .. } | Event::StockAdjusted { .. } => return Err(self.foreign()),
         };
         if order_id != Some(&p.order_id) || *lines != p.lines {
             return Err(StreamViolation::AmountsDiffer {

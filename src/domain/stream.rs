@@ -127,9 +127,7 @@ impl StreamId {
             if let Some(id) = name.strip_prefix(kind.prefix()) {
                 return Ok(match kind {
                     StreamKind::Receipt => StreamId::Receipt(ReceiptId::parse(field, id)?),
-                    StreamKind::Adjustment => {
-                        StreamId::Adjustment(AdjustmentId::parse(field, id)?)
-                    }
+                    StreamKind::Adjustment => StreamId::Adjustment(AdjustmentId::parse(field, id)?),
                     StreamKind::Reservation => {
                         StreamId::Reservation(ReservationId::parse(field, id)?)
                     }
@@ -186,7 +184,13 @@ mod tests {
 
     #[test]
     fn unknown_or_bad_names_are_refused() {
-        for name in ["", "order:1", "receipt:", "reservation:has space", "Receipt:r1"] {
+        for name in [
+            "",
+            "order:1",
+            "receipt:",
+            "reservation:has space",
+            "Receipt:r1",
+        ] {
             assert!(StreamId::parse("stream", name).is_err(), "{name:?}");
         }
     }

@@ -40,11 +40,14 @@ pub async fn apply_batch(
     let horizon = crate::store::horizon::safe_horizon(client).await?;
     let tx = client.transaction().await?;
     let Some(from) = lock_checkpoint(&tx, p, slot).await? else {
-        return Err(StoreError::Database(format!(
-            "projection {} has no {} checkpoint",
-            p.name(),
-            slot.as_str()
-        ).into()));
+        return Err(StoreError::Database(
+            format!(
+                "projection {} has no {} checkpoint",
+                p.name(),
+                slot.as_str()
+            )
+            .into(),
+        ));
     };
     let applied = apply_range(&tx, p, slot, from, max_events, horizon).await?;
     if applied.events > 0 {

@@ -8,8 +8,8 @@ pub mod rebuild;
 pub mod status;
 pub mod worker;
 
-pub use batch::{apply_batch, Applied};
 pub use crate::read_model::{by_name, ReadModel, ALL};
+pub use batch::{apply_batch, Applied};
 
 use tokio_postgres::GenericClient;
 
@@ -61,7 +61,10 @@ pub async fn install_live(client: &impl GenericClient) -> Result<(), StoreError>
             continue;
         }
         client
-            .batch_execute(&format!("SET search_path = {LIVE_SCHEMA}; {}", p.schema_sql()))
+            .batch_execute(&format!(
+                "SET search_path = {LIVE_SCHEMA}; {}",
+                p.schema_sql()
+            ))
             .await?;
         client
             .execute(

@@ -88,8 +88,9 @@ pub async fn status_of(
             rebuild = Some(s);
         }
     }
-    let live = live
-        .ok_or_else(|| StoreError::Database(format!("projection {} is not installed", p.name()).into()))?;
+    let live = live.ok_or_else(|| {
+        StoreError::Database(format!("projection {} is not installed", p.name()).into())
+    })?;
     Ok(ProjectionStatus {
         name: p.name(),
         state: if rebuild.is_some() {

@@ -47,7 +47,10 @@ fn runner_lock_sql(kind: &str) -> String {
 /// only a connection that got it is taken out of the pool (the lock must die
 /// with it, never linger on a pooled one); a process that waits for another
 /// runner hands the connection back, so it opens and closes none.
-async fn become_runner(pool: &Pool, p: &dyn ReadModel) -> Result<Option<ClientWrapper>, StoreError> {
+async fn become_runner(
+    pool: &Pool,
+    p: &dyn ReadModel,
+) -> Result<Option<ClientWrapper>, StoreError> {
     let client = pool::get(pool).await?;
     let got: bool = client
         .query_one(&runner_lock_sql("pg_try_advisory_lock"), &[&p.name()])

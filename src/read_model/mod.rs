@@ -24,11 +24,10 @@ use crate::domain::fingerprint::sha256_hex;
 use crate::domain::{Event, Reservation, StreamId};
 use crate::store::StoreError;
 
-pub use diff::{Difference, Diffs};
 pub(crate) use diff::{
-    add_effects, compare_figures, load_figures, merge_figures,
-    ActualFigures, Figures,
+    add_effects, compare_figures, load_figures, merge_figures, ActualFigures, Figures,
 };
+pub use diff::{Difference, Diffs};
 pub use order_view::ORDER_VIEW;
 pub use reservation_expiry::RESERVATION_EXPIRY;
 pub use stock_levels::STOCK_LEVELS;
@@ -99,8 +98,11 @@ pub trait ReadModel: Sync + 'static {
     fn expected(&self) -> Expected;
     fn fold(&self, expected: &mut Expected, seen: &StreamSeen<'_>);
     fn merge(&self, into: &mut Expected, other: Expected);
-    fn load<'a>(&'a self, client: &'a Client, schema: &'a str)
-        -> BoxFuture<'a, Result<Actual, StoreError>>;
+    fn load<'a>(
+        &'a self,
+        client: &'a Client,
+        schema: &'a str,
+    ) -> BoxFuture<'a, Result<Actual, StoreError>>;
     fn compare(&self, expected: Expected, actual: Actual, diffs: &mut Diffs);
 
     /// Identifies the definition the rows were built with; a change means the

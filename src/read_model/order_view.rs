@@ -4,8 +4,8 @@
 use std::marker::PhantomData;
 
 use chrono::{DateTime, Utc};
-use rustc_hash::FxHashMap as HashMap;
 use deadpool_postgres::ClientWrapper;
+use rustc_hash::FxHashMap as HashMap;
 use tokio_postgres::Client;
 
 use crate::domain::{Line, OrderId, Reservation, ReservationState};
@@ -103,7 +103,11 @@ impl Rows for OrderView {
         out.reserve(rows.len());
         for r in rows {
             let history = serde_json::from_str::<Vec<HistoryEntry>>(r.get(7))
-                .map(|h| h.into_iter().map(|e| (e.seq, e.type_name, e.position)).collect())
+                .map(|h| {
+                    h.into_iter()
+                        .map(|e| (e.seq, e.type_name, e.position))
+                        .collect()
+                })
                 .map_err(|e| e.to_string());
             let stored = StoredOrder {
                 reservation_id: r.get(1),
@@ -142,7 +146,13 @@ fn compare_row(order: &str, want: &OrderRow, got: StoredOrder, diffs: &mut Diffs
     }
     match got.lines {
         Ok(l) if l == want.lines => {}
-        Ok(l) => diffs.push(LABEL, order, "lines", format!("{:?}", want.lines), format!("{l:?}")),
+        Ok(l) => diffs.push(
+            LABEL,
+            order,
+            "lines",
+            format!("{:?}", want.lines),
+            format!("{l:?}"),
+        ),
         Err(e) => diffs.push(LABEL, order, "lines", "readable lines", e),
     }
     for (field, w, g) in [

@@ -3,8 +3,8 @@
 use std::marker::PhantomData;
 
 use chrono::{DateTime, Utc};
-use rustc_hash::FxHashMap as HashMap;
 use deadpool_postgres::ClientWrapper;
+use rustc_hash::FxHashMap as HashMap;
 use tokio_postgres::Client;
 
 use crate::domain::{Reservation, ReservationId, ReservationState};
@@ -111,6 +111,8 @@ pub(crate) async fn due(
         .await?;
     let rows = client.query(&stmt, &[&limit]).await?;
     rows.iter()
-        .map(|r| ReservationId::parse("reservation_id", r.get(0)).map_err(crate::store::error::corrupt))
+        .map(|r| {
+            ReservationId::parse("reservation_id", r.get(0)).map_err(crate::store::error::corrupt)
+        })
         .collect()
 }

@@ -13,8 +13,8 @@ use axum::http::request::Parts;
 
 use crate::limits::MAX_API_KEY_LEN;
 use crate::server::error::ApiError;
-use crate::server::AppState;
 use crate::server::key_cache::Found;
+use crate::server::AppState;
 use crate::store::keys::{self, Role};
 
 /// What a route needs.

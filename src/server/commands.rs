@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::domain::{
     command, AdjustRequest, Command, CommandContext, Outcome, ReceiveRequest, ReserveRequest,
 };
-use crate::server::auth::{Can, Caller, ToWrite};
+use crate::server::auth::{Caller, Can, ToWrite};
 use crate::server::error::ApiError;
 use crate::server::json::{ApiJson, ApiPath};
 use crate::server::openapi::{AdjustmentResponse, ErrorBody, ReceiptResponse, ReservationResponse};

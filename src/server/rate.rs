@@ -39,10 +39,12 @@ impl RateLimiter {
         if self.limiter.len() >= MAX_CACHED_KEYS {
             self.limiter.retain_recent();
         }
-        self.limiter.check_key(&key.to_owned()).map_err(|not_until| {
-            let wait = not_until.wait_time_from(self.clock.now());
-            wait.as_secs_f64().ceil().max(1.0) as u64
-        })
+        self.limiter
+            .check_key(&key.to_owned())
+            .map_err(|not_until| {
+                let wait = not_until.wait_time_from(self.clock.now());
+                wait.as_secs_f64().ceil().max(1.0) as u64
+            })
     }
 }
 

@@ -126,7 +126,8 @@ async fn observe(
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.len() <= MAX_METADATA_ID_LEN)
         .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
-    req.extensions_mut().insert(Correlation(correlation.clone()));
+    req.extensions_mut()
+        .insert(Correlation(correlation.clone()));
     let started = Instant::now();
     let mut response = CORRELATION_ID
         .scope(correlation.clone(), next.run(req))
@@ -140,4 +141,3 @@ async fn observe(
     }
     response
 }
-

@@ -197,9 +197,7 @@ async fn run_once(
     tokio::time::timeout(Duration::from_millis(COMMIT_REPLY_DEADLINE_MS), tx.commit())
         .await
         .map_err(|_| {
-            Failure::Broken(format!(
-                "no COMMIT reply within {COMMIT_REPLY_DEADLINE_MS} ms"
-            ).into())
+            Failure::Broken(format!("no COMMIT reply within {COMMIT_REPLY_DEADLINE_MS} ms").into())
         })??;
     debug!(
         commands = batch.len(),

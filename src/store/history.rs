@@ -16,9 +16,7 @@ use deadpool_postgres::ClientWrapper as Client;
 use futures_util::TryStreamExt;
 
 use crate::domain::event::ItemsAt;
-use crate::domain::{
-    Balance, EventType, Item, OrderId, RecordedEvent, ReservationId, StreamId,
-};
+use crate::domain::{Balance, EventType, Item, OrderId, RecordedEvent, ReservationId, StreamId};
 use crate::store::error::corrupt;
 use crate::store::horizon;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};

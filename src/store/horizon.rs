@@ -78,10 +78,13 @@ pub async fn stable(client: &Client) -> Result<Stable, StoreError> {
     let row = client.query_one(&time, &[]).await?;
     let hidden: i64 = row.get(1);
     if hidden > 0 {
-        return Err(StoreError::Database(format!(
-            "{hidden} session(s) of this database are hidden from this role, so the moment \
+        return Err(StoreError::Database(
+            format!(
+                "{hidden} session(s) of this database are hidden from this role, so the moment \
              before which the log is stable cannot be known; grant it pg_read_all_stats"
-        ).into()));
+            )
+            .into(),
+        ));
     }
     let before = row.get(0);
     Ok(Stable {

@@ -71,7 +71,8 @@ fn from_row(r: &tokio_postgres::Row) -> Result<ApiKey, StoreError> {
     Ok(ApiKey {
         id: r.get(0),
         name: r.get(1),
-        role: Role::parse(&role).map_err(|e| StoreError::Corrupt(format!("api key role: {e}").into()))?,
+        role: Role::parse(&role)
+            .map_err(|e| StoreError::Corrupt(format!("api key role: {e}").into()))?,
         created_at: r.get(3),
         revoked_at: r.get(4),
     })

@@ -252,7 +252,9 @@ pub(crate) fn fold_stream(
                 e.metadata.command_id,
                 e.recorded_at,
             )
-            .map_err(|v| StoreError::Corrupt(Cause::with_source(format!("stream {}", e.stream), v)))?,
+            .map_err(|v| {
+                StoreError::Corrupt(Cause::with_source(format!("stream {}", e.stream), v))
+            })?,
         );
     }
     current.ok_or_else(|| StoreError::Corrupt(format!("reservation {id} has no events").into()))

@@ -92,9 +92,9 @@ async fn migrate_locked(client: &mut Client) -> Result<Vec<i32>, StoreError> {
             continue;
         }
         let tx = client.transaction().await?;
-        tx.batch_execute(m.sql)
-            .await
-            .map_err(|e| StoreError::Migration(format!("{} ({}): {e}", m.version, m.name).into()))?;
+        tx.batch_execute(m.sql).await.map_err(|e| {
+            StoreError::Migration(format!("{} ({}): {e}", m.version, m.name).into())
+        })?;
         tx.execute(
             "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
             &[&m.version, &m.name, &checksum],

@@ -52,10 +52,13 @@ pub(crate) async fn resolve(
     let deadline = Duration::from_millis(OUTCOME_RESOLUTION_DEADLINE_MS);
     match tokio::time::timeout(deadline, poll(pool, tx, written)).await {
         Ok(result) => result,
-        Err(_) => Err(StoreError::OutcomeUnknown(format!(
-            "transaction {} did not resolve within {OUTCOME_RESOLUTION_DEADLINE_MS} ms",
-            tx.xid
-        ).into())),
+        Err(_) => Err(StoreError::OutcomeUnknown(
+            format!(
+                "transaction {} did not resolve within {OUTCOME_RESOLUTION_DEADLINE_MS} ms",
+                tx.xid
+            )
+            .into(),
+        )),
     }
 }
 
@@ -119,10 +122,9 @@ async fn ask(
             end_stalled(&client, tx.backend).await?;
             Ok(None)
         }
-        other => Err(StoreError::OutcomeUnknown(format!(
-            "transaction {} has status {other:?}",
-            tx.xid
-        ).into())),
+        other => Err(StoreError::OutcomeUnknown(
+            format!("transaction {} has status {other:?}", tx.xid).into(),
+        )),
     }
 }
 

@@ -50,20 +50,13 @@ impl Store {
 
     /// An item's figures at a past moment, replayed from the log and capped
     /// where the log is stable (see `history`).
-    pub async fn stock_as_of(
-        &self,
-        item: &Item,
-        as_of: AsOf,
-    ) -> Result<AsOfFigures, StoreError> {
+    pub async fn stock_as_of(&self, item: &Item, as_of: AsOf) -> Result<AsOfFigures, StoreError> {
         let client = pool::get(&self.pool).await?;
         history::figures_as_of(&client, item, as_of).await
     }
 
     /// Every event that moved `item`, oldest first.
-    pub async fn item_history(
-        &self,
-        item: &Item,
-    ) -> Result<Vec<RecordedEvent>, StoreError> {
+    pub async fn item_history(&self, item: &Item) -> Result<Vec<RecordedEvent>, StoreError> {
         let client = pool::get(&self.pool).await?;
         history::item_events(&client, item).await
     }
@@ -103,7 +96,10 @@ impl Store {
     }
 
     /// The `order_view` row of `order`, as JSON, if the read model has it.
-    pub async fn order_view(&self, order: &OrderId) -> Result<Option<serde_json::Value>, StoreError> {
+    pub async fn order_view(
+        &self,
+        order: &OrderId,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
         let client = pool::get(&self.pool).await?;
         order_view::row(&client, order).await
     }

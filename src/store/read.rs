@@ -178,7 +178,8 @@ pub async fn reservation(
         ))
         .await?;
     let rows = client
-        .query(&stmt, &[&StreamId::Reservation(id.clone()).to_string()]).await?;
+        .query(&stmt, &[&StreamId::Reservation(id.clone()).to_string()])
+        .await?;
     if rows.is_empty() {
         return Ok(None);
     }
