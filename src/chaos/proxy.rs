@@ -197,95 +197,18 @@ async fn relay(client: TcpStream, upstream: Upstream, control: Arc<Control>) {
         return;
     };
     let cut = control.cut.lock().expect("proxy state").clone();
-    let (mut client_read, mut client_write) = client.into_split();
-    let (mut server_read, mut server_write) = tokio::io::split(server);
+    let (client_read, client_write) = client.into_split();
+    let (server_read, server_write) = tokio::io::split(server);
     let reply = Arc::new(ReplyState::default());
     let close = CancellationToken::new();
-
-    let upward = {
-        let (control, reply, close) = (control.clone(), reply.clone(), close.clone());
-        async move {
-            let mut startup = true;
-            loop {
-                let Ok(message) = read_message(&mut client_read, startup).await else {
-                    return;
-                };
-                if startup {
-                    // An SSL request is followed by the real startup message.
-                    startup = message.len() == 8 && message[4..8] == [0x04, 0xd2, 0x16, 0x2f];
-                }
-                if matches!(message.first(), Some(b'Q' | b'E')) && !startup {
-                    control.statements.fetch_add(1, Ordering::SeqCst);
-                }
-                let commit = is_commit(&message);
-                let fault = if commit {
-                    control.commits.fetch_add(1, Ordering::SeqCst);
-                    let mut armed = control.armed.lock().expect("proxy state");
-                    (!armed.is_empty()).then(|| armed.remove(0))
-                } else {
-                    None
-                };
-                match fault {
-                    Some(CommitFault::CutBefore) => {
-                        close.cancel();
-                        return;
-                    }
-                    Some(CommitFault::HoldReply(d)) => {
-                        *reply.hold_until.lock().expect("proxy state") =
-                            Some(tokio::time::Instant::now() + d);
-                    }
-                    Some(CommitFault::BlackHole) => reply.black_hole.store(true, Ordering::SeqCst),
-                    Some(CommitFault::Swallow) => {
-                        reply.black_hole.store(true, Ordering::SeqCst);
-                        // Read and drop whatever the client sends from now on,
-                        // and keep the server's side open even after the client
-                        // has gone, as a stalled network would, until cut.
-                        while read_message(&mut client_read, false).await.is_ok() {}
-                        let _keep = server_write;
-                        std::future::pending::<()>().await;
-                        return;
-                    }
-                    _ => {}
-                }
-                if server_write.write_all(&message).await.is_err() {
-                    return;
-                }
-                if fault == Some(CommitFault::CutAfter) {
-                    // Let the COMMIT reach the server, then cut before the reply.
-                    let _ = server_write.flush().await;
-                    tokio::time::sleep(Duration::from_millis(PROXY_CUT_AFTER_COMMIT_MS)).await;
-                    close.cancel();
-                    return;
-                }
-            }
-        }
-    };
-    let downward = {
-        let (control, reply) = (control.clone(), reply.clone());
-        async move {
-            let mut buf = vec![0u8; PROXY_RELAY_BUFFER_BYTES];
-            loop {
-                let n = match server_read.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => n,
-                };
-                let latency = *control.latency.lock().expect("proxy state");
-                if !latency.is_zero() {
-                    tokio::time::sleep(latency).await;
-                }
-                let hold = *reply.hold_until.lock().expect("proxy state");
-                if let Some(until) = hold {
-                    tokio::time::sleep_until(until).await;
-                }
-                if reply.black_hole.load(Ordering::SeqCst) {
-                    continue;
-                }
-                if client_write.write_all(&buf[..n]).await.is_err() {
-                    return;
-                }
-            }
-        }
-    };
+    let upward = upward(
+        client_read,
+        server_write,
+        control.clone(),
+        reply.clone(),
+        close.clone(),
+    );
+    let downward = downward(server_read, client_write, control, reply.clone());
     // Either side ending ends the connection, except a black hole, which
     // keeps the client waiting until it gives up or the proxy is cut.
     tokio::select! {
@@ -297,6 +220,109 @@ async fn relay(client: TcpStream, upstream: Upstream, control: Arc<Control>) {
         _ = downward => {}
         _ = cut.cancelled() => {}
         _ = close.cancelled() => {}
+    }
+}
+
+/// Client to server, message by message, applying the fault armed for the
+/// next COMMIT.
+async fn upward<R, W>(
+    mut client_read: R,
+    mut server_write: W,
+    control: Arc<Control>,
+    reply: Arc<ReplyState>,
+    close: CancellationToken,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut startup = true;
+    loop {
+        let Ok(message) = read_message(&mut client_read, startup).await else {
+            return;
+        };
+        if startup {
+            // An SSL request is followed by the real startup message.
+            startup = message.len() == 8 && message[4..8] == [0x04, 0xd2, 0x16, 0x2f];
+        }
+        if matches!(message.first(), Some(b'Q' | b'E')) && !startup {
+            control.statements.fetch_add(1, Ordering::SeqCst);
+        }
+        let fault = armed_fault(&control, &message);
+        match fault {
+            Some(CommitFault::CutBefore) => {
+                close.cancel();
+                return;
+            }
+            Some(CommitFault::HoldReply(d)) => {
+                *reply.hold_until.lock().expect("proxy state") =
+                    Some(tokio::time::Instant::now() + d);
+            }
+            Some(CommitFault::BlackHole) => reply.black_hole.store(true, Ordering::SeqCst),
+            Some(CommitFault::Swallow) => {
+                reply.black_hole.store(true, Ordering::SeqCst);
+                // Read and drop whatever the client sends from now on, and
+                // keep the server's side open even after the client has gone,
+                // as a stalled network would, until cut.
+                while read_message(&mut client_read, false).await.is_ok() {}
+                let _keep = server_write;
+                std::future::pending::<()>().await;
+                return;
+            }
+            Some(CommitFault::CutAfter) | None => {}
+        }
+        if server_write.write_all(&message).await.is_err() {
+            return;
+        }
+        if fault == Some(CommitFault::CutAfter) {
+            // Let the COMMIT reach the server, then cut before the reply.
+            let _ = server_write.flush().await;
+            tokio::time::sleep(Duration::from_millis(PROXY_CUT_AFTER_COMMIT_MS)).await;
+            close.cancel();
+            return;
+        }
+    }
+}
+
+/// The fault armed for this message, if it is a COMMIT (and counts it).
+fn armed_fault(control: &Control, message: &[u8]) -> Option<CommitFault> {
+    if !is_commit(message) {
+        return None;
+    }
+    control.commits.fetch_add(1, Ordering::SeqCst);
+    let mut armed = control.armed.lock().expect("proxy state");
+    (!armed.is_empty()).then(|| armed.remove(0))
+}
+
+/// Server to client, as it comes, with the latency, hold or black hole set.
+async fn downward<R, W>(
+    mut server_read: R,
+    mut client_write: W,
+    control: Arc<Control>,
+    reply: Arc<ReplyState>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; PROXY_RELAY_BUFFER_BYTES];
+    loop {
+        let n = match server_read.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let latency = *control.latency.lock().expect("proxy state");
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        let hold = *reply.hold_until.lock().expect("proxy state");
+        if let Some(until) = hold {
+            tokio::time::sleep_until(until).await;
+        }
+        if reply.black_hole.load(Ordering::SeqCst) {
+            continue;
+        }
+        if client_write.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
     }
 }
 

@@ -26,6 +26,7 @@ use crate::limits::{
     CHAOS_FAULT_INTERVAL_MS, CHAOS_HELD_REPLY_MS, CHAOS_ITEMS, CHAOS_RETRY_PAUSE_MS,
     CHAOS_SEED_QUANTITY, CHAOS_SETTLE_SECONDS,
 };
+use crate::store::error::Cause;
 use crate::store::group::GroupConfig;
 use crate::store::{pool, Store, StoreError};
 
@@ -100,19 +101,10 @@ pub async fn run(
 ) -> Result<ChaosReport, StoreError> {
     let direct = Store::new(pool::build(database.clone(), 4)?);
     direct.migrate().await?;
-    // Stock to sell, received before the faults begin.
-    let seed: Vec<_> = (0..CHAOS_ITEMS as usize)
-        .map(|i| {
-            (
-                receive(&format!("seed-{i}"), i, CHAOS_SEED_QUANTITY),
-                CommandContext::new("chaos"),
-            )
-        })
-        .collect();
-    direct.execute_batch(&seed).await?;
+    seed_stock(&direct).await?;
     let proxy =
         Arc::new(Proxy::start(Upstream::of(&database)).await.map_err(|e| {
-            StoreError::Unavailable(format!("starting the fault proxy: {e}").into())
+            StoreError::Unavailable(Cause::with_source("starting the fault proxy", e))
         })?);
     let store = Store::with_group_commit(
         pool::build(proxy.config(&database), config.pool_size)?,
@@ -125,29 +117,16 @@ pub async fn run(
         workers.clone(),
         Default::default(),
     ));
-
     let until = Instant::now() + Duration::from_secs(config.seconds);
     let tally = Arc::new(Mutex::new(Tally::default()));
     let writers: Vec<_> = (0..config.writers)
         .map(|w| {
-            tokio::spawn(writer(
-                store.clone(),
-                w,
-                until,
-                cancel.clone(),
-                tally.clone(),
-            ))
+            let (store, cancel, tally) = (store.clone(), cancel.clone(), tally.clone());
+            tokio::spawn(writer(store, w, until, cancel, tally))
         })
         .collect();
     let faults = if config.faults {
-        inject(
-            proxy.clone(),
-            direct.clone(),
-            database.clone(),
-            until,
-            cancel.clone(),
-        )
-        .await
+        inject(proxy, direct.clone(), database, until, cancel).await
     } else {
         tokio::select! {
             _ = tokio::time::sleep_until(until) => {}
@@ -159,16 +138,34 @@ pub async fn run(
         let _ = w.await;
     }
     // Every fault is over: the read models catch up, then the verdict.
-    let _ = crate::projection::worker::catch_up_fully(
-        direct.pool(),
-        Duration::from_secs(CHAOS_SETTLE_SECONDS),
-    )
-    .await?;
+    let settle = Duration::from_secs(CHAOS_SETTLE_SECONDS);
+    let _ = crate::projection::worker::catch_up_fully(direct.pool(), settle).await?;
     workers.cancel();
     let _ = projections.await;
-
     let tally = std::mem::take(&mut *tally.lock().expect("tally lock"));
-    let mut report = verify(&direct, &tally.expected).await?;
+    verdict(&direct, &config, tally, faults).await
+}
+
+/// Stock to sell, received before the faults begin.
+async fn seed_stock(direct: &Store) -> Result<(), StoreError> {
+    let seed: Vec<_> = (0..CHAOS_ITEMS as usize)
+        .map(|i| {
+            let cmd = receive(&format!("seed-{i}"), i, CHAOS_SEED_QUANTITY);
+            (cmd, CommandContext::new("chaos"))
+        })
+        .collect();
+    direct.execute_batch(&seed).await?;
+    Ok(())
+}
+
+/// What was acknowledged against what the log holds, and the audit.
+async fn verdict(
+    direct: &Store,
+    config: &ChaosConfig,
+    tally: Tally,
+    faults: BTreeMap<&'static str, u64>,
+) -> Result<ChaosReport, StoreError> {
+    let mut report = verify(direct, &tally.expected).await?;
     report.seconds = config.seconds;
     report.writers = config.writers;
     report.acknowledged = tally.acknowledged;
