@@ -2,6 +2,8 @@
 //!
 //! See `docs/architecture.md` for the map.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod audit;
 pub mod bench;
 pub mod chaos;

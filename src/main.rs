@@ -1,6 +1,8 @@
 //! The `stockledger` command line. Parsing and printing live here; every
 //! decision is the library's.
 
+#![warn(clippy::too_many_lines)]
+
 mod cli;
 
 use std::process::ExitCode;

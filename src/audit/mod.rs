@@ -127,7 +127,7 @@ async fn compare_in_snapshot(
         let (pool, id, targets) = (pool.clone(), id.clone(), targets.clone());
         tokio::spawn(async move {
             let client = in_snapshot(pool, id).await?;
-            replay::load_tables(&*client, &targets, balances).await
+            replay::load_tables(&client, &targets, balances).await
         })
     };
     let mut readers = Vec::new();
@@ -176,12 +176,20 @@ fn report(r: replay::Outcome, elapsed: Duration) -> AuditReport {
     }
 }
 
+/// What a verification of rebuild copies found.
+pub struct Verified {
+    /// The first copy that differs from the log (or the first copy, when only
+    /// the log's own rules are broken); `None` when everything agrees.
+    pub failed: Option<&'static dyn ReadModel>,
+    pub differences: Vec<Difference>,
+}
+
 /// Verifies the rebuild copies of `ps` against the log, each at its own
-/// checkpoint, in one replay. Differences name the projection as their table.
+/// checkpoint, in one replay.
 pub async fn verify_copies(
     pool: &Pool,
     ps: &[&'static dyn ReadModel],
-) -> Result<Vec<Difference>, StoreError> {
+) -> Result<Verified, StoreError> {
     let mut client = pool::get(pool).await?;
     let tx = snapshot(&mut client).await?;
     let mut targets = Vec::with_capacity(ps.len());
@@ -197,5 +205,11 @@ pub async fn verify_copies(
     }
     let result = compare_in_snapshot(pool, &tx, targets, false).await?;
     tx.commit().await?;
-    Ok(result.diffs.kept)
+    let differs = result.diffs.count > 0;
+    Ok(Verified {
+        failed: result
+            .first_differing
+            .or(ps.first().copied().filter(|_| differs)),
+        differences: result.diffs.kept,
+    })
 }

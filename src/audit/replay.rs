@@ -32,6 +32,8 @@ pub(crate) struct Outcome {
     pub orders: u64,
     pub compared: Vec<(String, String)>,
     pub diffs: Diffs,
+    /// The first target whose rows differ from the log, if any.
+    pub first_differing: Option<&'static dyn ReadModel>,
 }
 
 struct Row {
@@ -258,12 +260,15 @@ impl Replay {
             compare_figures("item_balances", &self.balances, balances, &mut self.diffs);
         }
         let mut compared = Vec::new();
+        let mut first_differing = None;
         for ((target, expected), actual) in self.targets.into_iter().zip(tables.projections) {
+            let before = self.diffs.count;
             target.projection.compare(expected, actual, &mut self.diffs);
-            compared.push((
-                target.projection.name().to_owned(),
-                target.cutoff.to_string(),
-            ));
+            if self.diffs.count > before && first_differing.is_none() {
+                first_differing = Some(target.projection);
+            }
+            let checkpoint = target.cutoff.to_string();
+            compared.push((target.projection.name().to_owned(), checkpoint));
         }
         Outcome {
             events: self.events,
@@ -272,6 +277,7 @@ impl Replay {
             orders: self.orders,
             compared,
             diffs: self.diffs,
+            first_differing,
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::domain::command::{self, AdjustRequest, LineRequest, ReceiveRequest, ReserveRequest};
+use crate::domain::RejectionCode;
 use chrono::TimeZone;
 
 fn t(seconds: i64) -> DateTime<Utc> {
@@ -85,7 +86,7 @@ fn setup(s: Setup) -> LedgerState {
 enum Expect {
     /// Success with this state; `events` appended; `replayed` flag.
     Ok(ReservationState, usize, bool),
-    Rejected(&'static str),
+    Rejected(RejectionCode),
     NotDue,
 }
 
@@ -99,221 +100,62 @@ struct Case {
     effect: (i64, i64, i64),
 }
 
+/// One row: (row of the table, setup, command, at second, expected, effect).
+fn case(
+    row: &'static str,
+    setup: Setup,
+    cmd: Command,
+    at: i64,
+    expect: Expect,
+    effect: (i64, i64, i64),
+) -> Case {
+    Case {
+        row,
+        setup,
+        cmd,
+        at,
+        expect,
+        effect,
+    }
+}
+
+#[rustfmt::skip]
 fn cases() -> Vec<Case> {
     use Expect::*;
+    use RejectionCode as Code;
     use ReservationState::*;
+    use Setup::{Confirmed as IsConfirmed, Expired as IsExpired, None as Nothing};
+    use Setup::{Released as IsReleased, Reserved as IsReserved, Tombstone};
     let confirm = || command::confirm("r1").unwrap();
     let release = || command::release("r1", Some("customer cancelled")).unwrap();
     let expire = || command::expire("r1").unwrap();
     vec![
-        Case {
-            row: "reserve | none -> RESERVED",
-            setup: Setup::None,
-            cmd: reserve("o1", 2),
-            at: 5,
-            expect: Ok(Reserved, 1, false),
-            effect: (0, 2, 0),
-        },
-        Case {
-            row: "reserve same | RESERVED -> replay",
-            setup: Setup::Reserved,
-            cmd: reserve("o1", 2),
-            at: 5,
-            expect: Ok(Reserved, 0, true),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "reserve same | CONFIRMED -> replay",
-            setup: Setup::Confirmed,
-            cmd: reserve("o1", 2),
-            at: 5,
-            expect: Ok(Confirmed, 0, true),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "reserve same | EXPIRED -> replay",
-            setup: Setup::Expired,
-            cmd: reserve("o1", 2),
-            at: 90,
-            expect: Ok(Expired, 0, true),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "reserve different | RESERVED -> conflict",
-            setup: Setup::Reserved,
-            cmd: reserve("o1", 3),
-            at: 5,
-            expect: Rejected("IDEMPOTENCY_CONFLICT"),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "reserve different order | CONFIRMED -> conflict",
-            setup: Setup::Confirmed,
-            cmd: reserve("o2", 2),
-            at: 5,
-            expect: Rejected("IDEMPOTENCY_CONFLICT"),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "reserve | RELEASED -> released",
-            setup: Setup::Released,
-            cmd: reserve("o1", 2),
-            at: 5,
-            expect: Rejected("RESERVATION_RELEASED"),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "reserve | tombstone -> released",
-            setup: Setup::Tombstone,
-            cmd: reserve("o1", 2),
-            at: 5,
-            expect: Rejected("RESERVATION_RELEASED"),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "reserve | none, lack of stock -> insufficient",
-            setup: Setup::None,
-            cmd: reserve("o1", 11),
-            at: 5,
-            expect: Rejected("INSUFFICIENT_STOCK"),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "confirm | RESERVED in time -> CONFIRMED",
-            setup: Setup::Reserved,
-            cmd: confirm(),
-            at: 5,
-            expect: Ok(Confirmed, 1, false),
-            effect: (-2, -2, 2),
-        },
-        Case {
-            row: "confirm | CONFIRMED -> replay",
-            setup: Setup::Confirmed,
-            cmd: confirm(),
-            at: 5,
-            expect: Ok(Confirmed, 0, true),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "confirm | RESERVED past expiry -> expired",
-            setup: Setup::Reserved,
-            cmd: confirm(),
-            at: 60,
-            expect: Rejected("RESERVATION_EXPIRED"),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "confirm | EXPIRED -> expired",
-            setup: Setup::Expired,
-            cmd: confirm(),
-            at: 90,
-            expect: Rejected("RESERVATION_EXPIRED"),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "confirm | RELEASED -> released",
-            setup: Setup::Released,
-            cmd: confirm(),
-            at: 5,
-            expect: Rejected("RESERVATION_RELEASED"),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "confirm | tombstone -> released",
-            setup: Setup::Tombstone,
-            cmd: confirm(),
-            at: 5,
-            expect: Rejected("RESERVATION_RELEASED"),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "confirm | none -> not found",
-            setup: Setup::None,
-            cmd: confirm(),
-            at: 5,
-            expect: Rejected("RESERVATION_NOT_FOUND"),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "release | RESERVED -> RELEASED",
-            setup: Setup::Reserved,
-            cmd: release(),
-            at: 5,
-            expect: Ok(Released, 1, false),
-            effect: (0, -2, 0),
-        },
-        Case {
-            row: "release | RELEASED -> replay",
-            setup: Setup::Released,
-            cmd: release(),
-            at: 5,
-            expect: Ok(Released, 0, true),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "release | EXPIRED -> replay",
-            setup: Setup::Expired,
-            cmd: release(),
-            at: 90,
-            expect: Ok(Expired, 0, true),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "release | CONFIRMED -> already confirmed",
-            setup: Setup::Confirmed,
-            cmd: release(),
-            at: 5,
-            expect: Rejected("ALREADY_CONFIRMED"),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "release | none -> tombstone",
-            setup: Setup::None,
-            cmd: release(),
-            at: 5,
-            expect: Ok(Released, 1, false),
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "expire | RESERVED past expiry -> EXPIRED",
-            setup: Setup::Reserved,
-            cmd: expire(),
-            at: 60,
-            expect: Ok(Expired, 1, false),
-            effect: (0, -2, 0),
-        },
-        Case {
-            row: "expire | RESERVED in time -> nothing",
-            setup: Setup::Reserved,
-            cmd: expire(),
-            at: 59,
-            expect: NotDue,
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "expire | CONFIRMED -> nothing",
-            setup: Setup::Confirmed,
-            cmd: expire(),
-            at: 90,
-            expect: NotDue,
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "expire | RELEASED -> nothing",
-            setup: Setup::Released,
-            cmd: expire(),
-            at: 90,
-            expect: NotDue,
-            effect: (0, 0, 0),
-        },
-        Case {
-            row: "expire | none -> nothing",
-            setup: Setup::None,
-            cmd: expire(),
-            at: 90,
-            expect: NotDue,
-            effect: (0, 0, 0),
-        },
+        case("reserve | none -> RESERVED", Nothing, reserve("o1", 2), 5, Ok(Reserved, 1, false), (0, 2, 0)),
+        case("reserve same | RESERVED -> replay", IsReserved, reserve("o1", 2), 5, Ok(Reserved, 0, true), (0, 0, 0)),
+        case("reserve same | CONFIRMED -> replay", IsConfirmed, reserve("o1", 2), 5, Ok(Confirmed, 0, true), (0, 0, 0)),
+        case("reserve same | EXPIRED -> replay", IsExpired, reserve("o1", 2), 90, Ok(Expired, 0, true), (0, 0, 0)),
+        case("reserve different | RESERVED -> conflict", IsReserved, reserve("o1", 3), 5, Rejected(Code::IdempotencyConflict), (0, 0, 0)),
+        case("reserve different order | CONFIRMED -> conflict", IsConfirmed, reserve("o2", 2), 5, Rejected(Code::IdempotencyConflict), (0, 0, 0)),
+        case("reserve | RELEASED -> released", IsReleased, reserve("o1", 2), 5, Rejected(Code::ReservationReleased), (0, 0, 0)),
+        case("reserve | tombstone -> released", Tombstone, reserve("o1", 2), 5, Rejected(Code::ReservationReleased), (0, 0, 0)),
+        case("reserve | none, lack of stock -> insufficient", Nothing, reserve("o1", 11), 5, Rejected(Code::InsufficientStock), (0, 0, 0)),
+        case("confirm | RESERVED in time -> CONFIRMED", IsReserved, confirm(), 5, Ok(Confirmed, 1, false), (-2, -2, 2)),
+        case("confirm | CONFIRMED -> replay", IsConfirmed, confirm(), 5, Ok(Confirmed, 0, true), (0, 0, 0)),
+        case("confirm | RESERVED past expiry -> expired", IsReserved, confirm(), 60, Rejected(Code::ReservationExpired), (0, 0, 0)),
+        case("confirm | EXPIRED -> expired", IsExpired, confirm(), 90, Rejected(Code::ReservationExpired), (0, 0, 0)),
+        case("confirm | RELEASED -> released", IsReleased, confirm(), 5, Rejected(Code::ReservationReleased), (0, 0, 0)),
+        case("confirm | tombstone -> released", Tombstone, confirm(), 5, Rejected(Code::ReservationReleased), (0, 0, 0)),
+        case("confirm | none -> not found", Nothing, confirm(), 5, Rejected(Code::ReservationNotFound), (0, 0, 0)),
+        case("release | RESERVED -> RELEASED", IsReserved, release(), 5, Ok(Released, 1, false), (0, -2, 0)),
+        case("release | RELEASED -> replay", IsReleased, release(), 5, Ok(Released, 0, true), (0, 0, 0)),
+        case("release | EXPIRED -> replay", IsExpired, release(), 90, Ok(Expired, 0, true), (0, 0, 0)),
+        case("release | CONFIRMED -> already confirmed", IsConfirmed, release(), 5, Rejected(Code::AlreadyConfirmed), (0, 0, 0)),
+        case("release | none -> tombstone", Nothing, release(), 5, Ok(Released, 1, false), (0, 0, 0)),
+        case("expire | RESERVED past expiry -> EXPIRED", IsReserved, expire(), 60, Ok(Expired, 1, false), (0, -2, 0)),
+        case("expire | RESERVED in time -> nothing", IsReserved, expire(), 59, NotDue, (0, 0, 0)),
+        case("expire | CONFIRMED -> nothing", IsConfirmed, expire(), 90, NotDue, (0, 0, 0)),
+        case("expire | RELEASED -> nothing", IsReleased, expire(), 90, NotDue, (0, 0, 0)),
+        case("expire | none -> nothing", Nothing, expire(), 90, NotDue, (0, 0, 0)),
     ]
 }
 
@@ -334,7 +176,7 @@ fn outcome_table() {
                 assert_eq!(d.events.len(), *n, "{}", case.row);
             }
             (Expect::Rejected(code), Err(r)) => {
-                assert_eq!(r.code().as_str(), *code, "{}", case.row)
+                assert_eq!(r.code(), *code, "{}", case.row)
             }
             (Expect::NotDue, Ok(d)) => {
                 assert!(matches!(d.outcome, Outcome::NotDue { .. }), "{}", case.row);
@@ -367,7 +209,7 @@ fn a_second_reservation_for_an_order_is_refused() {
     .validate()
     .unwrap();
     let err = run(&mut st, &other, t(1)).unwrap_err();
-    assert_eq!(err.code().as_str(), "ORDER_ALREADY_RESERVED");
+    assert_eq!(err.code(), RejectionCode::OrderAlreadyReserved);
     assert_eq!(err.details()["reservation_id"], "r1");
 }
 
@@ -455,7 +297,7 @@ fn a_rerun_after_a_lost_commit_answers_its_own_commit_even_after_a_release() {
     );
     // Any other caller with the same request sees the reservation as it is.
     let other = decide(&st, &cmd, Uuid::new_v4(), t(3)).unwrap_err();
-    assert_eq!(other.code().as_str(), "RESERVATION_RELEASED");
+    assert_eq!(other.code(), RejectionCode::ReservationReleased);
 }
 
 #[test]
@@ -464,11 +306,8 @@ fn receipts_and_adjustments_are_idempotent_and_checked() {
     let replay = run(&mut st, &receive("in-1", 10), t(1)).unwrap();
     assert!(replay.outcome.replayed() && replay.events.is_empty());
     assert_eq!(
-        run(&mut st, &receive("in-1", 9), t(1))
-            .unwrap_err()
-            .code()
-            .as_str(),
-        "IDEMPOTENCY_CONFLICT"
+        run(&mut st, &receive("in-1", 9), t(1)).unwrap_err().code(),
+        RejectionCode::IdempotencyConflict
     );
     let adjust = |id: &str, delta| {
         AdjustRequest {
@@ -482,7 +321,7 @@ fn receipts_and_adjustments_are_idempotent_and_checked() {
         .unwrap()
     };
     let err = run(&mut st, &adjust("adj-1", -9), t(1)).unwrap_err();
-    assert_eq!(err.code().as_str(), "INSUFFICIENT_STOCK");
+    assert_eq!(err.code(), RejectionCode::InsufficientStock);
     assert_eq!(err.details()["shortfalls"][0]["available"], 8);
     run(&mut st, &adjust("adj-1", -8), t(1)).unwrap();
     assert_eq!(

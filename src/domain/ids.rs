@@ -147,7 +147,7 @@ mod tests {
     #[test]
     fn rejection_names_the_field() {
         let err = OrderId::parse("order_id", "bad id").unwrap_err();
-        assert_eq!(err.code().as_str(), "INVALID_ARGUMENT");
+        assert_eq!(err.code(), crate::domain::RejectionCode::InvalidArgument);
         assert_eq!(err.details()["field"], "order_id");
     }
 }

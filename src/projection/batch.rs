@@ -77,6 +77,42 @@ pub(crate) async fn lock_checkpoint(
     }))
 }
 
+/// Runs the read model's statements over the events in `(from, to]`, in the
+/// copy of `slot`.
+async fn run_apply_sql(
+    tx: &Transaction<'_>,
+    p: &dyn ReadModel,
+    slot: Slot,
+    from: Cursor,
+    to: Cursor,
+) -> Result<(), StoreError> {
+    // Schema names are our constants, never input. JIT is off: a batch's
+    // range is over-estimated by the planner, so every batch would pay to
+    // compile its plan.
+    tx.batch_execute(&format!(
+        "SET LOCAL search_path = {}, public; SET LOCAL jit = off",
+        slot.schema()
+    ))
+    .await?;
+    let (from_tx, to_tx) = (from.tx_id.to_string(), to.tx_id.to_string());
+    // The fifth parameter, for the statements that take it, is the prefix of
+    // reservation streams: the SQL never spells a stream name itself.
+    let prefix = StreamKind::Reservation.prefix();
+    let params: [&(dyn ToSql + Sync); 5] =
+        [&from_tx, &from.position, &to_tx, &to.position, &prefix];
+    for sql in p.apply_sql() {
+        let stmt = tx.prepare_cached(sql).await?;
+        let taken = stmt.params().len();
+        assert!(
+            (4..=params.len()).contains(&taken),
+            "{}: an apply statement takes 4 or 5 parameters, not {taken}",
+            p.name()
+        );
+        tx.execute(&stmt, &params[..taken]).await?;
+    }
+    Ok(())
+}
+
 /// Applies the next batch after `from` inside `tx` and moves the checkpoint.
 pub(crate) async fn apply_range(
     tx: &Transaction<'_>,
@@ -111,30 +147,8 @@ pub(crate) async fn apply_range(
         tx_id: last[0],
         position: last[1],
     };
-    // Schema names are our constants, never input. JIT is off: a batch's
-    // range is over-estimated by the planner, so every batch would pay to
-    // compile its plan.
-    tx.batch_execute(&format!(
-        "SET LOCAL search_path = {}, public; SET LOCAL jit = off",
-        slot.schema()
-    ))
-    .await?;
-    let (from_tx, to_tx) = (from.tx_id.to_string(), to.tx_id.to_string());
-    // The fifth parameter, for the statements that take it, is the prefix of
-    // reservation streams: the SQL never spells a stream name itself.
-    let prefix = StreamKind::Reservation.prefix();
-    let params: [&(dyn ToSql + Sync); 5] =
-        [&from_tx, &from.position, &to_tx, &to.position, &prefix];
-    for sql in p.apply_sql() {
-        let stmt = tx.prepare_cached(sql).await?;
-        let taken = stmt.params().len();
-        assert!(
-            (4..=params.len()).contains(&taken),
-            "{}: an apply statement takes 4 or 5 parameters, not {taken}",
-            p.name()
-        );
-        tx.execute(&stmt, &params[..taken]).await?;
-    }
+    run_apply_sql(tx, p, slot, from, to).await?;
+    let to_tx = to.tx_id.to_string();
     tx.execute(
         "UPDATE projection_checkpoints
          SET tx_id = $3::text::xid8, position = $4, events_applied = events_applied + $5,

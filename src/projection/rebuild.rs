@@ -79,8 +79,42 @@ pub async fn rebuild_many(
     batch_events: i64,
     progress: impl FnMut(Progress) + Send,
 ) -> Result<Vec<RebuildReport>, RebuildError> {
-    // Each copy gets a connection of its own holding that projection's rebuild
-    // lock, released when the connection goes, however the rebuild ends.
+    let mut clients = lock_copies(pool, ps).await?;
+    for (client, &p) in clients.iter_mut().zip(ps) {
+        prepare_copy(client, p).await?;
+    }
+    let filled = fill_copies(&mut clients, ps, batch_events, progress).await?;
+    let verify_started = Instant::now();
+    let verified = crate::audit::verify_copies(pool, ps).await?;
+    if let Some(projection) = verified.failed {
+        return Err(RebuildError::VerificationFailed {
+            projection: projection.name(),
+            differences: verified.differences,
+        });
+    }
+    let verify = verify_started.elapsed();
+    let mut reports = Vec::with_capacity(ps.len());
+    for ((client, &p), (events, fill)) in clients.iter_mut().zip(ps).zip(filled) {
+        let swap_started = Instant::now();
+        let (caught_up, checkpoint) = swap(client, p).await?;
+        reports.push(RebuildReport {
+            projection: p.name(),
+            events: events + caught_up,
+            fill,
+            verify,
+            swap: swap_started.elapsed(),
+            checkpoint,
+        });
+    }
+    Ok(reports)
+}
+
+/// One connection per copy, each holding that projection's rebuild lock,
+/// released when the connection goes, however the rebuild ends.
+async fn lock_copies(
+    pool: &Pool,
+    ps: &[&'static dyn ReadModel],
+) -> Result<Vec<ClientWrapper>, RebuildError> {
     let mut clients = Vec::with_capacity(ps.len());
     for &p in ps {
         let client: ClientWrapper = deadpool_postgres::Object::take(pool::get(pool).await?);
@@ -97,15 +131,22 @@ pub async fn rebuild_many(
         }
         clients.push(client);
     }
-    for (client, &p) in clients.iter_mut().zip(ps) {
-        prepare_copy(client, p).await?;
-    }
+    Ok(clients)
+}
+
+/// Fills every copy from the start of the log, side by side (each on its own
+/// connection, so the server works on all of them). Returns per copy the
+/// events applied and the time it took.
+async fn fill_copies(
+    clients: &mut [ClientWrapper],
+    ps: &[&'static dyn ReadModel],
+    batch_events: i64,
+    progress: impl FnMut(Progress) + Send,
+) -> Result<Vec<(i64, Duration)>, StoreError> {
     let total_estimate: i64 = clients[0]
         .query_one("SELECT count(*) FROM events", &[])
-        .await
-        .map_err(StoreError::from)?
+        .await?
         .get(0);
-
     // The fills run concurrently in this task; the progress callback is shared
     // behind a mutex that is never held across an await.
     let progress = std::sync::Mutex::new(progress);
@@ -129,36 +170,7 @@ pub async fn rebuild_many(
             }
         }
     });
-    let filled = futures_util::future::try_join_all(fills).await?;
-
-    let verify_started = Instant::now();
-    let differences = crate::audit::verify_copies(pool, ps).await?;
-    if let Some(first) = differences.first() {
-        let projection = ps
-            .iter()
-            .find(|p| p.name() == first.table)
-            .map_or(ps[0].name(), |p| p.name());
-        return Err(RebuildError::VerificationFailed {
-            projection,
-            differences,
-        });
-    }
-    let verify = verify_started.elapsed();
-
-    let mut reports = Vec::with_capacity(ps.len());
-    for ((client, &p), (events, fill)) in clients.iter_mut().zip(ps).zip(filled) {
-        let swap_started = Instant::now();
-        let (caught_up, checkpoint) = swap(client, p).await?;
-        reports.push(RebuildReport {
-            projection: p.name(),
-            events: events + caught_up,
-            fill,
-            verify,
-            swap: swap_started.elapsed(),
-            checkpoint,
-        });
-    }
-    Ok(reports)
+    futures_util::future::try_join_all(fills).await
 }
 
 /// Drops any copy left by an earlier, interrupted rebuild and creates an empty one.

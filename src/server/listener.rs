@@ -262,28 +262,7 @@ async fn connection(
         since: Mutex::new(Instant::now()),
         head_started: Mutex::new(None),
     });
-    let service = {
-        let activity = activity.clone();
-        hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
-            let guard = InFlight::new(&activity);
-            req.extensions_mut().insert(ConnectInfo(peer));
-            let app = app.clone();
-            async move {
-                let response = app.oneshot(req.map(axum::body::Body::new)).await;
-                // The request counts as in flight until its body has been
-                // sent (hyper drops the body then), so a shutdown never cuts
-                // an answer that is still being written.
-                response.map(|r| {
-                    r.map(|body| {
-                        axum::body::Body::new(Guarded {
-                            body,
-                            _guard: guard,
-                        })
-                    })
-                })
-            }
-        })
-    };
+    let service = service(app, peer, activity.clone());
     // hyper's own header timer would also run between keep-alive requests,
     // making the idle timeout meaningless; the watch below keeps both apart.
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -324,6 +303,39 @@ async fn connection(
             }
         }
     }
+}
+
+/// The app, as hyper calls it for each request of one connection. The
+/// request counts as in flight until its body has been sent (hyper drops the
+/// body then), so a shutdown never cuts an answer that is still being written.
+fn service(
+    app: Router,
+    peer: SocketAddr,
+    activity: Arc<Activity>,
+) -> impl hyper::service::Service<
+    hyper::Request<Incoming>,
+    Response = axum::response::Response,
+    Error = std::convert::Infallible,
+    Future = impl std::future::Future<
+        Output = Result<axum::response::Response, std::convert::Infallible>,
+    > + Send,
+> + Clone {
+    hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
+        let guard = InFlight::new(&activity);
+        req.extensions_mut().insert(ConnectInfo(peer));
+        let app = app.clone();
+        async move {
+            let response = app.oneshot(req.map(axum::body::Body::new)).await;
+            response.map(|r| {
+                r.map(|body| {
+                    axum::body::Body::new(Guarded {
+                        body,
+                        _guard: guard,
+                    })
+                })
+            })
+        }
+    })
 }
 
 /// Open connections per client address.

@@ -7,7 +7,9 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use prometheus_client::encoding::text::encode;
-use prometheus_client::encoding::EncodeLabelSet;
+use std::fmt::Write;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -22,21 +24,41 @@ const BUCKETS: [f64; 12] = [
 /// The content type of the OpenMetrics text the registry encodes.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
+/// A label value escaped as the exposition format requires (backslash, double
+/// quote and newline). prometheus-client writes label values as they are, so
+/// every label whose value is not a constant of ours goes through this.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct Escaped(String);
+
+impl EncodeLabelValue for Escaped {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        for c in self.0.chars() {
+            match c {
+                '\\' => encoder.write_str("\\\\")?,
+                '"' => encoder.write_str("\\\"")?,
+                '\n' => encoder.write_str("\\n")?,
+                c => encoder.write_char(c)?,
+            }
+        }
+        Ok(())
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CommandLabels {
     r#type: &'static str,
-    outcome: String,
+    outcome: Escaped,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    route: String,
+    route: Escaped,
     status: u16,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabel {
-    route: String,
+    route: Escaped,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -141,19 +163,19 @@ impl Metrics {
     pub fn command(&self, kind: &'static str, outcome: &str) {
         let labels = CommandLabels {
             r#type: kind,
-            outcome: outcome.to_owned(),
+            outcome: Escaped(outcome.to_owned()),
         };
         self.commands.get_or_create(&labels).inc();
     }
 
     pub fn request(&self, route: &str, status: u16, took: Duration) {
         let labels = RequestLabels {
-            route: route.to_owned(),
+            route: Escaped(route.to_owned()),
             status,
         };
         self.requests.get_or_create(&labels).inc();
         let route = RouteLabel {
-            route: route.to_owned(),
+            route: Escaped(route.to_owned()),
         };
         self.latency
             .get_or_create(&route)
