@@ -69,7 +69,7 @@ async fn one_reserve_sent_50_times_at_once() {
     for t in tasks {
         answers.push(t.await.unwrap());
     }
-    assert_eq!(db.count_stream("reservation:r-dup").await, 1);
+    assert_eq!(db.count_stream(&res_stream("r-dup")).await, 1);
     assert_eq!(answers.iter().filter(|o| !o.replayed()).count(), 1);
     assert_eq!(answers.iter().filter(|o| o.replayed()).count(), 49);
     // Identical apart from the replay flag, including the original expiry.
@@ -134,7 +134,7 @@ async fn confirm_release_and_expire_race_200_rounds() {
         let rows = client
             .query(
                 "SELECT seq, type FROM events WHERE stream = $1 ORDER BY seq",
-                &[&format!("reservation:{id}")],
+                &[&res_stream(&id)],
             )
             .await
             .unwrap();

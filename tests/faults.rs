@@ -40,7 +40,7 @@ async fn apples_behind_proxy() -> (TestDb, Proxy, Store) {
 /// Reservation r1 has `events` events, apple has `figures`, and the audit
 /// (after the read models catch up) is clean.
 async fn settled(db: &TestDb, events: i64, figures: (i64, i64, i64)) {
-    assert_eq!(db.count_stream("reservation:r1").await, events);
+    assert_eq!(db.count_stream(&res_stream("r1")).await, events);
     assert_eq!(db.figures("apple").await, figures);
     db.project_all().await;
     db.assert_audit_clean().await;
@@ -105,13 +105,13 @@ async fn a_held_commit_reply_is_answered_as_its_commit_whatever_happened_since()
             .await
     });
     for _ in 0..250 {
-        if db.count_stream("reservation:r1").await == 1 {
+        if db.count_stream(&res_stream("r1")).await == 1 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(
-        db.count_stream("reservation:r1").await,
+        db.count_stream(&res_stream("r1")).await,
         1,
         "the reserve committed"
     );
@@ -371,10 +371,7 @@ async fn random_cuts_under_64_writers_lose_nothing_acknowledged() {
         .map(|r| (r.get(0), r.get(1)))
         .collect();
     for (id, state) in &acknowledged {
-        let n = counts
-            .get(&format!("reservation:{id}"))
-            .copied()
-            .unwrap_or(0);
+        let n = counts.get(&res_stream(&id)).copied().unwrap_or(0);
         match *state {
             "RESERVED" => assert!(n >= 1, "{id} reserved but not in the log"),
             "CONFIRMED" | "RELEASED" => assert_eq!(n, 2, "{id} {state}"),

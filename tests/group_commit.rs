@@ -172,7 +172,7 @@ async fn duplicates_inside_one_batch() {
         originals += usize::from(!t.await.unwrap().replayed());
     }
     assert_eq!(originals, 1);
-    assert_eq!(db.count_stream("reservation:r-dup").await, 1);
+    assert_eq!(db.count_stream(&res_stream("r-dup")).await, 1);
     assert_eq!(db.figures("a").await, (10, 4, 0));
 }
 

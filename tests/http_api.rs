@@ -140,16 +140,18 @@ async fn every_endpoint_and_error_code() {
     let next = b["next"].as_str().unwrap().to_owned();
     let (st, b) = s
         .get(
-            &format!("/v1/events?after={next}&stream=reservation:"),
+            &format!(
+                "/v1/events?after={next}&stream={}",
+                stockledger::domain::StreamKind::Reservation.prefix()
+            ),
             "auditor",
         )
         .await;
     assert_eq!(st, 200);
-    assert!(b["events"]
-        .as_array()
+    assert!(b["events"].as_array().unwrap().iter().all(|e| e["stream"]
+        .as_str()
         .unwrap()
-        .iter()
-        .all(|e| e["stream"].as_str().unwrap().starts_with("reservation:")));
+        .starts_with(stockledger::domain::StreamKind::Reservation.prefix())));
     let (st, b) = s.get("/v1/events?after=garbage", "auditor").await;
     assert_eq!((st, code(&b)), (400, "INVALID_ARGUMENT"));
     let (st, b) = s.get("/v1/projections", "auditor").await;

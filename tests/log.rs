@@ -126,7 +126,15 @@ async fn the_safe_reader_never_skips_a_held_open_transaction() {
     let mut cursor = Cursor::START;
     let mut walked = Vec::new();
     loop {
-        let p = db.store.events(cursor, 4, Some("receipt:")).await.unwrap();
+        let p = db
+            .store
+            .events(
+                cursor,
+                4,
+                Some(stockledger::domain::StreamKind::Receipt.prefix()),
+            )
+            .await
+            .unwrap();
         if p.events.is_empty() {
             break;
         }

@@ -66,7 +66,7 @@ async fn a_killed_backend_is_retried_and_answered_truthfully() {
     let answer = pending.await.unwrap().expect("retried").expect("accepted");
     assert_eq!(state_of(&answer), "RESERVED");
     assert!(!answer.replayed());
-    assert_eq!(db.count_stream("reservation:r-kill").await, 1);
+    assert_eq!(db.count_stream(&res_stream("r-kill")).await, 1);
     assert_eq!(db.figures("apple").await, (10, 4, 0));
 }
 
@@ -95,7 +95,7 @@ async fn a_rerun_with_the_same_command_id_gets_the_original_answer() {
     assert!(!rerun.replayed());
     let other_caller = db.run(cmd).await.unwrap();
     assert!(other_caller.replayed());
-    assert_eq!(db.count_stream("reservation:r1").await, 1);
+    assert_eq!(db.count_stream(&res_stream("r1")).await, 1);
 
     let confirm_ctx = CommandContext::new("test");
     let c1 = db

@@ -36,7 +36,7 @@ async fn a_release_before_its_reserve_leaves_a_tombstone() {
         .await
         .unwrap_err();
     assert_eq!(late.code().as_str(), "RESERVATION_RELEASED");
-    assert_eq!(db.count_stream("reservation:late").await, 1);
+    assert_eq!(db.count_stream(&res_stream("late")).await, 1);
     assert_eq!(db.figures("apple").await, (10, 0, 0));
     let shown = db
         .store
@@ -63,7 +63,7 @@ async fn the_same_id_with_other_lines_is_a_conflict_and_writes_nothing() {
     ] {
         let err = db.run(other).await.unwrap_err();
         assert_eq!(err.code().as_str(), "IDEMPOTENCY_CONFLICT");
-        assert_eq!(err.details()["stream"], "reservation:r1");
+        assert_eq!(err.details()["stream"], res_stream("r1"));
     }
     let err = db.run(receive("in-1", "apple", 11)).await.unwrap_err();
     assert_eq!(err.code().as_str(), "IDEMPOTENCY_CONFLICT");

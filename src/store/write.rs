@@ -42,9 +42,12 @@ pub(crate) async fn append(
 
 /// Moves the balances by the net effect of the batch's events.
 ///
-/// Rows that existed are locked and updated in place. Items seen for the first
-/// time are inserted; two transactions may create the same item at once, so
-/// that insert adds onto a row that appeared meanwhile. It cannot be one upsert
+/// Rows that existed were locked by the load, in (location, sku) order, and
+/// are updated in place. Items seen for the first time are inserted last, in
+/// the same order; two transactions may create the same item at once, so that
+/// insert adds onto a row that appeared meanwhile. A transaction waits on
+/// another's new row only here, after every lock it takes on existing rows, and
+/// both insert in one order: the lock order stays global, so no deadlock. It cannot be one upsert
 /// for all: PostgreSQL checks CHECK constraints on the proposed row before it
 /// resolves a conflict, and a delta such as "reserved -2" is no valid row.
 pub(crate) async fn move_balances(
@@ -84,6 +87,8 @@ pub(crate) async fn move_balances(
             .prepare_cached(
                 "INSERT INTO item_balances AS b (sku, location, on_hand, reserved, confirmed)
                  SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[])
+                      AS u(sku, location, on_hand, reserved, confirmed)
+                 ORDER BY u.location, u.sku
                  ON CONFLICT (sku, location) DO UPDATE
                  SET on_hand = b.on_hand + EXCLUDED.on_hand,
                      reserved = b.reserved + EXCLUDED.reserved,

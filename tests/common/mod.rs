@@ -330,3 +330,17 @@ pub fn adjust(adjustment_id: &str, sku: &str, delta: i64) -> Command {
     .validate()
     .unwrap()
 }
+
+/// The name of reservation `id`'s stream (prefixes are spelled only in
+/// `domain::stream`).
+pub fn res_stream(id: impl std::fmt::Display) -> String {
+    format!(
+        "{}{id}",
+        stockledger::domain::StreamKind::Reservation.prefix()
+    )
+}
+
+/// The name of receipt `id`'s stream.
+pub fn receipt_stream(id: impl std::fmt::Display) -> String {
+    format!("{}{id}", stockledger::domain::StreamKind::Receipt.prefix())
+}
