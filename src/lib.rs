@@ -3,7 +3,6 @@
 //! See `docs/architecture.md` for the map.
 
 pub mod audit;
-pub mod bench;
 pub mod chaos;
 pub mod db;
 pub mod domain;

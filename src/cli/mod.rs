@@ -3,8 +3,6 @@
 //! Exit codes: 0 success (replays included), 3 business rejection,
 //! 2 usage error or `INVALID_ARGUMENT`, 1 anything else.
 
-mod bench;
-mod bench_commands;
 mod chaos;
 mod demo;
 mod output;
@@ -165,11 +163,6 @@ enum Cmd {
     /// PostgreSQL; prints acknowledged / lost / duplicated / oversold and the
     /// audit. Exit 0 when nothing was lost and the audit is clean, else 4.
     Chaos(chaos::ChaosArgs),
-    /// Benchmarks (see docs/benchmarks.md).
-    Bench {
-        #[command(subcommand)]
-        command: bench::BenchCmd,
-    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -455,7 +448,6 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
             let page = store.events(after, limit, None).await?;
             printer.events(&page);
         }
-        Cmd::Bench { command } => bench::run(command, database_url, printer).await?,
         Cmd::Chaos(args) => chaos::run(args, database_url, printer).await?,
         Cmd::Serve(args) => serve::serve(args, database_url, printer).await?,
         Cmd::Openapi => print!("{}", stockledger::server::openapi::document()),
