@@ -5,7 +5,6 @@
 #![warn(clippy::too_many_lines)]
 
 pub mod audit;
-pub mod bench;
 pub mod chaos;
 pub mod db;
 pub mod domain;

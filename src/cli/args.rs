@@ -3,7 +3,7 @@
 use clap::{Args as ClapArgs, Parser, Subcommand};
 use stockledger::limits::DEFAULT_EVENTS_PER_READ;
 
-use super::{bench, chaos, serve};
+use super::{chaos, serve};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -86,11 +86,6 @@ pub enum Cmd {
     /// PostgreSQL; prints acknowledged / lost / duplicated / oversold and the
     /// audit. Exit 0 when nothing was lost and the audit is clean, else 4.
     Chaos(chaos::ChaosArgs),
-    /// Benchmarks (see docs/benchmarks.md).
-    Bench {
-        #[command(subcommand)]
-        command: bench::BenchCmd,
-    },
 }
 
 #[derive(ClapArgs, Debug)]

@@ -37,7 +37,10 @@ pub async fn run(
     database_url: Option<&str>,
     printer: &Printer,
 ) -> Result<(), Failure> {
-    let config = super::bench::bench_database(database_url, &args.database, true).await?;
+    stockledger::domain::ids::check_id("database", &args.database)?;
+    let config = db::scratch_database(database_url, &args.database, true)
+        .await
+        .map_err(anyhow::Error::from)?;
     let cancel = CancellationToken::new();
     cancel_on_signal(cancel.clone());
     printer.note(&format!(

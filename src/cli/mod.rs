@@ -4,8 +4,6 @@
 //! 2 usage error or `INVALID_ARGUMENT`, 1 anything else.
 
 mod args;
-mod bench;
-mod bench_commands;
 mod chaos;
 mod commands;
 mod demo;
@@ -173,7 +171,6 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
             let store = open(database_url, printer).await?;
             printer.events(&store.events(after, limit, None).await?);
         }
-        Cmd::Bench { command } => bench::run(command, database_url, printer).await?,
         Cmd::Chaos(args) => chaos::run(args, database_url, printer).await?,
         Cmd::Serve(args) => serve::serve(args, database_url, printer).await?,
         Cmd::Openapi => print!("{}", stockledger::server::openapi::document()),

@@ -101,6 +101,26 @@ pub async fn drop_database(admin: &tokio_postgres::Config, name: &str) -> Result
     Ok(())
 }
 
+/// A scratch database `name` on the server (`database_url`, else the private
+/// cluster), for runs that make their own data (chaos, the benchmarks): dropped
+/// and created afresh when `recreate`, else created only if missing; migrating
+/// it is the caller's. `name` is quoted as an identifier; callers check names
+/// people give them (`domain::ids::check_id`). Returns its connection settings.
+pub async fn scratch_database(
+    database_url: Option<&str>,
+    name: &str,
+    recreate: bool,
+) -> Result<tokio_postgres::Config, DbError> {
+    let server = server(database_url).await?;
+    if recreate {
+        drop_database(&server.config, name).await?;
+    }
+    ensure_database(&server.config, name).await?;
+    let mut config = server.config;
+    config.dbname(name);
+    Ok(config)
+}
+
 /// Opens a migrated store on `database_url` or the private cluster.
 pub async fn open(database_url: Option<&str>) -> Result<(Store, Server), DbError> {
     open_with_pool(database_url, DEFAULT_POOL_SIZE).await

@@ -1,15 +1,11 @@
-//! The usual designs, measured on the same PostgreSQL (and Redis) in the same
-//! run, so that ratios are fair:
-//!
-//! - `naive-sql`: one conditional UPDATE per request, as most shops do;
-//! - `naive-sql-event`: that UPDATE and an event insert, one transaction each;
-//! - `redis-lua`: check, decrement and remember the id in one Lua script;
-//!   fast, but neither durable nor auditable.
+//! The SQL baselines: `naive-sql` and `naive-sql-event`, on tables of their
+//! own in the benchmark's database.
 
 use deadpool_postgres::Pool;
 
-use crate::bench::load::Sent;
-use crate::store::{pool, StoreError};
+use stockledger::store::{pool, StoreError};
+
+use crate::load::Sent;
 
 /// Tables of the SQL baselines, in the benchmark's own database.
 const SETUP: &str = "
@@ -23,6 +19,7 @@ const SETUP: &str = "
         recorded_at timestamptz NOT NULL DEFAULT now(),
         UNIQUE (stream, seq));";
 
+/// Creates the baselines' tables afresh, with `stock` units of each of `skus`.
 pub async fn setup_sql(pool: &Pool, skus: &[String], stock: i64) -> Result<(), StoreError> {
     let client = pool::get(pool).await?;
     client.batch_execute(SETUP).await?;
@@ -35,6 +32,7 @@ pub async fn setup_sql(pool: &Pool, skus: &[String], stock: i64) -> Result<(), S
     Ok(())
 }
 
+/// One conditional UPDATE: take a unit if one is left.
 pub async fn naive_sql(pool: &Pool, sku: &str) -> Sent {
     let Ok(client) = pool::get(pool).await else {
         return Sent::Failed;
@@ -54,6 +52,7 @@ pub async fn naive_sql(pool: &Pool, sku: &str) -> Sent {
     }
 }
 
+/// The UPDATE of `naive_sql` and a realistic event row, in one transaction.
 pub async fn naive_sql_event(pool: &Pool, sku: &str, id: &str) -> Sent {
     let Ok(mut client) = pool::get(pool).await else {
         return Sent::Failed;
@@ -93,67 +92,5 @@ pub async fn naive_sql_event(pool: &Pool, sku: &str, id: &str) -> Sent {
     match tx.commit().await {
         Ok(()) => Sent::Ok,
         Err(_) => Sent::Failed,
-    }
-}
-
-/// Check the id, check and decrement the stock, remember the id.
-const LUA: &str = r#"
-if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 2 end
-local stock = tonumber(redis.call('GET', KEYS[1]) or '0')
-if stock < tonumber(ARGV[2]) then return 0 end
-redis.call('DECRBY', KEYS[1], ARGV[2])
-redis.call('SADD', KEYS[2], ARGV[1])
-return 1"#;
-
-pub struct RedisLua {
-    conn: redis::aio::MultiplexedConnection,
-    script: redis::Script,
-}
-
-impl RedisLua {
-    /// Connects and sets the stock; `None` when Redis does not answer.
-    pub async fn connect(url: &str, skus: &[String], stock: i64) -> Option<RedisLua> {
-        let client = redis::Client::open(url).ok()?;
-        let mut conn = tokio::time::timeout(
-            std::time::Duration::from_secs(2),
-            client.get_multiplexed_async_connection(),
-        )
-        .await
-        .ok()?
-        .ok()?;
-        for sku in skus {
-            let _: () = redis::cmd("SET")
-                .arg(format!("bench:stock:{sku}"))
-                .arg(stock)
-                .query_async(&mut conn)
-                .await
-                .ok()?;
-        }
-        let _: () = redis::cmd("DEL")
-            .arg("bench:ids")
-            .query_async(&mut conn)
-            .await
-            .ok()?;
-        Some(RedisLua {
-            conn,
-            script: redis::Script::new(LUA),
-        })
-    }
-
-    pub async fn reserve(&self, sku: &str, id: &str) -> Sent {
-        let mut conn = self.conn.clone();
-        let r: Result<i64, _> = self
-            .script
-            .key(format!("bench:stock:{sku}"))
-            .key("bench:ids")
-            .arg(id)
-            .arg(1)
-            .invoke_async(&mut conn)
-            .await;
-        match r {
-            Ok(1) | Ok(2) => Sent::Ok,
-            Ok(_) => Sent::Refused,
-            Err(_) => Sent::Failed,
-        }
     }
 }

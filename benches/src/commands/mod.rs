@@ -1,0 +1,153 @@
+//! `stockledger-bench commands`: the flash-sale benchmark. Scenarios × a
+//! sweep of callers, through the library and through HTTP, with the usual
+//! designs measured in the same run; Markdown tables on stdout and SVG charts.
+
+mod baseline_runs;
+mod http;
+mod report;
+mod rig;
+mod runs;
+mod workload;
+
+use clap::{Args as ClapArgs, ValueEnum};
+use stockledger_bench::load::RunStats;
+
+use crate::output::Printer;
+use rig::Rig;
+use workload::FLASH_BUYERS;
+
+/// A flash sale with fewer callers at a time is not one: such runs are skipped.
+const FLASH_MIN_CALLERS: usize = 16;
+
+#[derive(ClapArgs, Debug)]
+pub struct CommandsArgs {
+    /// The scenarios to run.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "hot,flash,uniform,zipf,mixed",
+        value_delimiter = ','
+    )]
+    scenarios: Vec<Scenario>,
+    /// Concurrent callers for each run.
+    #[arg(long, default_value = "1,16,64,256,512", value_delimiter = ',')]
+    callers: Vec<usize>,
+    /// Seconds per run (flash runs until every buyer has tried).
+    #[arg(long, default_value_t = 3)]
+    seconds: u64,
+    /// The ways into stockledger to measure.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "library,http",
+        value_delimiter = ','
+    )]
+    via: Vec<Via>,
+    /// Measure naive-sql, naive-sql-event and redis-lua on `hot` too.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    baselines: bool,
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    redis_url: String,
+    /// The benchmark's own database; dropped and recreated.
+    #[arg(long, default_value = "stockledger_bench_commands")]
+    database: String,
+    /// Database connections of every design (the baselines get the same).
+    #[arg(long, default_value_t = 64)]
+    pool_size: usize,
+    /// Group commit: microseconds a batch waits for more commands.
+    #[arg(long, default_value_t = stockledger::limits::GROUP_COMMIT_WINDOW_MICROS)]
+    group_window_us: u64,
+    /// Group commit: batches gathered and committed at once.
+    #[arg(long, default_value_t = stockledger::limits::GROUP_COMMIT_PIPELINES)]
+    group_pipelines: usize,
+    /// Group commit: most commands per transaction.
+    #[arg(long, default_value_t = stockledger::limits::GROUP_COMMIT_MAX_BATCH)]
+    group_max_batch: usize,
+    /// Buyers in the flash sale (each tries once); flash runs only with 16 or more callers.
+    #[arg(long, default_value_t = FLASH_BUYERS)]
+    flash_buyers: u64,
+    /// Where the SVG charts go.
+    #[arg(long, default_value = "docs/img")]
+    svg_dir: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Scenario {
+    /// Every caller reserves the same item.
+    Hot,
+    /// Buyers race for a few units of one item, each trying once.
+    Flash,
+    /// Reservations spread evenly over many items.
+    Uniform,
+    /// Reservations over many items, a few of them popular.
+    Zipf,
+    /// Reserve, confirm, release, duplicates and early releases over many items.
+    Mixed,
+}
+
+impl Scenario {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Hot => "hot",
+            Scenario::Flash => "flash",
+            Scenario::Uniform => "uniform",
+            Scenario::Zipf => "zipf",
+            Scenario::Mixed => "mixed",
+        }
+    }
+}
+
+/// The way into stockledger.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Via {
+    /// `Store::execute` in this process.
+    Library,
+    /// The HTTP API over loopback.
+    Http,
+}
+
+impl Via {
+    pub fn name(self) -> &'static str {
+        match self {
+            Via::Library => "library",
+            Via::Http => "http",
+        }
+    }
+}
+
+/// One measured run.
+pub struct Row {
+    scenario: Scenario,
+    /// `stockledger (library)`, `naive-sql`...
+    design: String,
+    callers: usize,
+    stats: RunStats,
+    /// The oversell check's verdict; empty for the baselines.
+    check: String,
+}
+
+pub async fn run(
+    args: CommandsArgs,
+    database_url: Option<&str>,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let rig = Rig::start(&args, database_url).await?;
+    let mut rows = Vec::new();
+    for &scenario in &args.scenarios {
+        rig.receive(workload::initial_stock(scenario)).await?;
+        for &callers in &args.callers {
+            if scenario == Scenario::Flash && callers < FLASH_MIN_CALLERS {
+                continue;
+            }
+            for &via in &args.via {
+                let run = (scenario, via, callers);
+                rows.push(runs::stockledger_run(&rig, &args, run, printer).await?);
+            }
+            if scenario == Scenario::Hot && args.baselines {
+                rows.extend(baseline_runs::baseline_runs(&rig, &args, callers, printer).await?);
+            }
+        }
+    }
+    let audit = rig.finish(printer).await?;
+    report::report(&rows, &args, &audit, printer)
+}
