@@ -134,7 +134,7 @@ async fn confirm_release_and_expire_race_200_rounds() {
         let rows = client
             .query(
                 "SELECT seq, type FROM events WHERE stream = $1 ORDER BY seq",
-                &[&res_stream(&id)],
+                &[&res_stream(id)],
             )
             .await
             .unwrap();

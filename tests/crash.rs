@@ -114,7 +114,7 @@ async fn the_service_killed_under_load_loses_nothing_acknowledged() {
         .collect();
     for id in &acknowledged {
         assert!(
-            logged.contains(&res_stream(&id)),
+            logged.contains(&res_stream(id)),
             "{id} acknowledged but lost"
         );
     }

@@ -371,7 +371,7 @@ async fn random_cuts_under_64_writers_lose_nothing_acknowledged() {
         .map(|r| (r.get(0), r.get(1)))
         .collect();
     for (id, state) in &acknowledged {
-        let n = counts.get(&res_stream(&id)).copied().unwrap_or(0);
+        let n = counts.get(&res_stream(id)).copied().unwrap_or(0);
         match *state {
             "RESERVED" => assert!(n >= 1, "{id} reserved but not in the log"),
             "CONFIRMED" | "RELEASED" => assert_eq!(n, 2, "{id} {state}"),

@@ -4,6 +4,8 @@
 //! generator, the usual designs to compare with, and SVG charts. The
 //! `stockledger-bench` binary runs the benchmarks themselves.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod baselines;
 pub mod fill;
 pub mod load;

@@ -3,6 +3,8 @@
 //! docs/benchmarks.md. Exit codes: 0 done, 1 anything went wrong (a database
 //! error, an audit with differences after `projections`), 2 usage error.
 
+#![warn(clippy::too_many_lines)]
+
 mod commands;
 mod database;
 mod output;
