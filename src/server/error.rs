@@ -118,7 +118,11 @@ impl ApiError {
             ApiError::Unavailable { .. } | ApiError::Internal(_) => {
                 json!({"correlation_id": crate::server::current_correlation_id()})
             }
-            _ => json!({}),
+            ApiError::MalformedJson(_)
+            | ApiError::UnsupportedMediaType(_)
+            | ApiError::Unauthenticated
+            | ApiError::Forbidden { .. }
+            | ApiError::MethodNotAllowed => json!({}),
         }
     }
 
@@ -126,7 +130,14 @@ impl ApiError {
         match self {
             ApiError::RateLimited { retry_after } => Some(*retry_after),
             ApiError::Unavailable { .. } => Some(UNAVAILABLE_RETRY_AFTER_SECONDS),
-            _ => None,
+            ApiError::Rejected(_)
+            | ApiError::MalformedJson(_)
+            | ApiError::UnsupportedMediaType(_)
+            | ApiError::Unauthenticated
+            | ApiError::Forbidden { .. }
+            | ApiError::MethodNotAllowed
+            | ApiError::PayloadTooLarge { .. }
+            | ApiError::Internal(_) => None,
         }
     }
 }
@@ -145,7 +156,14 @@ impl IntoResponse for ApiError {
                 }
                 self.to_string()
             }
-            other => other.to_string(),
+            ApiError::Rejected(_)
+            | ApiError::MalformedJson(_)
+            | ApiError::UnsupportedMediaType(_)
+            | ApiError::Unauthenticated
+            | ApiError::Forbidden { .. }
+            | ApiError::MethodNotAllowed
+            | ApiError::PayloadTooLarge { .. }
+            | ApiError::RateLimited { .. } => self.to_string(),
         };
         let body = json!({"code": self.code(), "message": message, "details": self.details()});
         let mut response = (self.status(), axum::Json(body)).into_response();

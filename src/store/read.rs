@@ -135,9 +135,12 @@ impl ReservationDetails {
     /// COMMIT reply was lost and another caller released it meanwhile) is
     /// answered as it made it, with the events up to its own.
     pub fn as_committed(&mut self, view: &ReservationView) {
+        use crate::domain::ReservationState;
         let own_seq = match view.state {
-            crate::domain::ReservationState::Reserved => 1,
-            _ => u32::MAX,
+            ReservationState::Reserved => 1,
+            ReservationState::Confirmed
+            | ReservationState::Released
+            | ReservationState::Expired => u32::MAX,
         };
         self.events.retain(|e| e.seq <= own_seq);
         if let Some(last) = self.events.last() {
