@@ -75,6 +75,18 @@ async fn every_read_model_folds_every_event_type_as_its_replay_does() {
     let models: BTreeSet<&str> = ALL.iter().map(|m| m.name()).collect();
     assert_eq!(compared, models, "every read model is audited");
     assert_eq!(report.events, log.len() as u64);
+
+    // The totals say what the log holds: one reservation in each state (the
+    // tombstone is none), with its units.
+    let totals = db.store.reservation_totals().await.unwrap();
+    let want: Vec<(&str, (i64, i64))> = vec![
+        ("CONFIRMED", (1, 3)),
+        ("EXPIRED", (1, 2)),
+        ("RELEASED", (1, 1)),
+        ("RESERVED", (1, 2)),
+    ];
+    let got: Vec<(&str, (i64, i64))> = totals.iter().map(|(s, t)| (s.as_str(), *t)).collect();
+    assert_eq!(got, want);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

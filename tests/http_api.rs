@@ -157,7 +157,7 @@ async fn every_endpoint_and_error_code() {
     let (st, b) = s.get("/v1/projections", "auditor").await;
     assert_eq!(
         (st, b["projections"].as_array().map(Vec::len)),
-        (200, Some(3))
+        (200, Some(stockledger::read_model::ALL.len()))
     );
 
     // Operations need no key.
@@ -180,6 +180,7 @@ async fn every_endpoint_and_error_code() {
         "stockledger_pool_connections{state=\"open\"}",
         "stockledger_projection_lag_events{projection=\"stock_levels\"}",
         "stockledger_expiries_total",
+        "stockledger_reservations{state=\"RESERVED\"}",
     ] {
         assert!(
             metrics.contains(needle),

@@ -10,6 +10,7 @@
 mod diff;
 pub mod order_view;
 pub mod reservation_expiry;
+pub mod reservation_totals;
 pub mod stock_levels;
 
 use std::any::Any;
@@ -30,10 +31,16 @@ pub(crate) use diff::{
 pub use diff::{Difference, Diffs};
 pub use order_view::ORDER_VIEW;
 pub use reservation_expiry::RESERVATION_EXPIRY;
+pub use reservation_totals::RESERVATION_TOTALS;
 pub use stock_levels::STOCK_LEVELS;
 
 /// Every read model, in the order they are installed and reported.
-pub static ALL: &[&dyn ReadModel] = &[&STOCK_LEVELS, &ORDER_VIEW, &RESERVATION_EXPIRY];
+pub static ALL: &[&dyn ReadModel] = &[
+    &STOCK_LEVELS,
+    &ORDER_VIEW,
+    &RESERVATION_EXPIRY,
+    &RESERVATION_TOTALS,
+];
 
 pub fn by_name(name: &str) -> Option<&'static dyn ReadModel> {
     ALL.iter().copied().find(|p| p.name() == name)

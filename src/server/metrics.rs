@@ -63,7 +63,7 @@ struct RouteLabel {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabel {
-    state: &'static str,
+    state: Escaped,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -85,6 +85,8 @@ pub struct Metrics {
     pool_waiting: Gauge,
     lag_events: Family<ProjectionLabel, Gauge>,
     lag_seconds: Family<ProjectionLabel, Gauge<f64, AtomicU64>>,
+    reservations: Family<StateLabel, Gauge>,
+    reservation_units: Family<StateLabel, Gauge>,
 }
 
 /// Values read at scrape time from outside the registry.
@@ -94,6 +96,8 @@ pub struct Gauges {
     pub pool_waiting: usize,
     /// (projection, lag in events, lag in seconds)
     pub projections: Vec<(&'static str, i64, f64)>,
+    /// (state, reservations, units), from the `reservation_totals` read model.
+    pub reservations: Vec<(String, i64, i64)>,
 }
 
 impl Default for Metrics {
@@ -108,6 +112,8 @@ impl Default for Metrics {
             pool_waiting: Gauge::default(),
             lag_events: Family::default(),
             lag_seconds: Family::default(),
+            reservations: Family::default(),
+            reservation_units: Family::default(),
         };
         m.register();
         m
@@ -157,6 +163,16 @@ impl Metrics {
             "Age of the oldest event a projection has not applied",
             self.lag_seconds.clone(),
         );
+        r.register(
+            "reservations",
+            "Reservations by state, as far as the reservation_totals read model has come",
+            self.reservations.clone(),
+        );
+        r.register(
+            "reservation_units",
+            "Units held or settled by reservations, by state",
+            self.reservation_units.clone(),
+        );
     }
 
     /// A command answered: `outcome` is `created`, `replayed`, `error` or a rejection code.
@@ -189,8 +205,10 @@ impl Metrics {
     /// The OpenMetrics text exposition, with the scrape-time gauges set first.
     pub fn render(&self, g: &Gauges) -> String {
         let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-        let open = StateLabel { state: "open" };
-        let idle = StateLabel { state: "idle" };
+        let state = |s: &str| StateLabel {
+            state: Escaped(s.to_owned()),
+        };
+        let (open, idle) = (state("open"), state("idle"));
         self.pool.get_or_create(&open).set(gauge(g.pool_size));
         self.pool.get_or_create(&idle).set(gauge(g.pool_available));
         self.pool_waiting.set(gauge(g.pool_waiting));
@@ -198,6 +216,12 @@ impl Metrics {
             let p = ProjectionLabel { projection: name };
             self.lag_events.get_or_create(&p).set(*events);
             self.lag_seconds.get_or_create(&p).set(*seconds);
+        }
+        for (name, n, units) in &g.reservations {
+            self.reservations.get_or_create(&state(name)).set(*n);
+            self.reservation_units
+                .get_or_create(&state(name))
+                .set(*units);
         }
         let mut out = String::new();
         encode(&mut out, &self.registry).expect("writing to a String cannot fail");
@@ -218,12 +242,14 @@ mod tests {
             pool_available: 1,
             pool_waiting: 0,
             projections: vec![("stock_levels", 3, 0.5)],
+            reservations: vec![("RESERVED".into(), 2, 7)],
         });
         assert!(
             text.contains(r#"outcome="a\"b\\c\nd""#),
             "a quote, a backslash and a newline are escaped:\n{text}"
         );
         assert!(text.contains(r#"stockledger_projection_lag_events{projection="stock_levels"} 3"#));
+        assert!(text.contains(r#"stockledger_reservation_units{state="RESERVED"} 7"#));
         assert!(text.ends_with("# EOF\n"));
     }
 }

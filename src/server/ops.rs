@@ -38,17 +38,18 @@ pub async fn readyz(State(s): State<AppState>) -> Response {
     }
 }
 
-/// Prometheus text: commands by type and outcome, latency histograms, pool
-/// use, projection lag, expiries.
+/// Prometheus (OpenMetrics) text: commands by type and outcome, latency
+/// histograms, pool use, projection lag, expiries, reservations by state.
 #[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text")))]
 pub async fn metrics(State(s): State<AppState>) -> Response {
     let status = s.store.pool_status();
-    let projections = s.lag.get(&s).await;
+    let read = s.lag.get(&s).await;
     let gauges = Gauges {
         pool_size: status.size,
         pool_available: status.available,
         pool_waiting: status.waiting,
-        projections,
+        projections: read.lag,
+        reservations: read.totals,
     };
     (
         StatusCode::OK,
@@ -68,34 +69,45 @@ pub async fn openapi() -> Response {
         .into_response()
 }
 
-/// Projection lag as `/metrics` shows it: (name, lag in events, lag in seconds).
-type Lag = Vec<(&'static str, i64, f64)>;
+/// What `/metrics` reads from the database: projection lag as (name, lag in
+/// events, lag in seconds), and reservations and units by state.
+#[derive(Clone, Default)]
+struct Read {
+    lag: Vec<(&'static str, i64, f64)>,
+    totals: Vec<(String, i64, i64)>,
+}
 
-/// The projection lag, read from the database at most once per
+/// What `/metrics` reads from the database, read at most once per
 /// `METRICS_CACHE_MS`: a scrape costs no more than a cached read, however
 /// many scrapers there are, and concurrent scrapes share one read.
 #[derive(Default)]
-pub struct LagCache {
-    cached: tokio::sync::Mutex<Option<(std::time::Instant, Lag)>>,
+pub struct ScrapeCache {
+    cached: tokio::sync::Mutex<Option<(std::time::Instant, Read)>>,
 }
 
-impl LagCache {
-    async fn get(&self, s: &AppState) -> Lag {
+impl ScrapeCache {
+    async fn get(&self, s: &AppState) -> Read {
         let mut cached = self.cached.lock().await;
-        if let Some((at, lag)) = cached.as_ref() {
+        if let Some((at, read)) = cached.as_ref() {
             if at.elapsed() < std::time::Duration::from_millis(METRICS_CACHE_MS) {
-                return lag.clone();
+                return read.clone();
             }
         }
-        let lag: Lag = match s.store.projection_status().await {
+        // Metrics must answer even when the database does not: what cannot
+        // be read is left out.
+        let lag = match s.store.projection_status().await {
             Ok(all) => all
                 .into_iter()
                 .map(|p| (p.name, p.live.lag_events, p.live.lag_seconds))
                 .collect(),
-            // Metrics must answer even when the database does not.
             Err(_) => Vec::new(),
         };
-        *cached = Some((std::time::Instant::now(), lag.clone()));
-        lag
+        let totals = match s.store.reservation_totals().await {
+            Ok(t) => t.into_iter().map(|(state, (n, u))| (state, n, u)).collect(),
+            Err(_) => Vec::new(),
+        };
+        let read = Read { lag, totals };
+        *cached = Some((std::time::Instant::now(), read.clone()));
+        read
     }
 }

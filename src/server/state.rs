@@ -64,7 +64,7 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Projection lag for `/metrics`, read at most once per
     /// `METRICS_CACHE_MS`, however often it is scraped.
-    pub lag: Arc<ops::LagCache>,
+    pub lag: Arc<ops::ScrapeCache>,
     /// Permits for heavy reads (as-of figures, history), so they cannot take
     /// the connections and the time commands need.
     pub heavy_reads: Arc<tokio::sync::Semaphore>,
@@ -85,7 +85,7 @@ impl AppState {
             )),
             lookups_in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_KEY_LOOKUPS_IN_FLIGHT)),
             metrics: Arc::new(Metrics::default()),
-            lag: Arc::new(ops::LagCache::default()),
+            lag: Arc::new(ops::ScrapeCache::default()),
             heavy_reads: Arc::new(tokio::sync::Semaphore::new(MAX_HEAVY_READS_IN_FLIGHT)),
             config: Arc::new(config),
         }

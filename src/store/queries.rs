@@ -5,7 +5,7 @@ use deadpool_postgres::Status;
 
 use crate::domain::{Balance, Item, OrderId, RecordedEvent, Rejection, ReservationId};
 use crate::projection::status::{self, ProjectionStatus};
-use crate::read_model::{order_view, stock_levels};
+use crate::read_model::{order_view, reservation_totals, stock_levels};
 use crate::store::history::{self, AsOf, AsOfFigures};
 use crate::store::keys::{self, ApiKey, Role};
 use crate::store::read::{self, Cursor, EventPage, ReservationDetails};
@@ -102,6 +102,13 @@ impl Store {
     ) -> Result<Option<serde_json::Value>, StoreError> {
         let client = pool::get(&self.pool).await?;
         order_view::row(&client, order).await
+    }
+
+    /// Reservations and the units they hold, by state, from the
+    /// `reservation_totals` read model.
+    pub async fn reservation_totals(&self) -> Result<reservation_totals::Totals, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        reservation_totals::totals(&client).await
     }
 
     /// Every read model's checkpoint, lag and state.
