@@ -167,10 +167,9 @@ impl Printer {
     }
 
     pub fn error(&self, e: &anyhow::Error) {
-        let retryable = e
-            .downcast_ref::<stockledger::store::StoreError>()
-            .is_some_and(|s| s.is_retryable());
-        let code = if retryable { "UNAVAILABLE" } else { "INTERNAL" };
+        let store = e.downcast_ref::<stockledger::store::StoreError>();
+        let retryable = store.is_some_and(|s| s.is_retryable());
+        let code = store.map_or(stockledger::store::error::INTERNAL, |s| s.code());
         if self.json {
             let doc = json!({"code": code, "message": format!("{e:#}"), "details": {}});
             println!("{}", serde_json::to_string_pretty(&doc).expect("json"));

@@ -79,8 +79,8 @@ impl ApiError {
             ApiError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             ApiError::RateLimited { .. } => "RATE_LIMITED",
-            ApiError::Unavailable { .. } => "UNAVAILABLE",
-            ApiError::Internal(_) => "INTERNAL",
+            ApiError::Unavailable { .. } => crate::store::error::UNAVAILABLE,
+            ApiError::Internal(_) => crate::store::error::INTERNAL,
         }
     }
 

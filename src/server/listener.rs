@@ -28,10 +28,12 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 use tracing::{debug, warn};
 
+use crate::limits::UNAVAILABLE_RETRY_AFTER_SECONDS;
 use crate::limits::{
     ACCEPT_ERROR_PAUSE_MS, DEFAULT_HEADER_READ_TIMEOUT_MS, DEFAULT_IDLE_CONNECTION_TIMEOUT_MS,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, FILE_DESCRIPTORS_RESERVED,
 };
+use crate::store::error::UNAVAILABLE;
 
 /// The caps and deadlines of the HTTP listener.
 #[derive(Clone, Copy, Debug)]
@@ -139,10 +141,9 @@ pub async fn serve(
 /// Answers a refused connection with a 503 if its socket takes it at once
 /// (never waiting on the client), then closes it.
 fn refuse(stream: &TcpStream, why: &str) {
-    let body =
-        serde_json::json!({"code": "UNAVAILABLE", "message": why, "details": {}}).to_string();
+    let body = serde_json::json!({"code": UNAVAILABLE, "message": why, "details": {}}).to_string();
     let response = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: {UNAVAILABLE_RETRY_AFTER_SECONDS}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );
     let _ = stream.try_write(response.as_bytes());

@@ -49,6 +49,11 @@ impl From<&str> for Cause {
     }
 }
 
+/// The stable code of a failure worth retrying with the same ids.
+pub const UNAVAILABLE: &str = "UNAVAILABLE";
+/// The stable code of a failure that is the server's fault.
+pub const INTERNAL: &str = "INTERNAL";
+
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     /// The database cannot be reached or the pool is exhausted. Retryable: the
@@ -101,12 +106,12 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    /// A stable code for interfaces (the API's `UNAVAILABLE` and friends).
+    /// The stable code callers see for this failure, in the API and the CLI.
     pub fn code(&self) -> &'static str {
         if self.is_retryable() {
-            "UNAVAILABLE"
+            UNAVAILABLE
         } else {
-            "INTERNAL"
+            INTERNAL
         }
     }
 
