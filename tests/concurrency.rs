@@ -225,3 +225,53 @@ async fn one_reservation_per_order_under_concurrency() {
     assert_eq!((won.len(), refused), (1, 19));
     assert_eq!(db.figures("pear").await, (100, 1, 0));
 }
+
+/// An item's first balance row is created only under the item's own lock:
+/// a receipt of a new item waits while another transaction holds it (as one
+/// creating that row would), and commands on other items do not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_items_first_row_is_created_under_its_lock() {
+    let db = TestDb::new().await;
+    db.receive("in-0", "apple", 5).await;
+    let pear = stockledger::domain::Item {
+        sku: stockledger::domain::Sku::parse("sku", "pear").unwrap(),
+        location: stockledger::domain::Location::parse_or_default("location", None).unwrap(),
+    };
+    let mut holder = db.client().await;
+    let tx = holder.transaction().await.unwrap();
+    tx.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+        &[&stockledger::store::item_lock_key(&pear)],
+    )
+    .await
+    .unwrap();
+    let store = db.store.clone();
+    let first = tokio::spawn(async move {
+        store
+            .execute(receive("in-pear", "pear", 3), CommandContext::new("test"))
+            .await
+    });
+    // The receipt comes to wait on the pear's lock (bounded, not timed).
+    let waiting = || async {
+        db.column::<i64>(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+        )
+        .await[0]
+    };
+    let mut polls = 0;
+    while waiting().await == 0 {
+        polls += 1;
+        assert!(polls < 500, "the receipt never waited on the item's lock");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // Another item is not held up by the pear's lock.
+    db.run(reserve("r-apple", "o-apple", &[("apple", 1)], None))
+        .await
+        .unwrap();
+    assert!(!first.is_finished(), "the pear's first receipt waits");
+    tx.rollback().await.unwrap();
+    first.await.unwrap().unwrap().unwrap();
+    assert_eq!(db.figures("pear").await, (3, 0, 0));
+    db.project_all().await;
+    db.assert_audit_clean().await;
+}

@@ -155,6 +155,11 @@ pub struct Touches {
     pub stream: StreamId,
     pub order: Option<OrderId>,
     pub items: Items,
+    /// An item whose first balance row the command may create: a receipt's or
+    /// an adjustment's may be the item's first event. (A reserve of an item
+    /// that was never received is refused, and the others move items that
+    /// reservations already hold.)
+    pub may_create: Option<Item>,
 }
 
 /// The items a command may move.
@@ -188,16 +193,19 @@ impl Command {
                 stream: StreamId::Receipt(r.receipt_id.clone()),
                 order: None,
                 items: Items::Named(vec![r.item.clone()]),
+                may_create: Some(r.item.clone()),
             },
             Command::Adjust(a) => Touches {
                 stream: StreamId::Adjustment(a.adjustment_id.clone()),
                 order: None,
                 items: Items::Named(vec![a.item.clone()]),
+                may_create: Some(a.item.clone()),
             },
             Command::Reserve(r) => Touches {
                 stream: StreamId::Reservation(r.reservation_id.clone()),
                 order: Some(r.order_id.clone()),
                 items: Items::Named(r.lines.iter().map(|l| l.item.clone()).collect()),
+                may_create: None,
             },
             Command::Confirm { reservation_id }
             | Command::Release { reservation_id, .. }
@@ -205,6 +213,7 @@ impl Command {
                 stream: StreamId::Reservation(reservation_id.clone()),
                 order: None,
                 items: Items::HeldBy(reservation_id.clone()),
+                may_create: None,
             },
         }
     }

@@ -5,10 +5,11 @@
 //! and items, including the items held by a reservation a command may move.
 //!
 //! Lock order (and why it cannot deadlock): first transaction-scoped advisory
-//! locks on every stream and order id the batch names, sorted by their hash;
-//! then the existing balance rows of every item involved, sorted by
-//! (location, sku). The rows a batch creates are inserted last, in the same
-//! order (`write.rs`). Every transaction takes its locks in this one global order.
+//! locks on every stream and order id the batch names and on every item whose
+//! first balance row it may create, sorted by their hash; then the existing
+//! balance rows of every item involved, sorted by (location, sku). A row is
+//! created (`write.rs`) only under its item's advisory lock, so that insert
+//! never waits for anyone. Every wait is on a lock taken in this one order.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -26,6 +27,11 @@ use crate::store::StoreError;
 /// The advisory lock key of an order is its id under this prefix, which no
 /// stream name has, so an order's lock never collides with a stream's.
 const ORDER_LOCK_PREFIX: &str = "order-lock:";
+
+/// The advisory lock key under which an item's first balance row is created.
+pub fn item_lock_key(item: &Item) -> String {
+    format!("item-lock:{item}")
+}
 
 /// What the decision needs, read under locks, and the database time to decide at.
 pub(crate) struct Loaded {
@@ -65,7 +71,11 @@ pub(crate) async fn lock_and_load(
     let touches: Vec<Touches> = batch.iter().map(|(c, _)| c.touches()).collect();
     let streams: BTreeSet<StreamId> = touches.iter().map(|t| t.stream.clone()).collect();
     let orders: BTreeSet<&OrderId> = touches.iter().filter_map(|t| t.order.as_ref()).collect();
-    lock_keys(tx, &streams, &orders, backend).await?;
+    let creatable: BTreeSet<&Item> = touches
+        .iter()
+        .filter_map(|t| t.may_create.as_ref())
+        .collect();
+    lock_keys(tx, &streams, &orders, &creatable, backend).await?;
     let mut state = LedgerState::default();
     read_streams(tx, &streams, &mut state).await?;
     read_order_owners(tx, &orders, &mut state).await?;
@@ -95,17 +105,22 @@ pub(crate) async fn lock_and_load(
 }
 
 /// Step 1: advisory locks, one command per stream (and per order) at a time
-/// across every process. The unique (stream, seq) key stays the backstop.
+/// across every process; the unique (stream, seq) key stays the backstop.
+/// And one per item whose first balance row the batch may create: a row is
+/// only ever created under its item's lock, so no other transaction can be
+/// creating it at the same time, and the insert that creates it never waits.
 async fn lock_keys(
     tx: &Transaction<'_>,
     streams: &BTreeSet<StreamId>,
     orders: &BTreeSet<&OrderId>,
+    creatable: &BTreeSet<&Item>,
     backend: &mut Option<Backend>,
 ) -> Result<(), Failure> {
     let keys: Vec<String> = streams
         .iter()
         .map(StreamId::to_string)
         .chain(orders.iter().map(|o| format!("{ORDER_LOCK_PREFIX}{o}")))
+        .chain(creatable.iter().map(|i| item_lock_key(i)))
         .collect();
     let lock = tx
         .prepare_cached(

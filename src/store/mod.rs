@@ -20,6 +20,7 @@ mod write;
 
 pub use error::StoreError;
 pub use execute::BatchResult;
+pub use load::item_lock_key;
 pub use read::{Cursor, EventPage, ReservationDetails};
 
 use deadpool_postgres::Pool;

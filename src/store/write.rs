@@ -43,11 +43,10 @@ pub(crate) async fn append(
 /// Moves the balances by the net effect of the batch's events.
 ///
 /// Rows that existed were locked by the load, in (location, sku) order, and
-/// are updated in place. Items seen for the first time are inserted last, in
-/// the same order; two transactions may create the same item at once, so that
-/// insert adds onto a row that appeared meanwhile. A transaction waits on
-/// another's new row only here, after every lock it takes on existing rows, and
-/// both insert in one order: the lock order stays global, so no deadlock. It cannot be one upsert
+/// are updated in place. Items seen for the first time are inserted; only a
+/// receipt or an adjustment creates a row, under its item's advisory lock
+/// (`load.rs`), so no one else can be inserting the same row and the insert
+/// never waits. The upsert is a backstop, not a path that runs. It cannot be one upsert
 /// for all: PostgreSQL checks CHECK constraints on the proposed row before it
 /// resolves a conflict, and a delta such as "reserved -2" is no valid row.
 pub(crate) async fn move_balances(
