@@ -66,7 +66,7 @@ async fn every_read_model_folds_every_event_type_as_its_replay_does() {
     let all: BTreeSet<EventType> = EventType::ALL.iter().copied().collect();
     assert_eq!(types, all, "the test log must hold every event type");
     let kinds: BTreeSet<StreamKind> = log.iter().map(|e| e.stream.kind()).collect();
-    assert_eq!(kinds, StreamKind::ALL.into_iter().collect());
+    assert_eq!(kinds, StreamKind::ALL.iter().copied().collect());
 
     // Every read model, brought up to date by its SQL, matches its replay.
     db.project_all().await;

@@ -19,6 +19,7 @@ use serde::Serialize;
 use crate::limits::AUDIT_READERS;
 use crate::projection::Slot;
 use crate::read_model::{ReadModel, ALL};
+use crate::store::error::Cause;
 use crate::store::{pool, Cursor, StoreError};
 
 pub use crate::read_model::Difference;
@@ -143,7 +144,7 @@ async fn compare_in_snapshot(
         }));
     }
     let joined = |e: tokio::task::JoinError| {
-        StoreError::Database(format!("an audit task failed: {e}").into())
+        StoreError::Database(Cause::with_source("an audit task failed", e))
     };
     let mut merged: Option<Replay> = None;
     for r in readers {

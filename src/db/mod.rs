@@ -17,8 +17,8 @@ pub const PRIVATE_DATABASE: &str = "stockledger";
 
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
-    #[error("DATABASE_URL is not a valid connection string: {0}")]
-    BadUrl(String),
+    #[error("DATABASE_URL is not a valid connection string")]
+    BadUrl(#[source] tokio_postgres::Error),
     #[error(transparent)]
     Cluster(#[from] ClusterError),
     #[error(transparent)]
@@ -39,7 +39,7 @@ pub struct Server {
 pub async fn server(database_url: Option<&str>) -> Result<Server, DbError> {
     if let Some(url) = database_url.filter(|u| !u.is_empty()) {
         let config =
-            tokio_postgres::Config::from_str(url).map_err(|e| DbError::BadUrl(e.to_string()))?;
+            tokio_postgres::Config::from_str(url).map_err(DbError::BadUrl)?;
         return Ok(Server {
             config,
             description: "the server named by DATABASE_URL".into(),
@@ -64,7 +64,9 @@ pub async fn server(database_url: Option<&str>) -> Result<Server, DbError> {
 
 /// Creates database `name` on the server of `admin` if it does not exist.
 pub async fn ensure_database(admin: &tokio_postgres::Config, name: &str) -> Result<(), StoreError> {
-    let (client, connection) = admin.connect(NoTls).await?;
+    let (client, connection) = crate::store::pool::hardened(admin.clone())
+        .connect(NoTls)
+        .await?;
     let conn = tokio::spawn(connection);
     let exists = client
         .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
@@ -90,7 +92,9 @@ pub async fn ensure_database(admin: &tokio_postgres::Config, name: &str) -> Resu
 
 /// Drops database `name` on the server of `admin`, disconnecting its users.
 pub async fn drop_database(admin: &tokio_postgres::Config, name: &str) -> Result<(), StoreError> {
-    let (client, connection) = admin.connect(NoTls).await?;
+    let (client, connection) = crate::store::pool::hardened(admin.clone())
+        .connect(NoTls)
+        .await?;
     let conn = tokio::spawn(connection);
     let quoted = format!("\"{}\"", name.replace('"', "\"\""));
     client

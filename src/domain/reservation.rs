@@ -10,6 +10,7 @@ use uuid::Uuid;
 use crate::domain::command::Line;
 use crate::domain::event::Event;
 use crate::domain::ids::{OrderId, ReservationId};
+use crate::domain::stream::StreamKind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -171,6 +172,16 @@ impl Reservation {
             command_id,
             recorded_at,
         };
+        // The coarse rule of the stream kind first (`StreamKind::allows`),
+        // then what depends on the state before.
+        let t = event.event_type();
+        if StreamKind::of_event(t) != StreamKind::Reservation {
+            return Err(step.foreign());
+        }
+        if !StreamKind::Reservation.allows(seq, t) {
+            let after = current.as_ref().map_or("nothing", |r| r.state().as_str());
+            return Err(step.not_after(after));
+        }
         match current {
             None => step.open(),
             Some(Reservation::Placed(p)) if p.state == ReservationState::Reserved => {

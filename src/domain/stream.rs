@@ -9,25 +9,33 @@ use crate::domain::event::EventType;
 use crate::domain::ids::{AdjustmentId, ReceiptId, ReservationId};
 use crate::domain::Rejection;
 
-/// What a stream records. Each kind has its own prefix and its own rules.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum StreamKind {
+/// Declares `StreamKind` and its list of every kind together, so the list
+/// cannot miss one.
+macro_rules! stream_kinds {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
+        /// What a stream records. Each kind has its own prefix and its own rules.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum StreamKind {
+            $($(#[$doc])* $name),*
+        }
+
+        impl StreamKind {
+            /// Every kind, for parsing and for tests that must cover them all.
+            pub const ALL: &'static [StreamKind] = &[$(StreamKind::$name),*];
+        }
+    };
+}
+
+stream_kinds!(
     /// One delivery of stock: exactly one `StockReceived`.
     Receipt,
     /// One correction: exactly one `StockAdjusted`.
     Adjustment,
     /// One order's hold on stock: created (or tombstoned) at seq 1, settled at seq 2.
     Reservation,
-}
+);
 
 impl StreamKind {
-    /// Every kind, for tests and documentation that must cover them all.
-    pub const ALL: [StreamKind; 3] = [
-        StreamKind::Receipt,
-        StreamKind::Adjustment,
-        StreamKind::Reservation,
-    ];
-
     /// The prefix of the stream name, with its colon. Spelled only here.
     pub fn prefix(self) -> &'static str {
         match self {
@@ -50,20 +58,16 @@ impl StreamKind {
     /// kind. This is the coarse rule (the audit and the history queries use
     /// it); the reservation fold adds what depends on the event before.
     pub fn allows(self, seq: u32, event: EventType) -> bool {
-        match (self, seq) {
-            (StreamKind::Receipt, 1) => event == EventType::StockReceived,
-            (StreamKind::Adjustment, 1) => event == EventType::StockAdjusted,
-            (StreamKind::Reservation, 1) => matches!(
-                event,
-                EventType::ReservationCreated | EventType::ReservationReleased
-            ),
-            (StreamKind::Reservation, 2) => matches!(
-                event,
-                EventType::ReservationConfirmed
-                    | EventType::ReservationReleased
-                    | EventType::ReservationExpired
-            ),
-            (StreamKind::Receipt | StreamKind::Adjustment | StreamKind::Reservation, _) => false,
+        let at = |kind: StreamKind, seqs: &[u32]| self == kind && seqs.contains(&seq);
+        match event {
+            EventType::StockReceived => at(StreamKind::Receipt, &[1]),
+            EventType::StockAdjusted => at(StreamKind::Adjustment, &[1]),
+            EventType::ReservationCreated => at(StreamKind::Reservation, &[1]),
+            // At seq 1, a tombstone: a release that overtook its reserve.
+            EventType::ReservationReleased => at(StreamKind::Reservation, &[1, 2]),
+            EventType::ReservationConfirmed | EventType::ReservationExpired => {
+                at(StreamKind::Reservation, &[2])
+            }
         }
     }
 
@@ -123,7 +127,7 @@ impl StreamId {
 
     /// Parses a stream name as the log stores it. The rejection names `field`.
     pub fn parse(field: &str, name: &str) -> Result<StreamId, Rejection> {
-        for kind in StreamKind::ALL {
+        for &kind in StreamKind::ALL {
             if let Some(id) = name.strip_prefix(kind.prefix()) {
                 return Ok(match kind {
                     StreamKind::Receipt => StreamId::Receipt(ReceiptId::parse(field, id)?),
@@ -199,7 +203,8 @@ mod tests {
     fn every_event_type_belongs_to_exactly_the_kind_that_allows_it() {
         for &t in EventType::ALL {
             let kinds: Vec<StreamKind> = StreamKind::ALL
-                .into_iter()
+                .iter()
+                .copied()
                 .filter(|k| k.event_types().any(|e| e == t))
                 .collect();
             assert_eq!(kinds, vec![StreamKind::of_event(t)], "{t:?}");
@@ -208,7 +213,7 @@ mod tests {
 
     #[test]
     fn nothing_stands_past_the_last_seq() {
-        for kind in StreamKind::ALL {
+        for &kind in StreamKind::ALL {
             for &t in EventType::ALL {
                 assert!(!kind.allows(0, t));
                 assert!(!kind.allows(kind.last_seq() + 1, t));

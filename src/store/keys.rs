@@ -9,6 +9,7 @@ use uuid::Uuid;
 use crate::domain::fingerprint::sha256_hex;
 use crate::domain::ids::check_id;
 use crate::domain::Rejection;
+use crate::store::error::Cause;
 use crate::store::StoreError;
 
 /// What a key may do (see the HTTP contract).
@@ -72,7 +73,7 @@ fn from_row(r: &tokio_postgres::Row) -> Result<ApiKey, StoreError> {
         id: r.get(0),
         name: r.get(1),
         role: Role::parse(&role)
-            .map_err(|e| StoreError::Corrupt(format!("api key role: {e}").into()))?,
+            .map_err(|e| StoreError::Corrupt(Cause::with_source("api key role", e)))?,
         created_at: r.get(3),
         revoked_at: r.get(4),
     })

@@ -7,6 +7,7 @@
 use tokio_postgres::Client;
 
 use crate::domain::fingerprint::sha256_hex;
+use crate::store::error::Cause;
 use crate::store::StoreError;
 
 /// Advisory lock key held while migrating ("stockledger" in ASCII, truncated).
@@ -93,7 +94,7 @@ async fn migrate_locked(client: &mut Client) -> Result<Vec<i32>, StoreError> {
         }
         let tx = client.transaction().await?;
         tx.batch_execute(m.sql).await.map_err(|e| {
-            StoreError::Migration(format!("{} ({}): {e}", m.version, m.name).into())
+            StoreError::Migration(Cause::with_source(format!("{} ({})", m.version, m.name), e))
         })?;
         tx.execute(
             "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",

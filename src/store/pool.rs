@@ -66,7 +66,7 @@ pub fn build(config: tokio_postgres::Config, size: usize) -> Result<Pool, StoreE
         .recycle_timeout(Some(Duration::from_millis(POOL_WAIT_TIMEOUT_MS)))
         .runtime(Runtime::Tokio1)
         .build()
-        .map_err(|e| StoreError::Database(format!("building the pool: {e}").into()))
+        .map_err(|e| StoreError::Database(Cause::with_source("building the pool", e)))
 }
 
 pub async fn get(pool: &Pool) -> Result<Object, StoreError> {

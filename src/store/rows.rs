@@ -3,6 +3,7 @@
 use tokio_postgres::Row;
 
 use crate::domain::{Event, EventMetadata, RecordedEvent, StreamId};
+use crate::store::error::Cause;
 use crate::store::StoreError;
 
 /// The columns every event query selects, in the order `recorded_event` reads them.
@@ -14,7 +15,7 @@ pub(crate) fn recorded_event(row: &Row) -> Result<RecordedEvent, StoreError> {
     let position: i64 = row.get(0);
     let type_name: String = row.get(3);
     let corrupt = |what: &str, e: serde_json::Error| {
-        StoreError::Corrupt(format!("event at position {position}: {what}: {e}").into())
+        StoreError::Corrupt(Cause::with_source(format!("event at position {position}: {what}"), e))
     };
     let event = Event::from_parts(&type_name, row.get(4)).map_err(|e| corrupt("data", e))?;
     let metadata: EventMetadata =
