@@ -285,3 +285,33 @@ pub const PROXY_RELAY_BUFFER_BYTES: usize = 64 * 1024;
 /// The fault proxy, `CutAfter`: how long it lets a passed-on COMMIT reach
 /// the server before it cuts the connection.
 pub const PROXY_CUT_AFTER_COMMIT_MS: u64 = 100;
+
+/// How often `catch_up_fully` looks again whether the read models have
+/// applied every committed event.
+pub const CATCH_UP_POLL_MS: u64 = 10;
+
+/// Connections of a pool that only runs migrations (`stockledger migrate`).
+pub const MIGRATE_POOL_SIZE: usize = 1;
+
+/// How long the key-lookup budget remembers a blocked client address at most;
+/// longer than any wait a rate limiter of ours names.
+pub const RATE_BLOCKED_MEMORY_SECONDS: u64 = 60;
+
+/// How often a rebuild without a terminal prints a progress line.
+pub const PROGRESS_LINE_INTERVAL_SECONDS: u64 = 2;
+
+/// `stockledger chaos`: how long the run lasts and how many writers it has,
+/// unless told otherwise; the connections of its direct (unproxied) pool for
+/// seeding, the workers and the verdict; the fewest connections its command
+/// path may have.
+pub const CHAOS_DEFAULT_SECONDS: u64 = 30;
+pub const CHAOS_DEFAULT_WRITERS: usize = 32;
+pub const CHAOS_DIRECT_POOL_SIZE: usize = 4;
+pub const CHAOS_MIN_POOL_SIZE: usize = 2;
+
+/// `stockledger demo`: the time to live of the reservation that expires, how
+/// long the story waits for it (a little past it), and how long the read
+/// models may take to catch up before the expiry pass.
+pub const DEMO_SHORT_TTL_SECONDS: i64 = 1;
+pub const DEMO_EXPIRY_WAIT_MS: u64 = 1_200;
+pub const DEMO_CATCH_UP_SECONDS: u64 = 10;

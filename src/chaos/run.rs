@@ -23,8 +23,8 @@ use crate::domain::{
     StreamId, StreamKind,
 };
 use crate::limits::{
-    CHAOS_FAULT_INTERVAL_MS, CHAOS_HELD_REPLY_MS, CHAOS_ITEMS, CHAOS_RETRY_PAUSE_MS,
-    CHAOS_SEED_QUANTITY, CHAOS_SETTLE_SECONDS,
+    CHAOS_DIRECT_POOL_SIZE, CHAOS_FAULT_INTERVAL_MS, CHAOS_HELD_REPLY_MS, CHAOS_ITEMS,
+    CHAOS_RETRY_PAUSE_MS, CHAOS_SEED_QUANTITY, CHAOS_SETTLE_SECONDS,
 };
 use crate::store::error::Cause;
 use crate::store::group::GroupConfig;
@@ -99,7 +99,7 @@ pub async fn run(
     config: ChaosConfig,
     cancel: CancellationToken,
 ) -> Result<ChaosReport, StoreError> {
-    let direct = Store::new(pool::build(database.clone(), 4)?);
+    let direct = Store::new(pool::build(database.clone(), CHAOS_DIRECT_POOL_SIZE)?);
     direct.migrate().await?;
     seed_stock(&direct).await?;
     let proxy =

@@ -4,6 +4,7 @@
 use clap::Args as ClapArgs;
 use stockledger::chaos::run::{self, ChaosConfig};
 use stockledger::db;
+use stockledger::limits::{CHAOS_DEFAULT_SECONDS, CHAOS_DEFAULT_WRITERS, CHAOS_MIN_POOL_SIZE};
 use tokio_util::sync::CancellationToken;
 
 use super::output::Printer;
@@ -13,10 +14,10 @@ use super::Failure;
 #[derive(ClapArgs, Debug)]
 pub struct ChaosArgs {
     /// How long the load and the faults run.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = CHAOS_DEFAULT_SECONDS)]
     seconds: u64,
     /// Concurrent writers (order services), each retrying with the same ids.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = CHAOS_DEFAULT_WRITERS)]
     writers: usize,
     /// Connections of the command path's pool.
     #[arg(long, default_value_t = stockledger::limits::DEFAULT_POOL_SIZE)]
@@ -52,7 +53,7 @@ pub async fn run(
         ChaosConfig {
             seconds: args.seconds.max(1),
             writers: args.writers.max(1),
-            pool_size: args.pool_size.max(2),
+            pool_size: args.pool_size.max(CHAOS_MIN_POOL_SIZE),
             faults: !args.no_faults,
         },
         cancel,

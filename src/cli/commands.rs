@@ -2,15 +2,16 @@
 //! anything touches the database: bad input writes nothing and needs no server.
 
 use stockledger::domain::{
-    command, AdjustRequest, Command, Item, LineRequest, Location, ReceiveRequest, Rejection,
-    ReserveRequest, Sku,
+    command, AdjustRequest, Command, Item, LineRequest, Location, OrderId, ReceiveRequest,
+    Rejection, ReserveRequest, Sku,
 };
 use stockledger::limits::MAX_EVENTS_PER_READ;
 use stockledger::store::history::AsOf;
 use stockledger::store::Cursor;
 
 use super::args::{
-    AdjustArgs, ConfirmArgs, EventsArgs, ReceiveArgs, ReleaseArgs, ReserveArgs, StockArgs,
+    AdjustArgs, ConfirmArgs, EventsArgs, HistoryArgs, ReceiveArgs, ReleaseArgs, ReserveArgs,
+    StockArgs,
 };
 
 impl ReceiveArgs {
@@ -105,6 +106,34 @@ impl EventsArgs {
         }
         Ok((after, self.limit))
     }
+}
+
+/// Whose history to show.
+pub enum HistoryQuery {
+    Order(OrderId),
+    Item(Item),
+}
+
+impl HistoryArgs {
+    pub fn validate(&self) -> Result<HistoryQuery, Rejection> {
+        match (&self.order, &self.sku) {
+            (Some(order), None) => Ok(HistoryQuery::Order(OrderId::parse("order", order)?)),
+            (None, Some(sku)) => Ok(HistoryQuery::Item(Item {
+                sku: Sku::parse("sku", sku)?,
+                location: Location::parse_or_default("location", self.location.as_deref())?,
+            })),
+            (Some(_), Some(_)) | (None, None) => Err(Rejection::invalid(
+                "history",
+                "give either --order ID or --sku SKU [--location L]",
+            )),
+        }
+    }
+}
+
+/// Parses a role name for clap, so a wrong one is a usage error before
+/// anything else happens.
+pub fn parse_role(name: &str) -> Result<stockledger::store::keys::Role, String> {
+    stockledger::store::keys::Role::parse(name).map_err(|r| r.to_string())
 }
 
 /// Parses `SKU[@LOCATION]:QTY`. The quantity follows the last ':' because a

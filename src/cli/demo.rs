@@ -10,6 +10,7 @@ use stockledger::domain::{
     command, Command, CommandContext, Item, LineRequest, Location, Outcome, ReceiveRequest,
     Rejection, ReservationId, ReserveRequest, Sku,
 };
+use stockledger::limits::{DEMO_CATCH_UP_SECONDS, DEMO_EXPIRY_WAIT_MS, DEMO_SHORT_TTL_SECONDS};
 use stockledger::store::Store;
 
 use super::output::{stock_json, stock_text, Printer};
@@ -287,13 +288,22 @@ impl Story<'_> {
 
     /// 7. A reservation expires.
     async fn expiry(&mut self) -> Result<(), Failure> {
-        self.exec(self.reserve("dave", "order-dave", "tshirt", 4, Some(1)))
-            .await??;
-        tokio::time::sleep(Duration::from_millis(1200)).await;
+        self.exec(self.reserve(
+            "dave",
+            "order-dave",
+            "tshirt",
+            4,
+            Some(DEMO_SHORT_TTL_SECONDS),
+        ))
+        .await??;
+        tokio::time::sleep(Duration::from_millis(DEMO_EXPIRY_WAIT_MS)).await;
         // The expiry pass finds due reservations in the expiry projection; bring
         // the projections up to date first, as the running workers would.
-        stockledger::projection::worker::catch_up_fully(self.store.pool(), Duration::from_secs(10))
-            .await?;
+        stockledger::projection::worker::catch_up_fully(
+            self.store.pool(),
+            Duration::from_secs(DEMO_CATCH_UP_SECONDS),
+        )
+        .await?;
         let expired = self
             .store
             .expire_due("demo", stockledger::limits::MAX_EXPIRIES_PER_PASS)

@@ -163,8 +163,9 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
             }
         }
         Cmd::History(a) => {
+            let query = a.validate()?;
             let store = open(database_url, printer).await?;
-            read_models::history(&store, a.order, a.sku, a.location, printer).await?;
+            read_models::history(&store, query, printer).await?;
         }
         Cmd::Events(a) => {
             let (after, limit) = a.validate()?;
@@ -198,7 +199,10 @@ async fn migrate(database_url: Option<&str>, printer: &Printer) -> Result<(), Fa
     let server = db::server(database_url)
         .await
         .map_err(anyhow::Error::from)?;
-    let store = Store::new(stockledger::store::pool::build(server.config.clone(), 1)?);
+    let store = Store::new(stockledger::store::pool::build(
+        server.config.clone(),
+        stockledger::limits::MIGRATE_POOL_SIZE,
+    )?);
     let applied = store.migrate().await?;
     let text = if applied.is_empty() {
         format!("{}: schema is current", server.description)

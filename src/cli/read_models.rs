@@ -5,12 +5,13 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use stockledger::domain::{Item, Location, OrderId, Rejection, Sku};
+use stockledger::domain::{Item, Rejection};
 use stockledger::projection::{self, rebuild, worker};
 use stockledger::store::history::{figures, AsOf};
 use stockledger::store::Store;
 use tokio_util::sync::CancellationToken;
 
+use super::commands::HistoryQuery;
 use super::output::{event_summary, stock_json, stock_text, Printer};
 use super::Failure;
 
@@ -194,7 +195,10 @@ impl Progress {
         if let Some((_, bar)) = self.bars.iter().find(|(n, _)| *n == p.projection) {
             bar.set_length(p.total_estimate.max(p.events) as u64);
             bar.set_position(p.events as u64);
-        } else if !self.quiet && self.last_line.elapsed() >= Duration::from_secs(2) {
+        } else if !self.quiet
+            && self.last_line.elapsed()
+                >= Duration::from_secs(stockledger::limits::PROGRESS_LINE_INTERVAL_SECONDS)
+        {
             self.last_line = Instant::now();
             let rate = p.events as f64 / p.elapsed.as_secs_f64().max(1e-9);
             let left = (p.total_estimate - p.events).max(0) as f64 / rate.max(1.0);
@@ -239,32 +243,19 @@ pub async fn audit(store: &Store, printer: &Printer) -> Result<bool, Failure> {
     Ok(report.clean())
 }
 
-pub async fn history(
-    store: &Store,
-    order: Option<String>,
-    sku: Option<String>,
-    location: Option<String>,
-    printer: &Printer,
-) -> Result<(), Failure> {
-    match (order, sku) {
-        (Some(order), None) => {
-            let id = OrderId::parse("order", &order)?;
-            match store.order_history(&id).await? {
-                Some(details) => printer.reservation_details(&details),
-                None => {
-                    return Err(stockledger::domain::Rejection::NotFound {
-                        what: "reservation for order",
-                        key: order,
-                    }
-                    .into())
+pub async fn history(store: &Store, query: HistoryQuery, printer: &Printer) -> Result<(), Failure> {
+    match query {
+        HistoryQuery::Order(id) => match store.order_history(&id).await? {
+            Some(details) => printer.reservation_details(&details),
+            None => {
+                return Err(stockledger::domain::Rejection::NotFound {
+                    what: "reservation for order",
+                    key: id.to_string(),
                 }
+                .into())
             }
-        }
-        (None, Some(sku)) => {
-            let item = Item {
-                sku: Sku::parse("sku", &sku)?,
-                location: Location::parse_or_default("location", location.as_deref())?,
-            };
+        },
+        HistoryQuery::Item(item) => {
             let events = store.item_history(&item).await?;
             let mut text = format!("history of {item}: {} event(s)", events.len());
             let mut docs = Vec::new();
@@ -288,13 +279,6 @@ pub async fn history(
                 &json!({"sku": item.sku, "location": item.location, "events": docs}),
                 &text,
             );
-        }
-        _ => {
-            return Err(stockledger::domain::Rejection::invalid(
-                "history",
-                "give either --order ID or --sku SKU [--location L]",
-            )
-            .into())
         }
     }
     Ok(())
@@ -326,10 +310,7 @@ pub async fn stock(
     let now = store
         .stock_now(&item)
         .await?
-        .ok_or_else(|| Rejection::NotFound {
-            what: "item",
-            key: item.to_string(),
-        })?;
+        .ok_or_else(|| Rejection::never_received(&item))?;
     let status = store.projection_status().await?;
     let s = status
         .iter()

@@ -124,8 +124,8 @@ pub enum KeysCmd {
     /// Create a key; it is printed once and only its hash is stored.
     Create {
         /// writer, reader, auditor or admin.
-        #[arg(long)]
-        role: String,
+        #[arg(long, value_parser = super::commands::parse_role)]
+        role: Role,
         #[arg(long)]
         name: Option<String>,
     },
@@ -138,7 +138,6 @@ pub enum KeysCmd {
 pub async fn keys(cmd: KeysCmd, store: &Store, printer: &Printer) -> Result<(), Failure> {
     match cmd {
         KeysCmd::Create { role, name } => {
-            let role = Role::parse(&role)?;
             let (key, secret) = store.create_key(name.as_deref(), role).await??;
             printer.value(
                 &json!({"id": key.id, "name": key.name, "role": key.role, "key": secret}),

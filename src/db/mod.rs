@@ -38,8 +38,7 @@ pub struct Server {
 /// Finds the server: `database_url` if given, else the private cluster.
 pub async fn server(database_url: Option<&str>) -> Result<Server, DbError> {
     if let Some(url) = database_url.filter(|u| !u.is_empty()) {
-        let config =
-            tokio_postgres::Config::from_str(url).map_err(DbError::BadUrl)?;
+        let config = tokio_postgres::Config::from_str(url).map_err(DbError::BadUrl)?;
         return Ok(Server {
             config,
             description: "the server named by DATABASE_URL".into(),

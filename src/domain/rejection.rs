@@ -103,6 +103,16 @@ impl Rejection {
         }
     }
 
+    /// The answer for the current stock of an item that was never received:
+    /// `NOT_FOUND`, so a mistyped SKU is not mistaken for an empty shelf
+    /// (docs/domain.md). The API and the CLI both answer it.
+    pub fn never_received(item: &crate::domain::Item) -> Self {
+        Rejection::NotFound {
+            what: "item",
+            key: item.to_string(),
+        }
+    }
+
     /// The stable code callers branch on.
     pub fn code(&self) -> RejectionCode {
         match self {

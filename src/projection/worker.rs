@@ -229,6 +229,6 @@ pub async fn catch_up_fully(pool: &Pool, timeout: Duration) -> Result<bool, Stor
         if tokio::time::Instant::now() >= deadline {
             return Ok(false);
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(crate::limits::CATCH_UP_POLL_MS)).await;
     }
 }

@@ -25,7 +25,8 @@ pub static ORDER_VIEW: Model<OrderView> = Model {
     rows: PhantomData,
 };
 
-const LABEL: &str = "order_view";
+/// The label of its differences: the model's name.
+const LABEL: &str = ORDER_VIEW.name;
 
 /// One row as the log says it should be, by order id.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -33,7 +33,8 @@ pub struct ExpiryRow {
 
 type ByReservation = HashMap<String, ExpiryRow>;
 
-const LABEL: &str = "reservation_expiry";
+/// The label of its differences: the model's name.
+const LABEL: &str = RESERVATION_EXPIRY.name;
 
 impl Rows for ReservationExpiry {
     type Expected = ByReservation;

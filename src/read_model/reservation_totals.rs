@@ -27,7 +27,8 @@ pub static RESERVATION_TOTALS: Model<ReservationTotals> = Model {
 /// Reservations and units, by state as the API spells it.
 pub type Totals = BTreeMap<String, (i64, i64)>;
 
-const LABEL: &str = "reservation_totals";
+/// The label of its differences: the model's name.
+const LABEL: &str = RESERVATION_TOTALS.name;
 
 impl Rows for ReservationTotals {
     type Expected = Totals;

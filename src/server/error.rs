@@ -13,8 +13,6 @@ use crate::domain::{Rejection, RejectionCode};
 use crate::limits::UNAVAILABLE_RETRY_AFTER_SECONDS;
 use crate::store::StoreError;
 
-/// Seconds a caller is asked to wait after `UNAVAILABLE`.
-
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error(transparent)]

@@ -10,11 +10,7 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 use moka::sync::Cache;
 
-use crate::limits::MAX_CACHED_KEYS;
-
-/// How long a blocked key is remembered at most; longer than any wait a
-/// limiter of ours names.
-const BLOCKED_MEMORY_SECONDS: u64 = 60;
+use crate::limits::{MAX_CACHED_KEYS, RATE_BLOCKED_MEMORY_SECONDS};
 
 pub struct RateLimiter {
     limiter: DefaultKeyedRateLimiter<String>,
@@ -63,7 +59,7 @@ impl ChargedAfter {
             limiter: RateLimiter::new(per_second, burst),
             blocked: Cache::builder()
                 .max_capacity(MAX_CACHED_KEYS as u64)
-                .time_to_live(Duration::from_secs(BLOCKED_MEMORY_SECONDS))
+                .time_to_live(Duration::from_secs(RATE_BLOCKED_MEMORY_SECONDS))
                 .build(),
         }
     }

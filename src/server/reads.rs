@@ -70,10 +70,11 @@ pub async fn stock(
     let (b, as_of_doc) = match parse_as_of(&q)? {
         Some(a) => stock_as_of(&s, &item, a).await?,
         None => {
-            let now = s.store.stock_now(&item).await?.ok_or(Rejection::NotFound {
-                what: "item",
-                key: item.to_string(),
-            })?;
+            let now = s
+                .store
+                .stock_now(&item)
+                .await?
+                .ok_or_else(|| Rejection::never_received(&item))?;
             let doc = json!({"position": now.position, "recorded_at": now.recorded_at});
             (now.figures, doc)
         }

@@ -200,11 +200,12 @@ async fn read_order_owners(
     for row in tx.query(&owners, &[&order_list]).await? {
         let order = OrderId::parse("order_id", row.get(0)).map_err(corrupt)?;
         let stream = StreamId::parse("stream", row.get(1)).map_err(corrupt)?;
-        let StreamId::Reservation(owner) = stream else {
-            return Err(StoreError::Corrupt(
-                format!("{stream} holds a ReservationCreated event").into(),
-            )
-            .into());
+        let owner = match stream {
+            StreamId::Reservation(owner) => owner,
+            StreamId::Receipt(_) | StreamId::Adjustment(_) => {
+                let why = format!("{stream} holds a ReservationCreated event");
+                return Err(StoreError::Corrupt(why.into()).into());
+            }
         };
         state.order_owners.insert(order, owner);
     }

@@ -15,7 +15,10 @@ pub(crate) fn recorded_event(row: &Row) -> Result<RecordedEvent, StoreError> {
     let position: i64 = row.get(0);
     let type_name: String = row.get(3);
     let corrupt = |what: &str, e: serde_json::Error| {
-        StoreError::Corrupt(Cause::with_source(format!("event at position {position}: {what}"), e))
+        StoreError::Corrupt(Cause::with_source(
+            format!("event at position {position}: {what}"),
+            e,
+        ))
     };
     let event = Event::from_parts(&type_name, row.get(4)).map_err(|e| corrupt("data", e))?;
     let metadata: EventMetadata =

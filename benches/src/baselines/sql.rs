@@ -3,6 +3,7 @@
 
 use deadpool_postgres::Pool;
 
+use stockledger::domain::StreamKind;
 use stockledger::store::{pool, StoreError};
 
 use crate::load::Sent;
@@ -83,7 +84,14 @@ pub async fn naive_sql_event(pool: &Pool, sku: &str, id: &str) -> Sent {
         return Sent::Failed;
     };
     if tx
-        .execute(&insert, &[&format!("reservation:{id}"), &data, &meta])
+        .execute(
+            &insert,
+            &[
+                &format!("{}{id}", StreamKind::Reservation.prefix()),
+                &data,
+                &meta,
+            ],
+        )
         .await
         .is_err()
     {
