@@ -313,8 +313,7 @@ async fn inject(
     let mut faults = BTreeMap::new();
     let mut n: u64 = 0;
     while Instant::now() < until && !cancel.is_cancelled() {
-        let pause = CHAOS_FAULT_INTERVAL_MS / 2
-            + uuid::Uuid::new_v4().as_u128() as u64 % CHAOS_FAULT_INTERVAL_MS;
+        let pause = CHAOS_FAULT_INTERVAL_MS / 2 + rand::random_range(0..CHAOS_FAULT_INTERVAL_MS);
         tokio::time::sleep(Duration::from_millis(pause)).await;
         n += 1;
         let kind = match n % 6 {

@@ -98,7 +98,7 @@ pub(crate) async fn execute_batch(
         warn!(attempt = attempt_no, commands = batch.len(), %why, "command transaction will be retried");
         last = why;
         // Jitter keeps two colliding transactions from colliding again.
-        let jitter = uuid::Uuid::new_v4().as_u128() as u64 % (backoff_ms + 1);
+        let jitter = rand::random_range(0..=backoff_ms);
         tokio::time::sleep(Duration::from_millis(backoff_ms + jitter)).await;
         backoff_ms = (backoff_ms * 2).min(RETRY_BACKOFF_MAX_MS);
     }
