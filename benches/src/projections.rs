@@ -161,10 +161,11 @@ async fn rebuild_steps(store: &Store, events: i64) -> anyhow::Result<Vec<Step>> 
         })
         .collect();
     let verify = reports.first().map_or(0.0, |r| r.verify.as_secs_f64());
-    let name = "verify all three copies (one replay of the log)".to_owned();
+    let copies = reports.len();
+    let name = format!("verify all {copies} copies (one replay of the log)");
     steps.push(step(name, Some(events), verify, false));
     let swap = reports.iter().map(|r| r.swap.as_secs_f64()).sum();
-    steps.push(step("swap all three".to_owned(), None, swap, false));
+    steps.push(step(format!("swap all {copies}"), None, swap, false));
     let name = "**rebuild `--all`**: fill + verify + swap, wall time".to_owned();
     steps.push(step(name, Some(events), all, true));
     Ok(steps)
@@ -180,7 +181,10 @@ async fn audit_step(store: &Store) -> anyhow::Result<Step> {
         );
     }
     Ok(Step {
-        name: "**audit**: replay + compare balances and 3 projections".to_owned(),
+        name: format!(
+            "**audit**: replay + compare balances and {} projections",
+            audit.projections.len()
+        ),
         events: Some(i64::try_from(audit.events)?),
         seconds: audit.seconds,
         headline: true,
