@@ -15,6 +15,8 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Transaction;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement};
 
 use crate::domain::{
     Balance, Command, CommandContext, Item, LedgerState, Location, OrderId, RecordedEvent,
@@ -63,6 +65,61 @@ pub(crate) struct Backend {
     pub xact_start: DateTime<Utc>,
 }
 
+/// Every statement of the load, prepared before any is sent, so that those
+/// sent together go out in order, one pipeline each.
+struct Statements {
+    who: Statement,
+    lock: Statement,
+    read: Statement,
+    owners: Statement,
+    rows: Statement,
+    clock: Statement,
+}
+
+impl Statements {
+    /// Prepared side by side (cached per connection after the first time).
+    async fn prepare(tx: &Transaction<'_>) -> Result<Statements, Failure> {
+        let read = format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = ANY($1) ORDER BY stream, seq"
+        );
+        let (who, lock, read, owners, rows, clock) = tokio::try_join!(
+            tx.prepare_cached("SELECT pg_backend_pid(), now()"),
+            tx.prepare_cached(
+                "SELECT pg_advisory_xact_lock(h) FROM (
+                     SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest($1::text[]) AS k ORDER BY 1
+                 ) AS sorted",
+            ),
+            tx.prepare_cached(&read),
+            tx.prepare_cached(
+                "SELECT data ->> 'order_id', stream FROM events
+                 WHERE type = 'ReservationCreated' AND (data ->> 'order_id') = ANY($1)",
+            ),
+            tx.prepare_cached(
+                "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed
+                 FROM item_balances AS b
+                 JOIN unnest($1::text[], $2::text[]) AS u(sku, location) USING (sku, location)
+                 ORDER BY b.location, b.sku
+                 FOR UPDATE OF b",
+            ),
+            tx.prepare_cached(
+                "SELECT clock_timestamp(), pg_current_xact_id()::text::bigint, stockledger_incarnation()",
+            ),
+        )?;
+        Ok(Statements {
+            who,
+            lock,
+            read,
+            owners,
+            rows,
+            clock,
+        })
+    }
+}
+
+/// Locks and loads in two round trips: (1) the backend's identity, the
+/// advisory locks, the streams and the order owners, in one pipeline; (2) the
+/// balance rows and the clock. The server runs a pipeline's statements in
+/// order, so every read comes after the locks it needs.
 pub(crate) async fn lock_and_load(
     tx: &Transaction<'_>,
     batch: &[(Command, CommandContext)],
@@ -75,89 +132,90 @@ pub(crate) async fn lock_and_load(
         .iter()
         .filter_map(|t| t.may_create.as_ref())
         .collect();
-    lock_keys(tx, &streams, &orders, &creatable, backend).await?;
+    let stmts = Statements::prepare(tx).await?;
+    let keys = lock_keys(&streams, &orders, &creatable);
     let mut state = LedgerState::default();
-    read_streams(tx, &streams, &mut state).await?;
-    read_order_owners(tx, &orders, &mut state).await?;
+    lock_and_read(tx, &stmts, &keys, &streams, &orders, backend, &mut state).await?;
     let items: BTreeSet<Item> = touches.iter().flat_map(|t| t.items(&state)).collect();
-    let existing = lock_balances(tx, &items, &mut state).await?;
-
     // Decide at the database's clock, read after every lock is held, so an
     // expiry is judged as close to the commit as the transaction allows.
     // The transaction id is taken here too (after the locks, so a waiting
     // transaction does not hold readers back), to resolve a lost COMMIT.
-    let clock = tx
-        .prepare_cached(
-            "SELECT clock_timestamp(), pg_current_xact_id()::text::bigint, stockledger_incarnation()",
-        )
-        .await?;
-    let row = tx.query_one(&clock, &[]).await?;
+    let (existing, clock) = lock_balances(tx, &stmts, &items, &mut state).await?;
     Ok(Loaded {
         state,
         existing,
-        now: row.get(0),
+        now: clock.get(0),
         tx: TxIdentity {
-            xid: row.get(1),
+            xid: clock.get(1),
             backend: backend.expect("known since the locks were taken"),
-            incarnation: row.get(2),
+            incarnation: clock.get(2),
         },
     })
 }
 
-/// Step 1: advisory locks, one command per stream (and per order) at a time
-/// across every process; the unique (stream, seq) key stays the backstop.
-/// And one per item whose first balance row the batch may create: a row is
+/// The advisory lock keys: one command per stream (and per order) at a time
+/// across every process (the unique (stream, seq) key stays the backstop);
+/// and one per item whose first balance row the batch may create: a row is
 /// only ever created under its item's lock, so no other transaction can be
 /// creating it at the same time, and the insert that creates it never waits.
-async fn lock_keys(
-    tx: &Transaction<'_>,
+fn lock_keys(
     streams: &BTreeSet<StreamId>,
     orders: &BTreeSet<&OrderId>,
     creatable: &BTreeSet<&Item>,
-    backend: &mut Option<Backend>,
-) -> Result<(), Failure> {
-    let keys: Vec<String> = streams
+) -> Vec<String> {
+    streams
         .iter()
         .map(StreamId::to_string)
         .chain(orders.iter().map(|o| format!("{ORDER_LOCK_PREFIX}{o}")))
         .chain(creatable.iter().map(|i| item_lock_key(i)))
-        .collect();
-    let lock = tx
-        .prepare_cached(
-            "SELECT pg_advisory_xact_lock(h) FROM (
-                 SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest($1::text[]) AS k ORDER BY 1
-             ) AS sorted",
-        )
-        .await?;
-    // Which backend this is, sent in the same flight as the locks: if the
-    // connection stalls from here on, the retry loop can still end this
-    // transaction and free its locks.
-    let who = tx.prepare_cached("SELECT pg_backend_pid(), now()").await?;
-    let lock_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&keys];
-    let (who, locked) = tokio::join!(tx.query_one(&who, &[]), tx.execute(&lock, &lock_params));
+        .collect()
+}
+
+/// Round trip 1: which backend this is (first, so that if the connection
+/// stalls from here on the retry loop can still end this transaction and free
+/// its locks), the advisory locks, then the streams and the order owners.
+async fn lock_and_read(
+    tx: &Transaction<'_>,
+    stmts: &Statements,
+    keys: &[String],
+    streams: &BTreeSet<StreamId>,
+    orders: &BTreeSet<&OrderId>,
+    backend: &mut Option<Backend>,
+    state: &mut LedgerState,
+) -> Result<(), Failure> {
+    let names: Vec<String> = streams.iter().map(StreamId::to_string).collect();
+    let order_list: Vec<&str> = orders.iter().map(|o| o.as_str()).collect();
+    let no_rows = || async { Ok::<_, tokio_postgres::Error>(Vec::new()) };
+    let lock_params: [&(dyn ToSql + Sync); 1] = [&keys];
+    let read_params: [&(dyn ToSql + Sync); 1] = [&names];
+    let (who, locked, events, owners) = tokio::join!(
+        tx.query_one(&stmts.who, &[]),
+        tx.execute(&stmts.lock, &lock_params),
+        tx.query(&stmts.read, &read_params),
+        async {
+            match order_list.is_empty() {
+                true => no_rows().await,
+                false => tx.query(&stmts.owners, &[&order_list]).await,
+            }
+        },
+    );
     let who = who?;
     *backend = Some(Backend {
         pid: who.get(0),
         xact_start: who.get(1),
     });
+    // The first error is the one that counts: after a failed lock, the reads
+    // only report that the transaction is aborted.
     locked?;
-    Ok(())
+    read_streams(events?, state)?;
+    read_order_owners(owners?, state)
 }
 
-/// Step 2: the streams themselves, folded.
-async fn read_streams(
-    tx: &Transaction<'_>,
-    streams: &BTreeSet<StreamId>,
-    state: &mut LedgerState,
-) -> Result<(), Failure> {
-    let names: Vec<String> = streams.iter().map(StreamId::to_string).collect();
-    let read = tx
-        .prepare_cached(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = ANY($1) ORDER BY stream, seq"
-        ))
-        .await?;
+/// The streams themselves, folded.
+fn read_streams(rows: Vec<Row>, state: &mut LedgerState) -> Result<(), Failure> {
     let mut by_reservation: BTreeMap<ReservationId, Vec<RecordedEvent>> = BTreeMap::new();
-    for row in tx.query(&read, &[&names]).await? {
+    for row in rows {
         let e = recorded_event(&row)?;
         match &e.stream {
             StreamId::Reservation(id) => by_reservation.entry(id.clone()).or_default().push(e),
@@ -181,23 +239,9 @@ async fn read_streams(
     Ok(())
 }
 
-/// Step 3: who holds the orders the batch wants to reserve for.
-async fn read_order_owners(
-    tx: &Transaction<'_>,
-    orders: &BTreeSet<&OrderId>,
-    state: &mut LedgerState,
-) -> Result<(), Failure> {
-    if orders.is_empty() {
-        return Ok(());
-    }
-    let order_list: Vec<&str> = orders.iter().map(|o| o.as_str()).collect();
-    let owners = tx
-        .prepare_cached(
-            "SELECT data ->> 'order_id', stream FROM events
-             WHERE type = 'ReservationCreated' AND (data ->> 'order_id') = ANY($1)",
-        )
-        .await?;
-    for row in tx.query(&owners, &[&order_list]).await? {
+/// Who holds the orders the batch wants to reserve for.
+fn read_order_owners(rows: Vec<Row>, state: &mut LedgerState) -> Result<(), Failure> {
+    for row in rows {
         let order = OrderId::parse("order_id", row.get(0)).map_err(corrupt)?;
         let stream = StreamId::parse("stream", row.get(1)).map_err(corrupt)?;
         let owner = match stream {
@@ -212,31 +256,30 @@ async fn read_order_owners(
     Ok(())
 }
 
-/// Step 4: the balance rows of every item the batch may move, locked in
-/// (location, sku) order. Returns the items that had a row.
+/// Round trip 2: the balance rows of every item the batch may move, locked in
+/// (location, sku) order, then the clock. Returns the items that had a row.
 async fn lock_balances(
     tx: &Transaction<'_>,
+    stmts: &Statements,
     items: &BTreeSet<Item>,
     state: &mut LedgerState,
-) -> Result<HashSet<Item>, Failure> {
-    let mut existing = HashSet::new();
-    if items.is_empty() {
-        return Ok(existing);
-    }
+) -> Result<(HashSet<Item>, Row), Failure> {
     let (skus, locations): (Vec<&str>, Vec<&str>) = items
         .iter()
         .map(|i| (i.sku.as_str(), i.location.as_str()))
         .unzip();
-    let lock_rows = tx
-        .prepare_cached(
-            "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed
-             FROM item_balances AS b
-             JOIN unnest($1::text[], $2::text[]) AS u(sku, location) USING (sku, location)
-             ORDER BY b.location, b.sku
-             FOR UPDATE OF b",
-        )
-        .await?;
-    for row in tx.query(&lock_rows, &[&skus, &locations]).await? {
+    let no_rows = || async { Ok::<_, tokio_postgres::Error>(Vec::new()) };
+    let (rows, clock) = tokio::join!(
+        async {
+            match items.is_empty() {
+                true => no_rows().await,
+                false => tx.query(&stmts.rows, &[&skus, &locations]).await,
+            }
+        },
+        tx.query_one(&stmts.clock, &[]),
+    );
+    let mut existing = HashSet::new();
+    for row in rows? {
         let item = Item {
             sku: Sku::parse("sku", row.get(0)).map_err(corrupt)?,
             location: Location::parse("location", row.get(1)).map_err(corrupt)?,
@@ -249,7 +292,7 @@ async fn lock_balances(
         existing.insert(item.clone());
         state.balances.insert(item, balance);
     }
-    Ok(existing)
+    Ok((existing, clock?))
 }
 
 /// Folds one reservation stream, reporting a broken one as corruption.
