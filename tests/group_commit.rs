@@ -7,20 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use stockledger::domain::{AdjustRequest, Command, CommandContext, Outcome, Rejection};
+use stockledger::domain::{Command, CommandContext, Outcome, Rejection};
 use stockledger::store::group::GroupConfig;
-
-fn adjust(id: &str, sku: &str, delta: i64) -> Command {
-    AdjustRequest {
-        adjustment_id: id.into(),
-        sku: sku.into(),
-        location: None,
-        delta,
-        reason: "count".into(),
-    }
-    .validate()
-    .unwrap()
-}
 
 /// What matters of an answer, without times that differ between databases.
 fn summary(a: &Result<Outcome, Rejection>) -> String {

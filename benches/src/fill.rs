@@ -251,7 +251,9 @@ fn sku(cfg: &FillConfig, i: u64) -> String {
     format!("{}-sku-{i}", cfg.prefix)
 }
 
-fn receipt(id: String, sku: String, quantity: i64) -> Command {
+/// A receipt of `quantity` units of `sku` at the default location; the ids
+/// are the harness's own, so they are valid.
+pub fn receipt(id: String, sku: String, quantity: i64) -> Command {
     ReceiveRequest {
         receipt_id: id,
         sku,

@@ -43,7 +43,7 @@ pub async fn readyz(State(s): State<AppState>) -> Response {
 #[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text")))]
 pub async fn metrics(State(s): State<AppState>) -> Response {
     let status = s.store.pool_status();
-    let read = s.lag.get(&s).await;
+    let read = s.scrape.get(&s).await;
     let gauges = Gauges {
         pool_size: status.size,
         pool_available: status.available,

@@ -62,9 +62,10 @@ pub struct AppState {
     /// Key lookups running at once, whatever their address.
     pub lookups_in_flight: Arc<tokio::sync::Semaphore>,
     pub metrics: Arc<Metrics>,
-    /// Projection lag for `/metrics`, read at most once per
-    /// `METRICS_CACHE_MS`, however often it is scraped.
-    pub lag: Arc<ops::ScrapeCache>,
+    /// What `/metrics` reads from the database (projection lag, reservations
+    /// by state), read at most once per `METRICS_CACHE_MS`, however often it
+    /// is scraped.
+    pub scrape: Arc<ops::ScrapeCache>,
     /// Permits for heavy reads (as-of figures, history), so they cannot take
     /// the connections and the time commands need.
     pub heavy_reads: Arc<tokio::sync::Semaphore>,
@@ -85,7 +86,7 @@ impl AppState {
             )),
             lookups_in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_KEY_LOOKUPS_IN_FLIGHT)),
             metrics: Arc::new(Metrics::default()),
-            lag: Arc::new(ops::ScrapeCache::default()),
+            scrape: Arc::new(ops::ScrapeCache::default()),
             heavy_reads: Arc::new(tokio::sync::Semaphore::new(MAX_HEAVY_READS_IN_FLIGHT)),
             config: Arc::new(config),
         }

@@ -6,7 +6,8 @@
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use rand_distr::Zipf;
-use stockledger::domain::{command, Command, LineRequest, ReceiveRequest, ReserveRequest};
+use stockledger::domain::{command, Command, LineRequest, ReserveRequest};
+use stockledger_bench::fill::receipt;
 
 use super::{Scenario, Via};
 
@@ -33,7 +34,7 @@ const MIXED_PERIOD: u64 = 10;
 pub fn initial_stock(scenario: Scenario) -> Vec<Command> {
     let stock = |prefix: &str, items: u64| {
         (0..items)
-            .map(|i| receive(format!("{prefix}-in-{i}"), format!("{prefix}-{i}"), PLENTY))
+            .map(|i| receipt(format!("{prefix}-in-{i}"), format!("{prefix}-{i}"), PLENTY))
             .collect()
     };
     match scenario {
@@ -78,11 +79,11 @@ impl Workload {
     pub fn run_stock(&self) -> Vec<Command> {
         match self.scenario {
             Scenario::Hot => (0..HOT_TOP_UPS)
-                .map(|k| receive(format!("hot-more-{}-{k}", self.tag), "hot-0".into(), PLENTY))
+                .map(|k| receipt(format!("hot-more-{}-{k}", self.tag), "hot-0".into(), PLENTY))
                 .collect(),
             Scenario::Flash => {
                 let item = self.flash_item.clone();
-                vec![receive(format!("in-{item}"), item, FLASH_UNITS)]
+                vec![receipt(format!("in-{item}"), item, FLASH_UNITS)]
             }
             _ => Vec::new(),
         }
@@ -133,17 +134,6 @@ fn mixed(prefix: &str, caller: usize, n: u64) -> Command {
         6 => command::release(&id(n), None).expect("valid"),
         _ => reserve(&id(base + 6), &item(base + 6)),
     }
-}
-
-fn receive(id: String, sku: String, quantity: i64) -> Command {
-    ReceiveRequest {
-        receipt_id: id,
-        sku,
-        location: None,
-        quantity,
-    }
-    .validate()
-    .expect("valid")
 }
 
 /// A reservation of one unit of `sku`, without expiry.
