@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use stockledger::chaos::proxy::{CommitFault, Proxy, Upstream};
-use stockledger::domain::{CommandContext, Outcome};
+use stockledger::domain::{CommandContext, Event, Outcome};
 use stockledger::store::group::GroupConfig;
 use stockledger::store::{pool, Store, StoreError};
 
@@ -407,28 +407,35 @@ async fn an_expiry_pass_survives_one_bad_reservation() {
     // A broken stream: a receipt at seq 2 of a reservation stream, which the
     // strict fold reports as corrupt.
     let client = db.client().await;
-    let (created, meta): (serde_json::Value, serde_json::Value) = client
+    let meta: serde_json::Value = client
         .query_one(
-            "SELECT data, metadata FROM events WHERE stream = 'reservation:good'",
+            "SELECT metadata FROM events WHERE stream = 'reservation:good'",
             &[],
         )
         .await
-        .map(|r| (r.get(0), r.get(1)))
-        .unwrap();
-    let mut bad = created.clone();
-    bad["order_id"] = serde_json::json!("o-bad");
-    let foreign = serde_json::json!({"sku": "pear", "location": "default", "quantity": 1});
-    for (seq, kind, data) in [
-        (1, "ReservationCreated", &bad),
-        (2, "StockReceived", &foreign),
-    ] {
-        client
-            .execute(
-                "INSERT INTO events (stream, seq, type, data, metadata) VALUES ('reservation:bad', $1, $2, $3, $4)",
-                &[&seq, &kind, data, &meta],
-            )
-            .await
-            .unwrap();
+        .unwrap()
+        .get(0);
+    let item = |sku: &str| stockledger::domain::Item {
+        sku: stockledger::domain::Sku::parse("sku", sku).unwrap(),
+        location: stockledger::domain::Location::parse_or_default("location", None).unwrap(),
+    };
+    let bad = Event::ReservationCreated {
+        order_id: stockledger::domain::OrderId::parse("order_id", "o-bad").unwrap(),
+        lines: vec![stockledger::domain::command::Line {
+            item: item("apple"),
+            quantity: 2,
+        }],
+        expires_at: chrono::Utc::now() + chrono::Duration::seconds(1),
+        request_hash: "bad".into(),
+    };
+    let pear = item("pear");
+    let foreign = Event::StockReceived {
+        sku: pear.sku,
+        location: pear.location,
+        quantity: 1,
+    };
+    for (seq, event) in [(1, &bad), (2, &foreign)] {
+        common::insert_event(&client, "reservation:bad", seq, event, &meta).await;
     }
     tokio::time::sleep(Duration::from_millis(1100)).await;
     db.project_all().await;

@@ -386,10 +386,7 @@ async fn heavy_reads_use_the_item_indexes() {
         .collect();
     let plan = plan.join("\n");
     assert!(!plan.contains("Seq Scan on events"), "{plan}");
-    assert!(
-        plan.contains("events_single_item") && plan.contains("events_reservation_lines"),
-        "{plan}"
-    );
+    assert!(plan.contains("events_items"), "{plan}");
 
     // 32 readers in a loop of as-of reads, one writer: no 503 anywhere.
     let until = std::time::Instant::now() + Duration::from_secs(2);

@@ -44,8 +44,8 @@ async fn balances_refuse_oversell_and_changes_without_events() {
     // Even with an event, the CHECK constraint refuses reserved > on_hand.
     let tx = client.transaction().await.unwrap();
     tx.batch_execute(
-        "INSERT INTO events (stream, seq, type, data, metadata)
-         VALUES ('test:x', 1, 'StockAdjusted', '{}', '{}');
+        "INSERT INTO events (stream, seq, type, data, metadata, skus, locations, quantities)
+         VALUES ('test:x', 1, 'StockAdjusted', '{}', '{}', '{}', '{}', '{}');
          UPDATE item_balances SET reserved = on_hand + 1",
     )
     .await
@@ -89,15 +89,7 @@ async fn the_safe_reader_never_skips_a_held_open_transaction() {
         ..Default::default()
     })
     .unwrap();
-    let early_position: i64 = tx
-        .query_one(
-            "INSERT INTO events (stream, seq, type, data, metadata)
-             VALUES ('receipt:held', 1, $1, $2, $3) RETURNING position",
-            &[&early.type_name(), &early.data(), &meta],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let early_position = common::insert_event(&tx, "receipt:held", 1, &early, &meta).await;
 
     for i in 0..20 {
         db.receive(&format!("later-{i}"), "fast", 1).await;

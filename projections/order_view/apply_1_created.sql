@@ -5,7 +5,7 @@
 -- A plain INSERT: each event is applied exactly once, so a conflict here
 -- would be a bug and must fail loudly.
 WITH batch AS (
-    SELECT position, stream, seq, type, data, recorded_at
+    SELECT position, stream, seq, type, data, order_id, skus, locations, quantities, recorded_at
     FROM events
     WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
       AND (tx_id, position) <= ($3::text::xid8, $4::bigint)
@@ -17,13 +17,14 @@ WITH batch AS (
 )
 INSERT INTO order_view (order_id, reservation_id, state, lines, expires_at,
                         created_at, updated_at, history, last_position)
-SELECT c.data ->> 'order_id',
+SELECT c.order_id,
        substr(c.stream, length($5::text) + 1),
        CASE s.type WHEN 'ReservationConfirmed' THEN 'CONFIRMED'
                    WHEN 'ReservationReleased' THEN 'RELEASED'
                    WHEN 'ReservationExpired' THEN 'EXPIRED'
                    ELSE 'RESERVED' END,
-       c.data -> 'lines',
+       (SELECT coalesce(jsonb_agg(jsonb_build_object('sku', l.sku, 'location', l.location, 'quantity', l.quantity) ORDER BY l.n), '[]')
+        FROM unnest(c.skus, c.locations, c.quantities) WITH ORDINALITY AS l(sku, location, quantity, n)),
        (c.data ->> 'expires_at')::timestamptz,
        c.recorded_at,
        coalesce(s.recorded_at, c.recorded_at),

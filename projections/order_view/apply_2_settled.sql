@@ -2,7 +2,7 @@
 -- created in an earlier batch (apply_1_created handled the others). They
 -- carry the order id, so no lookup of the reservation is needed.
 WITH batch AS (
-    SELECT stream, position, seq, type, data, recorded_at
+    SELECT stream, position, seq, type, order_id, recorded_at
     FROM events
     WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
       AND (tx_id, position) <= ($3::text::xid8, $4::bigint)
@@ -18,7 +18,7 @@ SET state = CASE b.type WHEN 'ReservationConfirmed' THEN 'CONFIRMED'
         jsonb_build_object('seq', b.seq, 'type', b.type, 'position', b.position)),
     last_position = b.position
 FROM batch AS b
-WHERE o.order_id = b.data ->> 'order_id'
+WHERE o.order_id = b.order_id
   AND NOT EXISTS (
       SELECT 1 FROM events AS c
       WHERE c.stream = b.stream AND c.seq = 1

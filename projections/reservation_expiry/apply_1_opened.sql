@@ -2,7 +2,7 @@
 -- Reservations created in ($1:$2, $3:$4] and still open at the end of it.
 INSERT INTO reservation_expiry (reservation_id, order_id, expires_at)
 SELECT substr(c.stream, length($5::text) + 1),
-       c.data ->> 'order_id',
+       c.order_id,
        (c.data ->> 'expires_at')::timestamptz
 FROM events AS c
 WHERE (c.tx_id, c.position) > ($1::text::xid8, $2::bigint)

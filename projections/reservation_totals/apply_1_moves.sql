@@ -6,8 +6,7 @@
 -- reports; it must not break this fold.
 WITH batch AS (
     SELECT seq, type,
-           (SELECT coalesce(sum((l ->> 'quantity')::bigint), 0)
-            FROM jsonb_array_elements(data -> 'lines') AS l) AS units
+           (SELECT coalesce(sum(q), 0) FROM unnest(quantities) AS q) AS units
     FROM events
     WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
       AND (tx_id, position) <= ($3::text::xid8, $4::bigint)

@@ -1,27 +1,26 @@
 -- Folds the events in ($1:$2, $3:$4] (safe commit order) into stock_levels.
--- Set-based, in one scan: a receipt or adjustment is treated as a one-line
--- event, every line's effect is derived from the event type, the effects are
--- summed per item and added with one upsert. The effects are those of
--- Event::for_each_effect in Rust; the audit checks the two against each other.
+-- Set-based, in one scan: every event's item lines are its typed columns
+-- (`skus`, `locations`, `quantities`), every line's effect is derived from the
+-- event type, the effects are summed per item and added with one upsert. The
+-- effects are those of Event::for_each_effect in Rust; the audit checks the
+-- two against each other.
 INSERT INTO stock_levels AS s (sku, location, on_hand, reserved, confirmed, last_position, updated_at)
-SELECT l ->> 'sku',
-       l ->> 'location',
-       sum(CASE e.type WHEN 'StockReceived' THEN (l ->> 'quantity')::bigint
-                       WHEN 'StockAdjusted' THEN (l ->> 'delta')::bigint
-                       WHEN 'ReservationConfirmed' THEN -(l ->> 'quantity')::bigint
+SELECT l.sku,
+       l.location,
+       sum(CASE e.type WHEN 'StockReceived' THEN l.quantity
+                       WHEN 'StockAdjusted' THEN l.quantity
+                       WHEN 'ReservationConfirmed' THEN -l.quantity
                        ELSE 0 END),
-       sum(CASE e.type WHEN 'ReservationCreated' THEN (l ->> 'quantity')::bigint
-                       WHEN 'ReservationConfirmed' THEN -(l ->> 'quantity')::bigint
-                       WHEN 'ReservationReleased' THEN -(l ->> 'quantity')::bigint
-                       WHEN 'ReservationExpired' THEN -(l ->> 'quantity')::bigint
+       sum(CASE e.type WHEN 'ReservationCreated' THEN l.quantity
+                       WHEN 'ReservationConfirmed' THEN -l.quantity
+                       WHEN 'ReservationReleased' THEN -l.quantity
+                       WHEN 'ReservationExpired' THEN -l.quantity
                        ELSE 0 END),
-       sum(CASE e.type WHEN 'ReservationConfirmed' THEN (l ->> 'quantity')::bigint ELSE 0 END),
+       sum(CASE e.type WHEN 'ReservationConfirmed' THEN l.quantity ELSE 0 END),
        max(e.position),
        max(e.recorded_at)
 FROM events AS e
-CROSS JOIN LATERAL jsonb_array_elements(
-    CASE WHEN e.type IN ('StockReceived', 'StockAdjusted') THEN jsonb_build_array(e.data)
-         ELSE e.data -> 'lines' END) AS l
+CROSS JOIN LATERAL unnest(e.skus, e.locations, e.quantities) AS l(sku, location, quantity)
 WHERE (e.tx_id, e.position) > ($1::text::xid8, $2::bigint)
   AND (e.tx_id, e.position) <= ($3::text::xid8, $4::bigint)
 GROUP BY 1, 2

@@ -15,6 +15,7 @@ use crate::read_model::{
     add_effects, compare_figures, load_figures, merge_figures, Actual, ActualFigures, Diffs,
     Expected, Figures, ReadModel, SeenEvent, StreamSeen,
 };
+use crate::store::log_row::{self, Columns};
 use crate::store::{Cursor, StoreError};
 
 /// A projection copy to compare, and the checkpoint it was built up to.
@@ -55,7 +56,9 @@ pub struct Replay {
 /// One hash partition of the log, in physical order: no sort, so the server
 /// streams it as fast as it can read it. Every event of a stream falls in the
 /// same partition. Streams are put together in memory (see `read_log`).
-const LOG: &str = "SELECT stream, seq, type, data::text, recorded_at, tx_id::text::bigint, position
+const LOG: &str =
+    "SELECT stream, seq, type, data::text, recorded_at, tx_id::text::bigint, position,
+                          order_id, skus, locations, quantities
                    FROM events WHERE (hashtext(stream) & 2147483647) % $2::int4 = $1::int4";
 
 impl Replay {
@@ -99,9 +102,16 @@ impl Replay {
             self.events += 1;
             let name: &str = r.get(0);
             let (seq, type_name, data): (i32, &str, &str) = (r.get(1), r.get(2), r.get(3));
+            let columns = Columns {
+                order_id: r.get(7),
+                skus: r.get(8),
+                locations: r.get(9),
+                quantities: r.get(10),
+            };
             let row = Row {
                 seq: seq as u32,
-                event: Event::from_type_and_json(type_name, data)
+                event: log_row::rest_from_str(data)
+                    .and_then(|rest| log_row::decode(type_name, columns, rest))
                     .map_err(|e| format!("{type_name}: {e}")),
                 recorded_at: r.get(4),
                 cursor: Cursor {

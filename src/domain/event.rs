@@ -93,29 +93,6 @@ impl EventType {
     }
 }
 
-/// Where an event's `data` names the items it moves. The history queries find
-/// an item's events by this, so a new event type must say where its items are
-/// before it compiles.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ItemsAt {
-    /// `data.sku` and `data.location`: one item.
-    TopLevel,
-    /// `data.lines[]`, each with `sku` and `location`.
-    Lines,
-}
-
-impl EventType {
-    pub fn items_at(self) -> ItemsAt {
-        match self {
-            EventType::StockReceived | EventType::StockAdjusted => ItemsAt::TopLevel,
-            EventType::ReservationCreated
-            | EventType::ReservationConfirmed
-            | EventType::ReservationReleased
-            | EventType::ReservationExpired => ItemsAt::Lines,
-        }
-    }
-}
-
 impl std::fmt::Display for EventType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -186,20 +163,6 @@ impl Event {
         data: serde_json::Value,
     ) -> Result<Event, serde_json::Error> {
         serde_json::from_value(serde_json::json!({"type": type_name, "data": data}))
-    }
-
-    /// Rebuilds an event from its type and the `data` column as JSON text, in
-    /// one parse (the fast path for reading the whole log).
-    pub fn from_type_and_json(type_name: &str, data: &str) -> Result<Event, serde_json::Error> {
-        // Built by hand: this runs once per event when the whole log is read.
-        let tag = serde_json::to_string(type_name)?;
-        let mut doc = String::with_capacity(tag.len() + data.len() + 20);
-        doc.push_str("{\"type\":");
-        doc.push_str(&tag);
-        doc.push_str(",\"data\":");
-        doc.push_str(data);
-        doc.push('}');
-        serde_json::from_str(&doc)
     }
 
     /// How this event moves stock: calls `f` with each item and its change.

@@ -2,8 +2,8 @@
 //! moment, folded from the log with the same `Event::stock_effects` as the
 //! command path and the audit.
 //!
-//! Finding an item's events goes through two indexes (`schema/0005`): one on
-//! the item of receipts and adjustments, one (GIN) on reservation lines.
+//! Finding an item's events goes through one GIN index on the skus of every
+//! event (`schema/0007`).
 //!
 //! Answers about the past are capped where the log is stable, so they never
 //! change afterwards: a time at or past the oldest open transaction of this
@@ -15,8 +15,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::ClientWrapper as Client;
 use futures_util::TryStreamExt;
 
-use crate::domain::event::ItemsAt;
-use crate::domain::{Balance, EventType, Item, OrderId, RecordedEvent, ReservationId, StreamId};
+use crate::domain::{Balance, Item, OrderId, RecordedEvent, ReservationId, StreamId};
 use crate::store::error::corrupt;
 use crate::store::horizon;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
@@ -31,14 +30,14 @@ pub enum AsOf {
     Position(i64),
 }
 
-/// The events of one item, by either index (`schema/0005`), in position
-/// order. `$3`/`$4` bound the time or position, `$5` is the safe horizon.
-/// The event types are the domain's (`EventType::items_at`), written into the
-/// text rather than bound so the planner can match the partial index.
+/// The events of one item in position order, found through the GIN index on
+/// `skus` (`schema/0007`); a line of the event must have the location too.
+/// `$3`/`$4` bound the time or position, `$5` is the safe horizon.
 const ITEM_EVENTS: &str = "
     SELECT {COLUMNS} FROM events
-    WHERE ((type IN ({TOP_LEVEL}) AND data ->> 'sku' = $1 AND data ->> 'location' = $2)
-           OR data -> 'lines' @> jsonb_build_array(jsonb_build_object('sku', $1::text, 'location', $2::text)))
+    WHERE skus @> ARRAY[$1::text]
+      AND EXISTS (SELECT 1 FROM unnest(skus, locations) AS l(sku, location)
+                  WHERE l.sku = $1 AND l.location = $2)
       AND ($3::timestamptz IS NULL OR recorded_at <= $3)
       AND ($4::bigint IS NULL OR position <= $4)
       AND tx_id < $5::text::xid8
@@ -46,15 +45,7 @@ const ITEM_EVENTS: &str = "
 
 /// The statement that finds one item's events (public so a test can EXPLAIN it).
 pub fn item_events_sql() -> String {
-    // Our own constants (identifiers of the form `[A-Za-z]+`), never input.
-    let top_level: Vec<String> = EventType::ALL
-        .iter()
-        .filter(|t| t.items_at() == ItemsAt::TopLevel)
-        .map(|t| format!("'{}'", t.as_str()))
-        .collect();
-    ITEM_EVENTS
-        .replace("{COLUMNS}", EVENT_COLUMNS)
-        .replace("{TOP_LEVEL}", &top_level.join(", "))
+    ITEM_EVENTS.replace("{COLUMNS}", EVENT_COLUMNS)
 }
 
 /// Every event that moved `item`, oldest first, below the safe horizon.
@@ -183,7 +174,7 @@ pub async fn reservation_of_order(
     let stmt = client
         .prepare_cached(
             "SELECT stream FROM events
-             WHERE type = 'ReservationCreated' AND (data ->> 'order_id') = $1",
+             WHERE type = 'ReservationCreated' AND order_id = $1",
         )
         .await?;
     let Some(row) = client.query_opt(&stmt, &[&order.as_str()]).await? else {

@@ -91,8 +91,8 @@ impl Statements {
             ),
             tx.prepare_cached(&read),
             tx.prepare_cached(
-                "SELECT data ->> 'order_id', stream FROM events
-                 WHERE type = 'ReservationCreated' AND (data ->> 'order_id') = ANY($1)",
+                "SELECT order_id, stream FROM events
+                 WHERE type = 'ReservationCreated' AND order_id = ANY($1)",
             ),
             tx.prepare_cached(
                 "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed

@@ -50,6 +50,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "server_incarnation",
         sql: include_str!("../../schema/0006_server_incarnation.sql"),
     },
+    Migration {
+        version: 7,
+        name: "typed_log",
+        sql: include_str!("../../schema/0007_typed_log.sql"),
+    },
 ];
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -61,10 +66,16 @@ const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
 
 /// Applies every pending migration; returns the versions it applied.
 pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, StoreError> {
+    migrate_through(client, i32::MAX).await
+}
+
+/// Applies the pending migrations up to and including version `last`: how a
+/// test builds a database as an older release left it.
+pub async fn migrate_through(client: &mut Client, last: i32) -> Result<Vec<i32>, StoreError> {
     client
         .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK_KEY])
         .await?;
-    let result = migrate_locked(client).await;
+    let result = migrate_locked(client, last).await;
     // Unlock even on failure; a lost connection releases the lock anyway.
     let _ = client
         .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK_KEY])
@@ -72,7 +83,7 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, StoreError> {
     result
 }
 
-async fn migrate_locked(client: &mut Client) -> Result<Vec<i32>, StoreError> {
+async fn migrate_locked(client: &mut Client, last: i32) -> Result<Vec<i32>, StoreError> {
     client.batch_execute(CREATE_TABLE).await?;
     let applied: Vec<(i32, String)> = client
         .query("SELECT version, checksum FROM schema_migrations", &[])
@@ -81,7 +92,7 @@ async fn migrate_locked(client: &mut Client) -> Result<Vec<i32>, StoreError> {
         .map(|r| (r.get(0), r.get(1)))
         .collect();
     let mut done = Vec::new();
-    for m in MIGRATIONS {
+    for m in MIGRATIONS.iter().filter(|m| m.version <= last) {
         let checksum = sha256_hex(m.sql.as_bytes());
         if let Some((_, stored)) = applied.iter().find(|(v, _)| *v == m.version) {
             if *stored != checksum {

@@ -10,6 +10,7 @@ pub mod history;
 pub mod horizon;
 pub mod keys;
 mod load;
+pub mod log_row;
 pub mod migrate;
 mod outcome;
 pub mod pool;

@@ -2,25 +2,34 @@
 
 use tokio_postgres::Row;
 
-use crate::domain::{Event, EventMetadata, RecordedEvent, StreamId};
+use crate::domain::{EventMetadata, RecordedEvent, StreamId};
 use crate::store::error::Cause;
+use crate::store::log_row::{self, Columns};
 use crate::store::StoreError;
 
 /// The columns every event query selects, in the order `recorded_event` reads them.
 /// `xid8` has no Rust mapping in tokio-postgres, so the transaction id travels as text.
-pub(crate) const EVENT_COLUMNS: &str =
-    "position, stream, seq, type, data, metadata, recorded_at, tx_id::text::bigint";
+pub(crate) const EVENT_COLUMNS: &str = "position, stream, seq, type, data, metadata, recorded_at, \
+     tx_id::text::bigint, order_id, skus, locations, quantities";
 
 pub(crate) fn recorded_event(row: &Row) -> Result<RecordedEvent, StoreError> {
     let position: i64 = row.get(0);
-    let type_name: String = row.get(3);
+    let type_name: &str = row.get(3);
     let corrupt = |what: &str, e: serde_json::Error| {
         StoreError::Corrupt(Cause::with_source(
             format!("event at position {position}: {what}"),
             e,
         ))
     };
-    let event = Event::from_parts(&type_name, row.get(4)).map_err(|e| corrupt("data", e))?;
+    let columns = Columns {
+        order_id: row.get(8),
+        skus: row.get(9),
+        locations: row.get(10),
+        quantities: row.get(11),
+    };
+    let event = log_row::rest_from_value(row.get(4))
+        .and_then(|rest| log_row::decode(type_name, columns, rest))
+        .map_err(|e| StoreError::Corrupt(format!("event at position {position}: {e}").into()))?;
     let metadata: EventMetadata =
         serde_json::from_value(row.get(5)).map_err(|e| corrupt("metadata", e))?;
     let seq: i32 = row.get(2);

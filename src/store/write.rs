@@ -8,6 +8,7 @@ use deadpool_postgres::Transaction;
 
 use crate::domain::{EventMetadata, Item, NewEvent, StockDelta};
 use crate::store::error::Failure;
+use crate::store::log_row::encode;
 
 /// Appends every event of the batch in one INSERT. Positions follow the order
 /// of `events`, which is the order the commands were decided in.
@@ -21,22 +22,62 @@ pub(crate) async fn append(
     let mut types = Vec::with_capacity(events.len());
     let mut data = Vec::with_capacity(events.len());
     let mut metadata = Vec::with_capacity(events.len());
-    for (e, m) in events {
+    let mut orders = Vec::with_capacity(events.len());
+    // An event has any number of item lines, and unnest cannot take an array
+    // of arrays of different lengths, so the lines travel flat, each with
+    // the index of its event (1-based, as the insert's ordinality counts).
+    let mut line_of = Vec::new();
+    let mut skus = Vec::new();
+    let mut locations = Vec::new();
+    let mut quantities = Vec::new();
+    for (i, (e, m)) in events.iter().enumerate() {
+        let row = encode(&e.event);
         streams.push(e.stream.to_string());
         seqs.push(e.seq as i32);
         types.push(e.event.type_name());
-        data.push(e.event.data());
+        orders.push(row.order_id);
+        data.push(row.data);
         metadata.push(serde_json::to_value(m).expect("metadata serialises"));
+        line_of.extend(std::iter::repeat_n(i as i32 + 1, row.skus.len()));
+        skus.extend(row.skus);
+        locations.extend(row.locations);
+        quantities.extend(row.quantities);
     }
     let insert = tx
         .prepare_cached(
-            "INSERT INTO events (stream, seq, type, data, metadata, recorded_at)
-             SELECT s, q, t, d, m, $6
-             FROM unnest($1::text[], $2::int4[], $3::text[], $4::jsonb[], $5::jsonb[]) AS u(s, q, t, d, m)",
+            "INSERT INTO events (stream, seq, type, data, metadata, recorded_at,
+                                 order_id, skus, locations, quantities)
+             SELECT u.s, u.q, u.t, u.d, u.m, $6, u.o,
+                    coalesce(l.skus, '{}'), coalesce(l.locations, '{}'), coalesce(l.quantities, '{}')
+             FROM unnest($1::text[], $2::int4[], $3::text[], $4::jsonb[], $5::jsonb[], $7::text[])
+                  WITH ORDINALITY AS u(s, q, t, d, m, o, n)
+             LEFT JOIN (
+                 SELECT n, array_agg(sku ORDER BY k) AS skus, array_agg(location ORDER BY k) AS locations,
+                        array_agg(quantity ORDER BY k) AS quantities
+                 FROM unnest($8::int4[], $9::text[], $10::text[], $11::int8[])
+                      WITH ORDINALITY AS x(n, sku, location, quantity, k)
+                 GROUP BY n
+             ) AS l ON l.n = u.n
+             ORDER BY u.n",
         )
         .await?;
-    tx.execute(&insert, &[&streams, &seqs, &types, &data, &metadata, &now])
-        .await?;
+    tx.execute(
+        &insert,
+        &[
+            &streams,
+            &seqs,
+            &types,
+            &data,
+            &metadata,
+            &now,
+            &orders,
+            &line_of,
+            &skus,
+            &locations,
+            &quantities,
+        ],
+    )
+    .await?;
     Ok(())
 }
 

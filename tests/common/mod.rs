@@ -48,6 +48,12 @@ impl TestDb {
     }
 
     pub async fn with_pool_size(size: usize) -> TestDb {
+        Self::at_schema(size, i32::MAX).await
+    }
+
+    /// A database migrated only up to schema version `last`, as an older
+    /// release left it.
+    pub async fn at_schema(size: usize, last: i32) -> TestDb {
         let admin = server().await;
         let name = format!(
             "sltest_{}_{}_{}",
@@ -61,7 +67,11 @@ impl TestDb {
         let mut config = admin.clone();
         config.dbname(&name);
         let store = Store::new(pool::build(config.clone(), size).expect("pool"));
-        store.migrate().await.expect("migrate");
+        let (mut client, conn) = config.connect(NoTls).await.expect("connect");
+        tokio::spawn(conn);
+        stockledger::store::migrate::migrate_through(&mut client, last)
+            .await
+            .expect("migrate");
         TestDb {
             store,
             name,
@@ -215,6 +225,37 @@ pub fn random_below(n: u64) -> u64 {
     (uuid::Uuid::new_v4().as_u128() as u64) % n.max(1)
 }
 
+/// Appends `event` at (`stream`, `seq`) by hand, laid out as the store lays
+/// it out (`log_row::encode`), without touching balances; returns its position.
+pub async fn insert_event(
+    client: &impl tokio_postgres::GenericClient,
+    stream: &str,
+    seq: i32,
+    event: &stockledger::domain::Event,
+    meta: &serde_json::Value,
+) -> i64 {
+    let row = stockledger::store::log_row::encode(event);
+    client
+        .query_one(
+            "INSERT INTO events (stream, seq, type, data, metadata, order_id, skus, locations, quantities)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING position",
+            &[
+                &stream,
+                &seq,
+                &event.type_name(),
+                &row.data,
+                meta,
+                &row.order_id,
+                &row.skus,
+                &row.locations,
+                &row.quantities,
+            ],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
 /// Appends a valid receipt inside `tx` by hand, with its balance, exactly as
 /// the store would; lets a test hold a writing transaction open.
 pub async fn raw_receipt(
@@ -240,14 +281,7 @@ pub async fn raw_receipt(
         ..Default::default()
     })
     .unwrap();
-    let position: i64 = tx
-        .query_one(
-            "INSERT INTO events (stream, seq, type, data, metadata) VALUES ($1, 1, $2, $3, $4) RETURNING position",
-            &[&format!("receipt:{receipt_id}"), &event.type_name(), &event.data(), &meta],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let position = insert_event(tx, &format!("receipt:{receipt_id}"), 1, &event, &meta).await;
     tx.execute(
         "INSERT INTO item_balances AS b (sku, location, on_hand) VALUES ($1, 'default', $2)
          ON CONFLICT (sku, location) DO UPDATE SET on_hand = b.on_hand + EXCLUDED.on_hand",
