@@ -9,6 +9,7 @@ mod commands;
 mod database;
 mod output;
 mod projections;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -48,6 +49,9 @@ enum Cmd {
     /// The flash-sale benchmark: scenarios × callers, library and HTTP, against
     /// the usual designs, with an oversell check and an audit.
     Commands(commands::CommandsArgs),
+    /// The server `commands` measures over HTTP, in a process of its own.
+    #[command(hide = true)]
+    Serve(serve::ServeArgs),
 }
 
 #[tokio::main]
@@ -59,6 +63,7 @@ async fn main() -> ExitCode {
     let result = match args.command {
         Cmd::Projections(a) => projections::run(a, database_url, &printer).await,
         Cmd::Commands(a) => commands::run(a, database_url, &printer).await,
+        Cmd::Serve(a) => serve::run(a, database_url).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

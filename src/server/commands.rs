@@ -9,13 +9,15 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::domain::{
-    command, AdjustRequest, Command, CommandContext, Outcome, ReceiveRequest, ReserveRequest,
+    command, AdjustRequest, Command, CommandContext, Outcome, ReceiveRequest, RecordedEvent,
+    ReserveRequest,
 };
 use crate::server::auth::{Caller, Can, ToWrite};
 use crate::server::error::ApiError;
 use crate::server::json::{ApiJson, ApiPath};
 use crate::server::openapi::{AdjustmentResponse, ErrorBody, ReceiptResponse, ReservationResponse};
 use crate::server::{AppState, CAUSATION_HEADER, CORRELATION_HEADER};
+use crate::store::{Answered, ReservationDetails};
 
 /// The body of a confirm: nothing (`{}`), but unknown fields are still refused.
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -51,23 +53,33 @@ async fn run(
     kind: &'static str,
     cmd: Result<Command, crate::domain::Rejection>,
     ctx: CommandContext,
-) -> Result<Outcome, ApiError> {
+) -> Result<Committed, ApiError> {
     let cmd = cmd.inspect_err(|r| s.metrics.command(kind, r.code().as_str()))?;
-    match s.store.execute(cmd, ctx).await {
+    match s.store.execute_answered(cmd, ctx).await {
         Err(e) => {
             s.metrics.command(kind, "error");
             Err(e.into())
         }
-        Ok(Err(r)) => {
+        Ok(Answered { result: Err(r), .. }) => {
             s.metrics.command(kind, r.code().as_str());
             Err(r.into())
         }
-        Ok(Ok(o)) => {
+        Ok(Answered {
+            result: Ok(outcome),
+            timeline,
+        }) => {
+            let replayed = outcome.replayed();
             s.metrics
-                .command(kind, if o.replayed() { "replayed" } else { "created" });
-            Ok(o)
+                .command(kind, if replayed { "replayed" } else { "created" });
+            Ok(Committed { outcome, timeline })
         }
     }
+}
+
+/// An accepted command's outcome, and its stream's events as its commit left them.
+struct Committed {
+    outcome: Outcome,
+    timeline: Vec<RecordedEvent>,
 }
 
 fn created_or_replayed(replayed: bool) -> StatusCode {
@@ -78,20 +90,18 @@ fn created_or_replayed(replayed: bool) -> StatusCode {
     }
 }
 
-/// The reservation as `GET /v1/reservations/{id}` shows it, plus `replayed`.
-async fn reservation_body(s: &AppState, outcome: Outcome) -> Result<(bool, Value), ApiError> {
-    let Outcome::Reservation { view, replayed } = outcome else {
+/// The reservation as `GET /v1/reservations/{id}` shows it, plus `replayed`,
+/// as the command's own commit left it: built from the batch's answer, not
+/// read back (a later command may have moved the reservation on since).
+fn reservation_body(committed: Committed) -> Result<(bool, Value), ApiError> {
+    let Outcome::Reservation { view, replayed } = committed.outcome else {
         return Err(ApiError::Internal(format!(
-            "a reservation command answered {outcome:?}"
+            "a reservation command answered {:?}",
+            committed.outcome
         )));
     };
-    let mut body = match s.store.reservation(&view.reservation_id).await? {
-        Some(mut details) => {
-            if !replayed {
-                details.as_committed(&view);
-            }
-            details.to_json()
-        }
+    let mut body = match ReservationDetails::committed(view.clone(), committed.timeline) {
+        Some(details) => details.to_json(),
         None => serde_json::to_value(&view).expect("views serialise"),
     };
     body["replayed"] = json!(replayed);
@@ -114,7 +124,11 @@ pub async fn receive(
 ) -> Result<Response, ApiError> {
     let ctx = context(&caller, &headers)?;
     let o = run(&s, "receive", req.validate(), ctx).await?;
-    Ok((created_or_replayed(o.replayed()), Json(o.to_json())).into_response())
+    Ok((
+        created_or_replayed(o.outcome.replayed()),
+        Json(o.outcome.to_json()),
+    )
+        .into_response())
 }
 
 #[utoipa::path(post, path = "/v1/stock/adjustments", tag = "commands", request_body = AdjustRequest,
@@ -134,7 +148,11 @@ pub async fn adjust(
 ) -> Result<Response, ApiError> {
     let ctx = context(&caller, &headers)?;
     let o = run(&s, "adjust", req.validate(), ctx).await?;
-    Ok((created_or_replayed(o.replayed()), Json(o.to_json())).into_response())
+    Ok((
+        created_or_replayed(o.outcome.replayed()),
+        Json(o.outcome.to_json()),
+    )
+        .into_response())
 }
 
 #[utoipa::path(post, path = "/v1/reservations", tag = "commands", request_body = ReserveRequest,
@@ -155,7 +173,7 @@ pub async fn reserve(
 ) -> Result<Response, ApiError> {
     let ctx = context(&caller, &headers)?;
     let o = run(&s, "reserve", req.validate(), ctx).await?;
-    let (replayed, body) = reservation_body(&s, o).await?;
+    let (replayed, body) = reservation_body(o)?;
     Ok((created_or_replayed(replayed), Json(body)).into_response())
 }
 
@@ -177,7 +195,7 @@ pub async fn confirm(
 ) -> Result<Response, ApiError> {
     let ctx = context(&caller, &headers)?;
     let o = run(&s, "confirm", command::confirm(&id), ctx).await?;
-    let (_, body) = reservation_body(&s, o).await?;
+    let (_, body) = reservation_body(o)?;
     Ok(Json(body).into_response())
 }
 
@@ -204,6 +222,6 @@ pub async fn release(
         ctx,
     )
     .await?;
-    let (_, body) = reservation_body(&s, o).await?;
+    let (_, body) = reservation_body(o)?;
     Ok(Json(body).into_response())
 }

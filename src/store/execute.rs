@@ -11,13 +11,19 @@
 //! Committed: the callers get the answers that commit produced. Aborted (or
 //! ended by us): the batch runs again.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use deadpool_postgres::{Object, Pool};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use crate::domain::{apply, decide, Command, CommandContext, Outcome, Rejection};
+use chrono::{DateTime, Utc};
+
+use crate::domain::{
+    apply, decide, Command, CommandContext, EventMetadata, LedgerState, NewEvent, Outcome,
+    RecordedEvent, Rejection, StreamId,
+};
 use crate::limits::{
     BATCH_DEADLINE_MS, COMMIT_REPLY_DEADLINE_MS, MAX_COMMANDS_PER_BATCH, MAX_TRANSACTION_ATTEMPTS,
     RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_START_MS, TRANSACTION_ATTEMPT_DEADLINE_MS,
@@ -30,6 +36,17 @@ use crate::store::{load, pool, write, StoreError};
 /// The answer to each command of a batch, in order.
 pub type BatchResult = Vec<Result<Outcome, Rejection>>;
 
+/// A command's answer and, for a reservation command, the reservation's
+/// events as its own commit left them: what an answer shows is built from the
+/// batch (the events loaded under its locks and those it appended), never
+/// read back afterwards, when the reservation may have moved on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answered {
+    pub result: Result<Outcome, Rejection>,
+    /// Empty for anything but a decided reservation command.
+    pub timeline: Vec<RecordedEvent>,
+}
+
 /// What one attempt got as far as, kept when the attempt is cut short: which
 /// transaction it was, and the answers it decided (true if it committed).
 #[derive(Default)]
@@ -39,7 +56,7 @@ struct Attempt {
     tx: Option<TxIdentity>,
     /// Whether COMMIT was sent: until then the attempt cannot have committed.
     commit_sent: bool,
-    decided: Option<BatchResult>,
+    decided: Option<Vec<Answered>>,
     /// What the attempt wrote (nothing: nothing to resolve, whatever
     /// happened to its connection).
     wrote: Option<Written>,
@@ -48,7 +65,7 @@ struct Attempt {
 pub(crate) async fn execute_batch(
     pool: &Pool,
     batch: &[(Command, CommandContext)],
-) -> Result<BatchResult, StoreError> {
+) -> Result<Vec<Answered>, StoreError> {
     assert!(
         batch.len() <= MAX_COMMANDS_PER_BATCH,
         "batch of {} commands exceeds MAX_COMMANDS_PER_BATCH",
@@ -121,7 +138,7 @@ async fn settle(
     pool: &Pool,
     attempt: &mut Attempt,
     why: &Cause,
-) -> Result<Option<BatchResult>, StoreError> {
+) -> Result<Option<Vec<Answered>>, StoreError> {
     let (Some(tx), Some(written), true) = (attempt.tx, attempt.wrote.as_ref(), attempt.commit_sent)
     else {
         if let Some(backend) = attempt.backend {
@@ -147,33 +164,23 @@ async fn run_once(
     client: &mut Object,
     batch: &[(Command, CommandContext)],
     attempt: &mut Attempt,
-) -> Result<BatchResult, Failure> {
+) -> Result<Vec<Answered>, Failure> {
     let started = std::time::Instant::now();
     let tx = client.transaction().await?;
     let load::Loaded {
         mut state,
+        mut timelines,
         existing,
         now,
         tx: identity,
     } = load::lock_and_load(&tx, batch, &mut attempt.backend).await?;
     attempt.tx = Some(identity);
 
-    let mut results = Vec::with_capacity(batch.len());
-    let mut events = Vec::new();
-    for (cmd, ctx) in batch {
-        match decide(&state, cmd, ctx.command_id, now) {
-            Ok(decision) => {
-                apply(&mut state, &decision, ctx.command_id, now);
-                for e in decision.events {
-                    let meta = ctx.metadata(e.fingerprint.clone());
-                    events.push((e, meta));
-                }
-                results.push(Ok(decision.outcome));
-            }
-            Err(rejection) => results.push(Err(rejection)),
-        }
-    }
-    attempt.decided = Some(results.clone());
+    let Decided {
+        results,
+        shows,
+        events,
+    } = decide_all(&mut state, &timelines, batch, now);
 
     // Phase times go to the debug log: they are how batch costs were measured
     // (docs/benchmarks.md), and lock waits show up in `load`.
@@ -186,8 +193,15 @@ async fn run_once(
                 .map(|(_, m)| m.command_id.to_string())
                 .collect(),
         });
-        write::append(&tx, &events, now).await?;
+        let positions = write::append(&tx, &events, now).await?;
+        for ((e, meta), position) in events.iter().zip(positions) {
+            if let StreamId::Reservation(_) = e.stream {
+                let event = recorded(e, meta, position, now, identity.xid);
+                timelines.entry(e.stream.clone()).or_default().push(event);
+            }
+        }
     }
+    attempt.decided = Some(answers(results, shows, &timelines));
     let appended = started.elapsed();
     if !events.is_empty() {
         write::move_balances(&tx, &events, &existing).await?;
@@ -208,5 +222,90 @@ async fn run_once(
         commit_us = (started.elapsed() - balanced).as_micros() as u64,
         "batch committed"
     );
-    Ok(results)
+    Ok(attempt.decided.clone().expect("decided before the commit"))
+}
+
+/// The batch's commands decided in order, each against the state the
+/// previous ones left.
+struct Decided {
+    results: Vec<Result<Outcome, Rejection>>,
+    /// For each answer, its stream and how many of the stream's events it shows.
+    shows: Vec<Option<(StreamId, usize)>>,
+    events: Vec<(NewEvent, EventMetadata)>,
+}
+
+fn decide_all(
+    state: &mut LedgerState,
+    timelines: &load::Timelines,
+    batch: &[(Command, CommandContext)],
+    now: DateTime<Utc>,
+) -> Decided {
+    let mut d = Decided {
+        results: Vec::with_capacity(batch.len()),
+        shows: Vec::with_capacity(batch.len()),
+        events: Vec::new(),
+    };
+    let mut appending: HashMap<StreamId, usize> = HashMap::new();
+    for (cmd, ctx) in batch {
+        match decide(state, cmd, ctx.command_id, now) {
+            Ok(decision) => {
+                apply(state, &decision, ctx.command_id, now);
+                let stream = cmd.stream();
+                let adding = appending.entry(stream.clone()).or_default();
+                *adding += decision.events.len();
+                let shown = timelines.get(&stream).map_or(0, Vec::len) + *adding;
+                for e in decision.events {
+                    let meta = ctx.metadata(e.fingerprint.clone());
+                    d.events.push((e, meta));
+                }
+                let reservation = matches!(decision.outcome, Outcome::Reservation { .. });
+                d.shows.push(reservation.then_some((stream, shown)));
+                d.results.push(Ok(decision.outcome));
+            }
+            Err(rejection) => {
+                d.shows.push(None);
+                d.results.push(Err(rejection));
+            }
+        }
+    }
+    d
+}
+
+/// An appended event as it will read back once committed.
+fn recorded(
+    e: &NewEvent,
+    metadata: &EventMetadata,
+    position: i64,
+    now: DateTime<Utc>,
+    tx_id: i64,
+) -> RecordedEvent {
+    RecordedEvent {
+        position,
+        stream: e.stream.clone(),
+        seq: e.seq,
+        event: e.event.clone(),
+        metadata: metadata.clone(),
+        recorded_at: now,
+        tx_id,
+    }
+}
+
+/// Pairs each result with the part of its stream's timeline it shows.
+fn answers(
+    results: Vec<Result<Outcome, Rejection>>,
+    shows: Vec<Option<(StreamId, usize)>>,
+    timelines: &load::Timelines,
+) -> Vec<Answered> {
+    results
+        .into_iter()
+        .zip(shows)
+        .map(|(result, shows)| {
+            let timeline = shows
+                .and_then(|(stream, n)| {
+                    timelines.get(&stream).map(|t| t[..n.min(t.len())].to_vec())
+                })
+                .unwrap_or_default();
+            Answered { result, timeline }
+        })
+        .collect()
 }

@@ -33,16 +33,16 @@ use futures_util::{FutureExt, StreamExt};
 use tokio::sync::{mpsc, oneshot, Mutex, Semaphore};
 use tracing::{error, warn};
 
-use crate::domain::{Command, CommandContext, Items, Outcome, Rejection};
+use crate::domain::{Command, CommandContext, Items};
 use crate::limits::{
     GROUP_COMMIT_MAX_BATCH, GROUP_COMMIT_PIPELINES, GROUP_COMMIT_QUEUE_DEPTH,
     GROUP_COMMIT_WINDOW_MICROS, MAX_SUSPECT_ITEMS, ONE_BY_ONE_IN_FLIGHT,
     SUSPECT_COMMANDS_IN_FLIGHT, SUSPECT_ITEM_MS,
 };
-use crate::store::execute::execute_batch;
+use crate::store::execute::{execute_batch, Answered};
 use crate::store::StoreError;
 
-type Answer = Result<Result<Outcome, Rejection>, StoreError>;
+type Answer = Result<Answered, StoreError>;
 
 struct Job {
     command: Command,
@@ -374,10 +374,13 @@ mod tests {
         suspects.learn(&hot, &Err(StoreError::LockTimeout));
         assert!(suspects.touches(&hot));
         assert!(!suspects.touches(&cold));
-        let done = Ok(Ok(crate::domain::Outcome::NotDue {
-            reservation_id: crate::domain::ReservationId::parse("id", "hot").expect("valid"),
-            state: None,
-        }));
+        let done = Ok(Answered {
+            result: Ok(crate::domain::Outcome::NotDue {
+                reservation_id: crate::domain::ReservationId::parse("id", "hot").expect("valid"),
+                state: None,
+            }),
+            timeline: Vec::new(),
+        });
         suspects.learn(&hot, &done);
         assert!(!suspects.touches(&hot));
     }

@@ -11,7 +11,7 @@
 //! created (`write.rs`) only under its item's advisory lock, so that insert
 //! never waits for anyone. Every wait is on a lock taken in this one order.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Transaction;
@@ -35,9 +35,14 @@ pub fn item_lock_key(item: &Item) -> String {
     format!("item-lock:{item}")
 }
 
+/// The events of each reservation stream the batch touches, as loaded: what
+/// the answers show, together with what the batch appends.
+pub(crate) type Timelines = HashMap<StreamId, Vec<RecordedEvent>>;
+
 /// What the decision needs, read under locks, and the database time to decide at.
 pub(crate) struct Loaded {
     pub state: LedgerState,
+    pub timelines: Timelines,
     /// Items that already had a balance row (and are locked).
     pub existing: HashSet<Item>,
     pub now: DateTime<Utc>,
@@ -135,7 +140,8 @@ pub(crate) async fn lock_and_load(
     let stmts = Statements::prepare(tx).await?;
     let keys = lock_keys(&streams, &orders, &creatable);
     let mut state = LedgerState::default();
-    lock_and_read(tx, &stmts, &keys, &streams, &orders, backend, &mut state).await?;
+    let timelines =
+        lock_and_read(tx, &stmts, &keys, &streams, &orders, backend, &mut state).await?;
     let items: BTreeSet<Item> = touches.iter().flat_map(|t| t.items(&state)).collect();
     // Decide at the database's clock, read after every lock is held, so an
     // expiry is judged as close to the commit as the transaction allows.
@@ -144,6 +150,7 @@ pub(crate) async fn lock_and_load(
     let (existing, clock) = lock_balances(tx, &stmts, &items, &mut state).await?;
     Ok(Loaded {
         state,
+        timelines,
         existing,
         now: clock.get(0),
         tx: TxIdentity {
@@ -183,7 +190,7 @@ async fn lock_and_read(
     orders: &BTreeSet<&OrderId>,
     backend: &mut Option<Backend>,
     state: &mut LedgerState,
-) -> Result<(), Failure> {
+) -> Result<Timelines, Failure> {
     let names: Vec<String> = streams.iter().map(StreamId::to_string).collect();
     let order_list: Vec<&str> = orders.iter().map(|o| o.as_str()).collect();
     let no_rows = || async { Ok::<_, tokio_postgres::Error>(Vec::new()) };
@@ -208,12 +215,13 @@ async fn lock_and_read(
     // The first error is the one that counts: after a failed lock, the reads
     // only report that the transaction is aborted.
     locked?;
-    read_streams(events?, state)?;
-    read_order_owners(owners?, state)
+    let timelines = read_streams(events?, state)?;
+    read_order_owners(owners?, state)?;
+    Ok(timelines)
 }
 
-/// The streams themselves, folded.
-fn read_streams(rows: Vec<Row>, state: &mut LedgerState) -> Result<(), Failure> {
+/// The streams themselves, folded; returns the reservation streams' events.
+fn read_streams(rows: Vec<Row>, state: &mut LedgerState) -> Result<Timelines, Failure> {
     let mut by_reservation: BTreeMap<ReservationId, Vec<RecordedEvent>> = BTreeMap::new();
     for row in rows {
         let e = recorded_event(&row)?;
@@ -232,11 +240,13 @@ fn read_streams(rows: Vec<Row>, state: &mut LedgerState) -> Result<(), Failure> 
             }
         }
     }
+    let mut timelines = Timelines::with_capacity(by_reservation.len());
     for (id, events) in by_reservation {
         let folded = fold_stream(&id, &events)?;
+        timelines.insert(StreamId::Reservation(id.clone()), events);
         state.reservations.insert(id, folded);
     }
-    Ok(())
+    Ok(timelines)
 }
 
 /// Who holds the orders the batch wants to reserve for.

@@ -20,7 +20,7 @@ mod rows;
 mod write;
 
 pub use error::StoreError;
-pub use execute::BatchResult;
+pub use execute::{Answered, BatchResult};
 pub use load::item_lock_key;
 pub use read::{Cursor, EventPage, ReservationDetails};
 
@@ -79,11 +79,21 @@ impl Store {
         cmd: Command,
         ctx: CommandContext,
     ) -> Result<Result<Outcome, Rejection>, StoreError> {
+        Ok(self.execute_answered(cmd, ctx).await?.result)
+    }
+
+    /// Runs one command; a reservation command's answer comes with the
+    /// reservation's events as its own commit left them (`Answered`).
+    pub async fn execute_answered(
+        &self,
+        cmd: Command,
+        ctx: CommandContext,
+    ) -> Result<Answered, StoreError> {
         if let Some(group) = &self.group {
             return group.execute(cmd, ctx).await;
         }
-        let mut results = self.execute_batch(&[(cmd, ctx)]).await?;
-        Ok(results.pop().expect("one answer per command"))
+        let mut answers = self.execute_batch_answered(&[(cmd, ctx)]).await?;
+        Ok(answers.pop().expect("one answer per command"))
     }
 
     /// Runs many commands, each decided in order against the state the previous
@@ -97,6 +107,16 @@ impl Store {
         &self,
         batch: &[(Command, CommandContext)],
     ) -> Result<BatchResult, StoreError> {
+        let answers = self.execute_batch_answered(batch).await?;
+        Ok(answers.into_iter().map(|a| a.result).collect())
+    }
+
+    /// `execute_batch`, each answer with its reservation's events as its own
+    /// command left them (`Answered`).
+    pub async fn execute_batch_answered(
+        &self,
+        batch: &[(Command, CommandContext)],
+    ) -> Result<Vec<Answered>, StoreError> {
         let mut results = Vec::with_capacity(batch.len());
         for chunk in batch.chunks(MAX_COMMANDS_PER_BATCH) {
             let deadline = tokio::time::Instant::now()
@@ -147,7 +167,9 @@ impl Store {
                 let mut results = Vec::with_capacity(batch.len());
                 for command in &batch {
                     match execute::execute_batch(&self.pool, std::slice::from_ref(command)).await {
-                        Ok(mut one) => results.push(one.pop().expect("one answer per command")),
+                        Ok(mut one) => {
+                            results.push(one.pop().expect("one answer per command").result)
+                        }
                         Err(e) => tracing::error!(
                             error = %e,
                             stream = %command.0.stream(),

@@ -130,23 +130,18 @@ pub struct ReservationDetails {
 }
 
 impl ReservationDetails {
-    /// The reservation as the commit of `view`'s command left it, for the
-    /// answer to that command: a reserve whose stream moved on since (its
-    /// COMMIT reply was lost and another caller released it meanwhile) is
-    /// answered as it made it, with the events up to its own.
-    pub fn as_committed(&mut self, view: &ReservationView) {
-        use crate::domain::ReservationState;
-        let own_seq = match view.state {
-            ReservationState::Reserved => 1,
-            ReservationState::Confirmed
-            | ReservationState::Released
-            | ReservationState::Expired => u32::MAX,
-        };
-        self.events.retain(|e| e.seq <= own_seq);
-        if let Some(last) = self.events.last() {
-            self.updated_at = last.recorded_at;
-        }
-        self.view = view.clone();
+    /// The reservation as a command's own commit left it, from the events
+    /// its batch loaded and appended (`Answered::timeline`); `None` without
+    /// events.
+    pub fn committed(view: ReservationView, events: Vec<RecordedEvent>) -> Option<Self> {
+        let created_at = events.first()?.recorded_at;
+        let updated_at = events.last()?.recorded_at;
+        Some(ReservationDetails {
+            view,
+            created_at,
+            updated_at,
+            events,
+        })
     }
 
     pub fn to_json(&self) -> Value {

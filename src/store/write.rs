@@ -9,23 +9,44 @@ use deadpool_postgres::Transaction;
 use crate::domain::{EventMetadata, Item, NewEvent, StockDelta};
 use crate::store::error::Failure;
 use crate::store::log_row::encode;
+use crate::store::StoreError;
 
-/// Appends every event of the batch in one INSERT. Positions follow the order
-/// of `events`, which is the order the commands were decided in.
+/// The batch's events in one statement. An event has any number of item
+/// lines, and unnest cannot take an array of arrays of different lengths, so
+/// the lines travel flat, each with the index of its event (1-based, as the
+/// insert's ordinality counts), and are put back together per event.
+const APPEND: &str = "
+    INSERT INTO events (stream, seq, type, data, metadata, recorded_at,
+                        order_id, skus, locations, quantities)
+    SELECT u.s, u.q, u.t, u.d, u.m, $6, u.o,
+           coalesce(l.skus, '{}'), coalesce(l.locations, '{}'), coalesce(l.quantities, '{}')
+    FROM unnest($1::text[], $2::int4[], $3::text[], $4::jsonb[], $5::jsonb[], $7::text[])
+         WITH ORDINALITY AS u(s, q, t, d, m, o, n)
+    LEFT JOIN (
+        SELECT n, array_agg(sku ORDER BY k) AS skus,
+               array_agg(location ORDER BY k) AS locations,
+               array_agg(quantity ORDER BY k) AS quantities
+        FROM unnest($8::int4[], $9::text[], $10::text[], $11::int8[])
+             WITH ORDINALITY AS x(n, sku, location, quantity, k)
+        GROUP BY n
+    ) AS l ON l.n = u.n
+    ORDER BY u.n
+    RETURNING position";
+
+/// Appends every event of the batch in one INSERT and returns their
+/// positions, in the order of `events`: the insert hands positions out in
+/// that order (its ORDER BY), which is the order the commands were decided in.
 pub(crate) async fn append(
     tx: &Transaction<'_>,
     events: &[(NewEvent, EventMetadata)],
     now: DateTime<Utc>,
-) -> Result<(), Failure> {
+) -> Result<Vec<i64>, Failure> {
     let mut streams = Vec::with_capacity(events.len());
     let mut seqs = Vec::with_capacity(events.len());
     let mut types = Vec::with_capacity(events.len());
     let mut data = Vec::with_capacity(events.len());
     let mut metadata = Vec::with_capacity(events.len());
     let mut orders = Vec::with_capacity(events.len());
-    // An event has any number of item lines, and unnest cannot take an array
-    // of arrays of different lengths, so the lines travel flat, each with
-    // the index of its event (1-based, as the insert's ordinality counts).
     let mut line_of = Vec::new();
     let mut skus = Vec::new();
     let mut locations = Vec::new();
@@ -43,42 +64,39 @@ pub(crate) async fn append(
         locations.extend(row.locations);
         quantities.extend(row.quantities);
     }
-    let insert = tx
-        .prepare_cached(
-            "INSERT INTO events (stream, seq, type, data, metadata, recorded_at,
-                                 order_id, skus, locations, quantities)
-             SELECT u.s, u.q, u.t, u.d, u.m, $6, u.o,
-                    coalesce(l.skus, '{}'), coalesce(l.locations, '{}'), coalesce(l.quantities, '{}')
-             FROM unnest($1::text[], $2::int4[], $3::text[], $4::jsonb[], $5::jsonb[], $7::text[])
-                  WITH ORDINALITY AS u(s, q, t, d, m, o, n)
-             LEFT JOIN (
-                 SELECT n, array_agg(sku ORDER BY k) AS skus, array_agg(location ORDER BY k) AS locations,
-                        array_agg(quantity ORDER BY k) AS quantities
-                 FROM unnest($8::int4[], $9::text[], $10::text[], $11::int8[])
-                      WITH ORDINALITY AS x(n, sku, location, quantity, k)
-                 GROUP BY n
-             ) AS l ON l.n = u.n
-             ORDER BY u.n",
+    let insert = tx.prepare_cached(APPEND).await?;
+    let rows = tx
+        .query(
+            &insert,
+            &[
+                &streams,
+                &seqs,
+                &types,
+                &data,
+                &metadata,
+                &now,
+                &orders,
+                &line_of,
+                &skus,
+                &locations,
+                &quantities,
+            ],
         )
         .await?;
-    tx.execute(
-        &insert,
-        &[
-            &streams,
-            &seqs,
-            &types,
-            &data,
-            &metadata,
-            &now,
-            &orders,
-            &line_of,
-            &skus,
-            &locations,
-            &quantities,
-        ],
-    )
-    .await?;
-    Ok(())
+    // RETURNING promises no order; the positions themselves do.
+    let mut positions: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    positions.sort_unstable();
+    if positions.len() != events.len() {
+        return Err(Failure::Fatal(StoreError::Invariant(
+            format!(
+                "{} events appended as {} rows",
+                events.len(),
+                positions.len()
+            )
+            .into(),
+        )));
+    }
+    Ok(positions)
 }
 
 /// Moves the balances by the net effect of the batch's events.

@@ -78,6 +78,7 @@ fn row(
         design: design.into(),
         callers,
         stats,
+        server_cpu_us: None,
         check: String::new(),
     }
 }

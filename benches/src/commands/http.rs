@@ -1,26 +1,32 @@
-//! The HTTP way in: the real server, in this process on a pool of its own,
-//! in development mode with its projection and expiry workers off, and the
-//! client that drives it over loopback.
+//! The HTTP way in: the real server in a process of its own
+//! (`stockledger-bench serve`, this same executable), in development mode
+//! with its projection and expiry workers off, and the client that drives it
+//! over loopback from this process.
 
 use std::future::Future;
+use std::process::Stdio;
+use std::time::Duration;
 
+use anyhow::Context;
 use serde_json::{json, Value};
 use stockledger::domain::Command;
-use stockledger::server::{serve, ServerConfig};
-use stockledger::store::{pool, Store};
 use stockledger_bench::load::Sent;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStdin};
 
 /// Idle connections the client keeps to the server: more than any run's
 /// callers, so every caller keeps its own.
 const CLIENT_IDLE_CONNECTIONS: usize = 1024;
 
-/// The running server.
+/// How long the server may take to start listening, and to stop.
+const SERVER_START_STOP_LIMIT: Duration = Duration::from_secs(30);
+
+/// The running server process.
 pub struct HttpTarget {
     sender: HttpSender,
-    shutdown: CancellationToken,
-    server: JoinHandle<std::io::Result<()>>,
+    child: Child,
+    /// Closing it tells the server to shut down.
+    stdin: Option<ChildStdin>,
 }
 
 /// A client of the server; clones share its connections.
@@ -32,39 +38,43 @@ pub struct HttpSender {
 }
 
 impl HttpTarget {
-    /// Starts the server on a free loopback port, on its own pool of
-    /// `pool_size` connections to `config`.
+    /// Starts the server process on database `database` (created and
+    /// migrated) with a pool of `pool_size` connections, and waits until it
+    /// listens.
     pub async fn start(
-        config: &tokio_postgres::Config,
+        database_url: Option<&str>,
+        database: &str,
         pool_size: usize,
     ) -> anyhow::Result<HttpTarget> {
-        let store = Store::new(pool::build(config.clone(), pool_size)?);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let base = format!("http://{}", listener.local_addr()?);
-        let shutdown = CancellationToken::new();
-        let server_config = ServerConfig {
-            dev: true,
-            run_projections: false,
-            run_expiry: false,
-            // No rate limit: the benchmark is the only caller.
-            rate_limit_per_second: u32::MAX / 2,
-            rate_limit_burst: u32::MAX / 2,
-            ..Default::default()
-        };
-        let server = tokio::spawn(serve(
-            listener,
-            store,
-            config.clone(),
-            server_config,
-            shutdown.clone(),
-        ));
+        let exe = std::env::current_exe()?;
+        let mut command = tokio::process::Command::new(exe);
+        command
+            .args(["serve", "--database", database, "--pool-size"])
+            .arg(pool_size.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true);
+        if let Some(url) = database_url {
+            command.env("DATABASE_URL", url);
+        }
+        let mut child = command.spawn().context("starting the server process")?;
+        let stdout = child.stdout.take().expect("piped");
+        let mut lines = BufReader::new(stdout).lines();
+        let first = tokio::time::timeout(SERVER_START_STOP_LIMIT, lines.next_line())
+            .await
+            .context("the server process did not start listening in time")??
+            .context("the server process exited before listening")?;
+        let base = first
+            .strip_prefix("listening ")
+            .with_context(|| format!("the server process said {first:?}"))?
+            .to_owned();
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(CLIENT_IDLE_CONNECTIONS)
             .build()?;
         Ok(HttpTarget {
             sender: HttpSender { base, client },
-            shutdown,
-            server,
+            stdin: child.stdin.take(),
+            child,
         })
     }
 
@@ -72,10 +82,30 @@ impl HttpTarget {
         self.sender.clone()
     }
 
-    /// Shuts the server down and waits for it.
-    pub async fn stop(self) {
-        self.shutdown.cancel();
-        let _ = self.server.await;
+    /// CPU time the server process has used so far, user and system.
+    pub fn cpu_time(&self) -> anyhow::Result<Duration> {
+        let pid = self.child.id().context("the server process has exited")?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // The fields after the command name, which is in parentheses and may
+        // hold spaces: utime and stime are fields 14 and 15 of the line.
+        let after = stat.rsplit_once(')').context("a /proc stat line")?.1;
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
+        // SAFETY: sysconf only reads a configuration value.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        Ok(Duration::from_micros(ticks * 1_000_000 / per_second))
+    }
+
+    /// Tells the server to shut down and waits for it (killing it if it
+    /// does not stop in time).
+    pub async fn stop(mut self) {
+        drop(self.stdin.take());
+        if tokio::time::timeout(SERVER_START_STOP_LIMIT, self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
     }
 }
 

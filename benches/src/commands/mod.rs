@@ -66,8 +66,9 @@ pub struct CommandsArgs {
     /// Buyers in the flash sale (each tries once); flash runs only with 16 or more callers.
     #[arg(long, default_value_t = FLASH_BUYERS)]
     flash_buyers: u64,
-    /// Where the SVG charts go.
-    #[arg(long, default_value = "docs/img")]
+    /// Where the SVG charts go. Not docs/img by default: a partial run must
+    /// not overwrite the published charts (pass `--svg-dir docs/img` to publish).
+    #[arg(long, default_value = "target/bench-img")]
     svg_dir: String,
 }
 
@@ -102,7 +103,7 @@ impl Scenario {
 pub enum Via {
     /// `Store::execute` in this process.
     Library,
-    /// The HTTP API over loopback.
+    /// The HTTP API over loopback, the server in a process of its own.
     Http,
 }
 
@@ -122,6 +123,8 @@ pub struct Row {
     design: String,
     callers: usize,
     stats: RunStats,
+    /// CPU time of the server process per command, over HTTP.
+    server_cpu_us: Option<f64>,
     /// The oversell check's verdict; empty for the baselines.
     check: String,
 }

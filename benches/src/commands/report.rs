@@ -11,7 +11,7 @@ use stockledger_bench::svg::{throughput_and_p99, Series};
 use super::{CommandsArgs, Row, Scenario};
 use crate::output::{markdown_table, Printer};
 
-const HEADER: [&str; 12] = [
+const HEADER: [&str; 13] = [
     "design",
     "callers",
     "commands/s",
@@ -23,6 +23,7 @@ const HEADER: [&str; 12] = [
     "failed",
     "vs naive-sql-event",
     "vs redis-lua",
+    "server CPU µs/cmd",
     "check",
 ];
 
@@ -89,6 +90,8 @@ fn cells(r: &Row, rows: &[Row]) -> Vec<String> {
         r.stats.failed.to_string(),
         ratio("naive-sql-event"),
         ratio("redis-lua"),
+        r.server_cpu_us
+            .map_or(String::new(), |us| format!("{us:.0}")),
         r.check.clone(),
     ]
 }
@@ -102,6 +105,7 @@ fn run_json(r: &Row, rows: &[Row]) -> Value {
         "ok": r.stats.ok, "refused": r.stats.refused, "failed": r.stats.failed,
         "vs_naive_sql_event": ratio(r, rows, "naive-sql-event"),
         "vs_redis_lua": ratio(r, rows, "redis-lua"),
+        "server_cpu_us_per_command": r.server_cpu_us,
         "check": r.check,
     })
 }

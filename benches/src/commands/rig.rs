@@ -1,6 +1,6 @@
 //! What every run of the flash-sale benchmark shares: the benchmark's fresh
-//! database, the store with group commit, the HTTP server and the
-//! baselines' pool, each with `--pool-size` connections.
+//! database, the store with group commit, the HTTP server (a process of
+//! its own) and the baselines' pool, each with `--pool-size` connections.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,7 +41,7 @@ impl Rig {
         };
         Ok(Rig {
             store: Arc::new(plain.grouped(group)),
-            http: HttpTarget::start(&config, args.pool_size).await?,
+            http: HttpTarget::start(database_url, &args.database, args.pool_size).await?,
             baseline_pool: pool::build(config, args.pool_size)?,
         })
     }

@@ -31,6 +31,10 @@ pub async fn stockledger_run(
         (Duration::from_secs(args.seconds), None)
     };
     let w = workload.clone();
+    let server_cpu_before = match via {
+        Via::Http => Some(rig.http.cpu_time()?),
+        Via::Library => None,
+    };
     let stats = match via {
         Via::Library => {
             let store = rig.store.clone();
@@ -48,6 +52,14 @@ pub async fn stockledger_run(
             .await
         }
     };
+    let server_cpu_us = match server_cpu_before {
+        Some(before) => {
+            let used = rig.http.cpu_time()?.saturating_sub(before);
+            let commands = (stats.ok + stats.refused + stats.failed).max(1);
+            Some(used.as_micros() as f64 / commands as f64)
+        }
+        None => None,
+    };
     let check = oversell_check(rig, &workload, &stats, args.flash_buyers).await?;
     printer.progress(&format!(
         "{:<8} {:<8} {callers:>4} callers: {:>8.0} commands/s",
@@ -60,6 +72,7 @@ pub async fn stockledger_run(
         design: format!("stockledger ({})", via.name()),
         callers,
         stats,
+        server_cpu_us,
         check,
     })
 }
