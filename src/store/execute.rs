@@ -31,7 +31,8 @@ use crate::limits::{
 use crate::store::error::{Cause, Failure};
 use crate::store::load::{Backend, TxIdentity};
 use crate::store::outcome::{release_abandoned, resolve, TxOutcome, Written};
-use crate::store::{load, pool, write, StoreError};
+use crate::store::statements::Statements;
+use crate::store::{load, pool, read, write, StoreError};
 
 /// The answer to each command of a batch, in order.
 pub type BatchResult = Vec<Result<Outcome, Rejection>>;
@@ -56,7 +57,7 @@ struct Attempt {
     tx: Option<TxIdentity>,
     /// Whether COMMIT was sent: until then the attempt cannot have committed.
     commit_sent: bool,
-    decided: Option<Vec<Answered>>,
+    decided: Option<Pending>,
     /// What the attempt wrote (nothing: nothing to resolve, whatever
     /// happened to its connection).
     wrote: Option<Written>,
@@ -81,13 +82,16 @@ pub(crate) async fn execute_batch(
         if attempt_no > 1 && Instant::now() >= deadline {
             break;
         }
-        let mut client = pool::get(pool).await?;
+        let mut guard = Unfinished(Some(pool::get(pool).await?));
         let mut attempt = Attempt::default();
         let ran = tokio::time::timeout(
             Duration::from_millis(TRANSACTION_ATTEMPT_DEADLINE_MS),
-            run_once(&mut client, batch, &mut attempt),
+            run_once(guard.client(), batch, &mut attempt),
         )
         .await;
+        // Whatever `ran` says, no transaction is left open on the connection
+        // unless it is discarded below.
+        let client = guard.finished();
         let why = match ran {
             Ok(Ok(results)) => return Ok(results),
             Ok(Err(Failure::Fatal(e))) => return Err(e),
@@ -130,6 +134,31 @@ fn discard(client: Object) {
     drop(Object::take(client));
 }
 
+/// A connection whose transaction (begun by hand, `BEGIN` in a pipeline)
+/// may still be open. Dropped before `finished` (a panic, or a caller that
+/// gave up on the future), it discards the connection rather than let it go
+/// back to the pool in the middle of a transaction: closing it ends the
+/// transaction on the server.
+struct Unfinished(Option<Object>);
+
+impl Unfinished {
+    fn client(&mut self) -> &mut Object {
+        self.0.as_mut().expect("held until finished")
+    }
+
+    fn finished(mut self) -> Object {
+        self.0.take().expect("held until finished")
+    }
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take() {
+            discard(client);
+        }
+    }
+}
+
 /// After an attempt lost its connection: `Some(answers)` if its transaction
 /// committed, `None` if it did not (the batch may run again), or an error if
 /// that cannot be established in time. An attempt that cannot have committed
@@ -149,31 +178,53 @@ async fn settle(
     match resolve(pool, tx, written).await? {
         TxOutcome::Committed => {
             warn!(xid = tx.xid, %why, "the commit reply was lost; the transaction committed");
-            Ok(Some(
-                attempt
-                    .decided
-                    .take()
-                    .expect("an attempt that wrote has decided"),
-            ))
+            let pending = attempt
+                .decided
+                .take()
+                .expect("an attempt that wrote has decided");
+            Ok(Some(pending.read_back(pool).await?))
         }
         TxOutcome::Aborted => Ok(None),
     }
 }
 
+/// One attempt. A statement that fails leaves the transaction open and
+/// aborted; it is rolled back here, before the connection can go back to the
+/// pool. A connection that cannot even do that is given up as broken.
 async fn run_once(
     client: &mut Object,
     batch: &[(Command, CommandContext)],
     attempt: &mut Attempt,
 ) -> Result<Vec<Answered>, Failure> {
+    let result = transaction(client, batch, attempt).await;
+    if let Err(Failure::Retry(_) | Failure::Fatal(_)) = &result {
+        if let Err(e) = client.batch_execute("ROLLBACK").await {
+            return Err(Failure::Broken(Cause::with_source(
+                "the failed transaction could not be rolled back",
+                e,
+            )));
+        }
+    }
+    result
+}
+
+/// Three round trips at most: load (one or two, `load.rs`), then append,
+/// move balances and commit in one (`write.rs`). Statements are prepared
+/// before the transaction begins, so no pipeline waits on a PREPARE.
+async fn transaction(
+    client: &Object,
+    batch: &[(Command, CommandContext)],
+    attempt: &mut Attempt,
+) -> Result<Vec<Answered>, Failure> {
     let started = std::time::Instant::now();
-    let tx = client.transaction().await?;
+    let stmts = Statements::prepare(client).await?;
     let load::Loaded {
         mut state,
         mut timelines,
         existing,
         now,
         tx: identity,
-    } = load::lock_and_load(&tx, batch, &mut attempt.backend).await?;
+    } = load::lock_and_load(client, &stmts, batch, &mut attempt.backend).await?;
     attempt.tx = Some(identity);
 
     let Decided {
@@ -181,7 +232,10 @@ async fn run_once(
         shows,
         events,
     } = decide_all(&mut state, &timelines, batch, now);
-
+    attempt.decided = Some(Pending {
+        results: results.clone(),
+        shows: shows.clone(),
+    });
     // Phase times go to the debug log: they are how batch costs were measured
     // (docs/benchmarks.md), and lock waits show up in `load`.
     let loaded = started.elapsed();
@@ -193,36 +247,61 @@ async fn run_once(
                 .map(|(_, m)| m.command_id.to_string())
                 .collect(),
         });
-        let positions = write::append(&tx, &events, now).await?;
-        for ((e, meta), position) in events.iter().zip(positions) {
-            if let StreamId::Reservation(_) = e.stream {
-                let event = recorded(e, meta, position, now, identity.xid);
-                timelines.entry(e.stream.clone()).or_default().push(event);
-            }
+    }
+    let net = write::net_effects(&events);
+    let writes = write::Writes::new(&events, &net, &existing, now);
+    attempt.commit_sent = true;
+    let positions = tokio::time::timeout(Duration::from_millis(COMMIT_REPLY_DEADLINE_MS), async {
+        match events.is_empty() {
+            true => Ok(client.batch_execute("COMMIT").await.map(|()| Vec::new())?),
+            false => write::append_move_commit(client, &stmts, &writes).await,
+        }
+    })
+    .await
+    .map_err(|_| {
+        Failure::Broken(format!("no COMMIT reply within {COMMIT_REPLY_DEADLINE_MS} ms").into())
+    })??;
+    for ((e, meta), position) in events.iter().zip(positions) {
+        if let StreamId::Reservation(_) = e.stream {
+            let event = recorded(e, meta, position, now, identity.xid);
+            timelines.entry(e.stream.clone()).or_default().push(event);
         }
     }
-    attempt.decided = Some(answers(results, shows, &timelines));
-    let appended = started.elapsed();
-    if !events.is_empty() {
-        write::move_balances(&tx, &events, &existing).await?;
-    }
-    let balanced = started.elapsed();
-    attempt.commit_sent = true;
-    tokio::time::timeout(Duration::from_millis(COMMIT_REPLY_DEADLINE_MS), tx.commit())
-        .await
-        .map_err(|_| {
-            Failure::Broken(format!("no COMMIT reply within {COMMIT_REPLY_DEADLINE_MS} ms").into())
-        })??;
     debug!(
         commands = batch.len(),
         events = events.len(),
         load_us = loaded.as_micros() as u64,
-        append_us = (appended - loaded).as_micros() as u64,
-        balances_us = (balanced - appended).as_micros() as u64,
-        commit_us = (started.elapsed() - balanced).as_micros() as u64,
+        write_us = (started.elapsed() - loaded).as_micros() as u64,
         "batch committed"
     );
-    Ok(attempt.decided.clone().expect("decided before the commit"))
+    Ok(answers(results, shows, &timelines))
+}
+
+/// Answers decided and waiting for their commit: the results and, for each,
+/// the part of its stream it shows.
+struct Pending {
+    results: Vec<Result<Outcome, Rejection>>,
+    shows: Vec<Option<(StreamId, usize)>>,
+}
+
+impl Pending {
+    /// The answers of an attempt that committed but whose reply was lost:
+    /// the positions of its events never came back, so the timelines are
+    /// read from the log (each cut at its own command's events).
+    async fn read_back(self, pool: &Pool) -> Result<Vec<Answered>, StoreError> {
+        let client = pool::get(pool).await?;
+        let mut timelines = load::Timelines::new();
+        for (stream, _) in self.shows.iter().flatten() {
+            if let (StreamId::Reservation(id), false) = (stream, timelines.contains_key(stream)) {
+                let events = read::reservation(&client, id)
+                    .await?
+                    .map(|d| d.events)
+                    .unwrap_or_default();
+                timelines.insert(stream.clone(), events);
+            }
+        }
+        Ok(answers(self.results, self.shows, &timelines))
+    }
 }
 
 /// The batch's commands decided in order, each against the state the

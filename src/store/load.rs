@@ -14,16 +14,17 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::Transaction;
+use deadpool_postgres::ClientWrapper as Client;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Row, Statement};
+use tokio_postgres::Row;
 
 use crate::domain::{
-    Balance, Command, CommandContext, Item, LedgerState, Location, OrderId, RecordedEvent,
+    Balance, Command, CommandContext, Item, Items, LedgerState, Location, OrderId, RecordedEvent,
     Reservation, ReservationId, SingleRecord, Sku, StreamId, Touches,
 };
 use crate::store::error::{corrupt, Cause, Failure};
-use crate::store::rows::{recorded_event, EVENT_COLUMNS};
+use crate::store::rows::recorded_event;
+use crate::store::statements::Statements;
 use crate::store::StoreError;
 
 /// The advisory lock key of an order is its id under this prefix, which no
@@ -70,63 +71,20 @@ pub(crate) struct Backend {
     pub xact_start: DateTime<Utc>,
 }
 
-/// Every statement of the load, prepared before any is sent, so that those
-/// sent together go out in order, one pipeline each.
-struct Statements {
-    who: Statement,
-    lock: Statement,
-    read: Statement,
-    owners: Statement,
-    rows: Statement,
-    clock: Statement,
-}
-
-impl Statements {
-    /// Prepared side by side (cached per connection after the first time).
-    async fn prepare(tx: &Transaction<'_>) -> Result<Statements, Failure> {
-        let read = format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = ANY($1) ORDER BY stream, seq"
-        );
-        let (who, lock, read, owners, rows, clock) = tokio::try_join!(
-            tx.prepare_cached("SELECT pg_backend_pid(), now()"),
-            tx.prepare_cached(
-                "SELECT pg_advisory_xact_lock(h) FROM (
-                     SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest($1::text[]) AS k ORDER BY 1
-                 ) AS sorted",
-            ),
-            tx.prepare_cached(&read),
-            tx.prepare_cached(
-                "SELECT order_id, stream FROM events
-                 WHERE type = 'ReservationCreated' AND order_id = ANY($1)",
-            ),
-            tx.prepare_cached(
-                "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed
-                 FROM item_balances AS b
-                 JOIN unnest($1::text[], $2::text[]) AS u(sku, location) USING (sku, location)
-                 ORDER BY b.location, b.sku
-                 FOR UPDATE OF b",
-            ),
-            tx.prepare_cached(
-                "SELECT clock_timestamp(), pg_current_xact_id()::text::bigint, stockledger_incarnation()",
-            ),
-        )?;
-        Ok(Statements {
-            who,
-            lock,
-            read,
-            owners,
-            rows,
-            clock,
-        })
-    }
-}
-
-/// Locks and loads in two round trips: (1) the backend's identity, the
-/// advisory locks, the streams and the order owners, in one pipeline; (2) the
-/// balance rows and the clock. The server runs a pipeline's statements in
-/// order, so every read comes after the locks it needs.
+/// Begins the transaction, locks and loads: in one round trip when every
+/// command names its items (receipts, adjustments, reserves), in two when one
+/// moves the items a reservation holds (confirm, release, expire), which are
+/// known only once its stream is read.
+///
+/// Round trip 1: BEGIN, the backend's identity, the advisory locks, the
+/// streams, the order owners and, when the items are known up front, their
+/// balance rows and the clock. Round trip 2, if needed: the balance rows and
+/// the clock. The server runs a pipeline's statements in order, so every read
+/// comes after the locks it needs, and the rows are locked after every
+/// advisory lock in both cases.
 pub(crate) async fn lock_and_load(
-    tx: &Transaction<'_>,
+    client: &Client,
+    stmts: &Statements,
     batch: &[(Command, CommandContext)],
     backend: &mut Option<Backend>,
 ) -> Result<Loaded, Failure> {
@@ -137,17 +95,28 @@ pub(crate) async fn lock_and_load(
         .iter()
         .filter_map(|t| t.may_create.as_ref())
         .collect();
-    let stmts = Statements::prepare(tx).await?;
-    let keys = lock_keys(&streams, &orders, &creatable);
+    let wanted = Wanted {
+        keys: lock_keys(&streams, &orders, &creatable),
+        streams: streams.iter().map(StreamId::to_string).collect(),
+        orders: orders.iter().map(|o| o.as_str()).collect(),
+        items: named_items(&touches),
+    };
+    let first = round_one(client, stmts, &wanted, backend).await?;
     let mut state = LedgerState::default();
-    let timelines =
-        lock_and_read(tx, &stmts, &keys, &streams, &orders, backend, &mut state).await?;
-    let items: BTreeSet<Item> = touches.iter().flat_map(|t| t.items(&state)).collect();
+    let timelines = read_streams(first.events, &mut state)?;
+    read_order_owners(first.owners, &mut state)?;
     // Decide at the database's clock, read after every lock is held, so an
     // expiry is judged as close to the commit as the transaction allows.
     // The transaction id is taken here too (after the locks, so a waiting
     // transaction does not hold readers back), to resolve a lost COMMIT.
-    let (existing, clock) = lock_balances(tx, &stmts, &items, &mut state).await?;
+    let (rows, clock) = match first.balances {
+        Some(found) => found,
+        None => {
+            let items: BTreeSet<Item> = touches.iter().flat_map(|t| t.items(&state)).collect();
+            lock_balances(client, stmts, &items).await?
+        }
+    };
+    let existing = read_balances(rows, &mut state)?;
     Ok(Loaded {
         state,
         timelines,
@@ -159,6 +128,36 @@ pub(crate) async fn lock_and_load(
             incarnation: clock.get(2),
         },
     })
+}
+
+/// What the first round trip asks for.
+struct Wanted<'a> {
+    keys: Vec<String>,
+    streams: Vec<String>,
+    orders: Vec<&'a str>,
+    /// Every item the batch may move, if every command names its own.
+    items: Option<BTreeSet<Item>>,
+}
+
+/// What the first round trip brought back.
+struct RoundOne {
+    events: Vec<Row>,
+    owners: Vec<Row>,
+    /// The balance rows and the clock, when the items were known up front.
+    balances: Option<(Vec<Row>, Row)>,
+}
+
+/// The items of a batch whose commands all name theirs; `None` if one moves
+/// the items a reservation holds.
+fn named_items(touches: &[Touches]) -> Option<BTreeSet<Item>> {
+    let mut all = BTreeSet::new();
+    for t in touches {
+        match &t.items {
+            Items::Named(items) => all.extend(items.iter().cloned()),
+            Items::HeldBy(_) => return None,
+        }
+    }
+    Some(all)
 }
 
 /// The advisory lock keys: one command per stream (and per order) at a time
@@ -179,45 +178,69 @@ fn lock_keys(
         .collect()
 }
 
-/// Round trip 1: which backend this is (first, so that if the connection
-/// stalls from here on the retry loop can still end this transaction and free
-/// its locks), the advisory locks, then the streams and the order owners.
-async fn lock_and_read(
-    tx: &Transaction<'_>,
+/// Round trip 1: BEGIN, which backend this is (first, so that if the
+/// connection stalls from here on the retry loop can still end this
+/// transaction and free its locks), the advisory locks, the streams and the
+/// order owners, and the balance rows and the clock if the items are known.
+async fn round_one(
+    client: &Client,
     stmts: &Statements,
-    keys: &[String],
-    streams: &BTreeSet<StreamId>,
-    orders: &BTreeSet<&OrderId>,
+    wanted: &Wanted<'_>,
     backend: &mut Option<Backend>,
-    state: &mut LedgerState,
-) -> Result<Timelines, Failure> {
-    let names: Vec<String> = streams.iter().map(StreamId::to_string).collect();
-    let order_list: Vec<&str> = orders.iter().map(|o| o.as_str()).collect();
+) -> Result<RoundOne, Failure> {
     let no_rows = || async { Ok::<_, tokio_postgres::Error>(Vec::new()) };
-    let lock_params: [&(dyn ToSql + Sync); 1] = [&keys];
-    let read_params: [&(dyn ToSql + Sync); 1] = [&names];
-    let (who, locked, events, owners) = tokio::join!(
-        tx.query_one(&stmts.who, &[]),
-        tx.execute(&stmts.lock, &lock_params),
-        tx.query(&stmts.read, &read_params),
+    let lock_params: [&(dyn ToSql + Sync); 1] = [&wanted.keys];
+    let read_params: [&(dyn ToSql + Sync); 1] = [&wanted.streams];
+    let (skus, locations) = item_columns(wanted.items.iter().flatten());
+    let (begun, who, locked, events, owners, balances) = tokio::join!(
+        client.batch_execute("BEGIN"),
+        client.query_one(&stmts.who, &[]),
+        client.execute(&stmts.lock, &lock_params),
+        client.query(&stmts.read, &read_params),
         async {
-            match order_list.is_empty() {
+            match wanted.orders.is_empty() {
                 true => no_rows().await,
-                false => tx.query(&stmts.owners, &[&order_list]).await,
+                false => client.query(&stmts.owners, &[&wanted.orders]).await,
+            }
+        },
+        async {
+            match &wanted.items {
+                None => None,
+                Some(items) => Some(tokio::join!(
+                    async {
+                        match items.is_empty() {
+                            true => no_rows().await,
+                            false => client.query(&stmts.rows, &[&skus, &locations]).await,
+                        }
+                    },
+                    client.query_one(&stmts.clock, &[]),
+                )),
             }
         },
     );
+    // The first error is the one that counts: after a failed lock, the
+    // later statements only report that the transaction is aborted.
+    begun?;
     let who = who?;
     *backend = Some(Backend {
         pid: who.get(0),
         xact_start: who.get(1),
     });
-    // The first error is the one that counts: after a failed lock, the reads
-    // only report that the transaction is aborted.
     locked?;
-    let timelines = read_streams(events?, state)?;
-    read_order_owners(owners?, state)?;
-    Ok(timelines)
+    let (events, owners) = (events?, owners?);
+    let balances = match balances {
+        Some((rows, clock)) => Some((rows?, clock?)),
+        None => None,
+    };
+    Ok(RoundOne {
+        events,
+        owners,
+        balances,
+    })
+}
+
+fn item_columns<'a>(items: impl Iterator<Item = &'a Item>) -> (Vec<&'a str>, Vec<&'a str>) {
+    items.map(|i| (i.sku.as_str(), i.location.as_str())).unzip()
 }
 
 /// The streams themselves, folded; returns the reservation streams' events.
@@ -266,30 +289,32 @@ fn read_order_owners(rows: Vec<Row>, state: &mut LedgerState) -> Result<(), Fail
     Ok(())
 }
 
-/// Round trip 2: the balance rows of every item the batch may move, locked in
-/// (location, sku) order, then the clock. Returns the items that had a row.
+/// Round trip 2, for a batch whose items were not known up front: the
+/// balance rows of every item it may move, locked in (location, sku) order,
+/// then the clock.
 async fn lock_balances(
-    tx: &Transaction<'_>,
+    client: &Client,
     stmts: &Statements,
     items: &BTreeSet<Item>,
-    state: &mut LedgerState,
-) -> Result<(HashSet<Item>, Row), Failure> {
-    let (skus, locations): (Vec<&str>, Vec<&str>) = items
-        .iter()
-        .map(|i| (i.sku.as_str(), i.location.as_str()))
-        .unzip();
+) -> Result<(Vec<Row>, Row), Failure> {
+    let (skus, locations) = item_columns(items.iter());
     let no_rows = || async { Ok::<_, tokio_postgres::Error>(Vec::new()) };
     let (rows, clock) = tokio::join!(
         async {
             match items.is_empty() {
                 true => no_rows().await,
-                false => tx.query(&stmts.rows, &[&skus, &locations]).await,
+                false => client.query(&stmts.rows, &[&skus, &locations]).await,
             }
         },
-        tx.query_one(&stmts.clock, &[]),
+        client.query_one(&stmts.clock, &[]),
     );
+    Ok((rows?, clock?))
+}
+
+/// The balance rows into the state; returns the items that had a row.
+fn read_balances(rows: Vec<Row>, state: &mut LedgerState) -> Result<HashSet<Item>, Failure> {
     let mut existing = HashSet::new();
-    for row in rows? {
+    for row in rows {
         let item = Item {
             sku: Sku::parse("sku", row.get(0)).map_err(corrupt)?,
             location: Location::parse("location", row.get(1)).map_err(corrupt)?,
@@ -302,7 +327,7 @@ async fn lock_balances(
         existing.insert(item.clone());
         state.balances.insert(item, balance);
     }
-    Ok((existing, clock?))
+    Ok(existing)
 }
 
 /// Folds one reservation stream, reporting a broken one as corruption.

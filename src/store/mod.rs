@@ -17,6 +17,7 @@ pub mod pool;
 mod queries;
 pub mod read;
 mod rows;
+mod statements;
 mod write;
 
 pub use error::StoreError;

@@ -1,21 +1,24 @@
 //! The second half of a command transaction: append the batch's events with
-//! one statement and move the balances with at most two.
+//! one statement, move the balances with at most two, and commit, all in one
+//! round trip.
 
 use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::Transaction;
+use deadpool_postgres::ClientWrapper as Client;
+use tokio_postgres::types::ToSql;
 
 use crate::domain::{EventMetadata, Item, NewEvent, StockDelta};
 use crate::store::error::Failure;
 use crate::store::log_row::encode;
+use crate::store::statements::Statements;
 use crate::store::StoreError;
 
 /// The batch's events in one statement. An event has any number of item
 /// lines, and unnest cannot take an array of arrays of different lengths, so
 /// the lines travel flat, each with the index of its event (1-based, as the
 /// insert's ordinality counts), and are put back together per event.
-const APPEND: &str = "
+pub(crate) const APPEND: &str = "
     INSERT INTO events (stream, seq, type, data, metadata, recorded_at,
                         order_id, skus, locations, quantities)
     SELECT u.s, u.q, u.t, u.d, u.m, $6, u.o,
@@ -33,64 +36,171 @@ const APPEND: &str = "
     ORDER BY u.n
     RETURNING position";
 
-/// Appends every event of the batch in one INSERT and returns their
-/// positions, in the order of `events`: the insert hands positions out in
-/// that order (its ORDER BY), which is the order the commands were decided in.
-pub(crate) async fn append(
-    tx: &Transaction<'_>,
-    events: &[(NewEvent, EventMetadata)],
+/// Moves the balances of rows that existed (locked by the load, in
+/// (location, sku) order), in place.
+pub(crate) const UPDATE_BALANCES: &str = "
+    UPDATE item_balances AS b
+    SET on_hand = b.on_hand + u.on_hand,
+        reserved = b.reserved + u.reserved,
+        confirmed = b.confirmed + u.confirmed
+    FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[])
+         AS u(sku, location, on_hand, reserved, confirmed)
+    WHERE b.sku = u.sku AND b.location = u.location";
+
+/// Creates the rows of items seen for the first time. Only a receipt or an
+/// adjustment creates a row, under its item's advisory lock (`load.rs`), so
+/// no one else can be inserting the same row and the insert never waits; the
+/// upsert is a backstop, not a path that runs. It cannot be one upsert for
+/// all rows: PostgreSQL checks CHECK constraints on the proposed row before
+/// it resolves a conflict, and a delta such as "reserved -2" is no valid row.
+pub(crate) const INSERT_BALANCES: &str = "
+    INSERT INTO item_balances AS b (sku, location, on_hand, reserved, confirmed)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[])
+         AS u(sku, location, on_hand, reserved, confirmed)
+    ORDER BY u.location, u.sku
+    ON CONFLICT (sku, location) DO UPDATE
+    SET on_hand = b.on_hand + EXCLUDED.on_hand,
+        reserved = b.reserved + EXCLUDED.reserved,
+        confirmed = b.confirmed + EXCLUDED.confirmed";
+
+/// Everything the second half sends, as bound parameters.
+pub(crate) struct Writes<'a> {
+    events: EventColumns<'a>,
     now: DateTime<Utc>,
-) -> Result<Vec<i64>, Failure> {
-    let mut streams = Vec::with_capacity(events.len());
-    let mut seqs = Vec::with_capacity(events.len());
-    let mut types = Vec::with_capacity(events.len());
-    let mut data = Vec::with_capacity(events.len());
-    let mut metadata = Vec::with_capacity(events.len());
-    let mut orders = Vec::with_capacity(events.len());
-    let mut line_of = Vec::new();
-    let mut skus = Vec::new();
-    let mut locations = Vec::new();
-    let mut quantities = Vec::new();
-    for (i, (e, m)) in events.iter().enumerate() {
-        let row = encode(&e.event);
-        streams.push(e.stream.to_string());
-        seqs.push(e.seq as i32);
-        types.push(e.event.type_name());
-        orders.push(row.order_id);
-        data.push(row.data);
-        metadata.push(serde_json::to_value(m).expect("metadata serialises"));
-        line_of.extend(std::iter::repeat_n(i as i32 + 1, row.skus.len()));
-        skus.extend(row.skus);
-        locations.extend(row.locations);
-        quantities.extend(row.quantities);
+    /// Net balance changes of rows that existed, and of new rows.
+    update: Columns<'a>,
+    insert: Columns<'a>,
+}
+
+#[derive(Default)]
+struct EventColumns<'a> {
+    streams: Vec<String>,
+    seqs: Vec<i32>,
+    types: Vec<&'static str>,
+    data: Vec<serde_json::Value>,
+    metadata: Vec<serde_json::Value>,
+    orders: Vec<Option<&'a str>>,
+    line_of: Vec<i32>,
+    skus: Vec<&'a str>,
+    locations: Vec<&'a str>,
+    quantities: Vec<i64>,
+}
+
+impl<'a> Writes<'a> {
+    /// What appending `events` and moving the balances by their net effect
+    /// takes; `existing` are the items whose rows the load locked.
+    pub(crate) fn new(
+        events: &'a [(NewEvent, EventMetadata)],
+        net: &'a [(Item, StockDelta)],
+        existing: &HashSet<Item>,
+        now: DateTime<Utc>,
+    ) -> Writes<'a> {
+        let mut c = EventColumns::default();
+        for (i, (e, m)) in events.iter().enumerate() {
+            let row = encode(&e.event);
+            c.streams.push(e.stream.to_string());
+            c.seqs.push(e.seq as i32);
+            c.types.push(e.event.type_name());
+            c.orders.push(row.order_id);
+            c.data.push(row.data);
+            c.metadata
+                .push(serde_json::to_value(m).expect("metadata serialises"));
+            c.line_of
+                .extend(std::iter::repeat_n(i as i32 + 1, row.skus.len()));
+            c.skus.extend(row.skus);
+            c.locations.extend(row.locations);
+            c.quantities.extend(row.quantities);
+        }
+        let (old, new): (Vec<_>, Vec<_>) = net.iter().partition(|(i, _)| existing.contains(i));
+        Writes {
+            events: c,
+            now,
+            update: columns(&old),
+            insert: columns(&new),
+        }
     }
-    let insert = tx.prepare_cached(APPEND).await?;
-    let rows = tx
-        .query(
-            &insert,
-            &[
-                &streams,
-                &seqs,
-                &types,
-                &data,
-                &metadata,
-                &now,
-                &orders,
-                &line_of,
-                &skus,
-                &locations,
-                &quantities,
-            ],
-        )
-        .await?;
+}
+
+/// The net effect of the batch's events per item, leaving out items they do
+/// not move, in (location, sku) order.
+pub(crate) fn net_effects(events: &[(NewEvent, EventMetadata)]) -> Vec<(Item, StockDelta)> {
+    let mut net: BTreeMap<Item, StockDelta> = BTreeMap::new();
+    for (e, _) in events {
+        e.event.for_each_effect(|item, d| {
+            let n = net.entry(item.clone()).or_default();
+            n.on_hand += d.on_hand;
+            n.reserved += d.reserved;
+            n.confirmed += d.confirmed;
+        });
+    }
+    net.into_iter()
+        .filter(|(_, d)| *d != StockDelta::default())
+        .collect()
+}
+
+/// Round trip 3 (of a command transaction): appends the events, moves the
+/// balances and commits, as one pipeline. Returns the events' positions in
+/// the order of the batch: the insert hands positions out in that order
+/// (its ORDER BY), which is the order the commands were decided in.
+///
+/// Every statement was prepared before the transaction began, so each
+/// request goes out when its future is first polled, and `join!` polls them
+/// in the order written: the server sees INSERT, UPDATE, INSERT, COMMIT. If
+/// a statement fails, the transaction is aborted and the COMMIT ends it as a
+/// ROLLBACK without an error of its own, so the first statement error is
+/// the answer and a COMMIT is only trusted when everything before it
+/// succeeded.
+pub(crate) async fn append_move_commit(
+    client: &Client,
+    stmts: &Statements,
+    w: &Writes<'_>,
+) -> Result<Vec<i64>, Failure> {
+    let e = &w.events;
+    let append: [&(dyn ToSql + Sync); 11] = [
+        &e.streams,
+        &e.seqs,
+        &e.types,
+        &e.data,
+        &e.metadata,
+        &w.now,
+        &e.orders,
+        &e.line_of,
+        &e.skus,
+        &e.locations,
+        &e.quantities,
+    ];
+    let (u, i) = (&w.update, &w.insert);
+    let update: [&(dyn ToSql + Sync); 5] = [&u.0, &u.1, &u.2, &u.3, &u.4];
+    let insert: [&(dyn ToSql + Sync); 5] = [&i.0, &i.1, &i.2, &i.3, &i.4];
+    let skip = || async { Ok::<u64, tokio_postgres::Error>(0) };
+    let (appended, updated, inserted, committed) = tokio::join!(
+        client.query(&stmts.append, &append),
+        async {
+            match u.0.is_empty() {
+                true => skip().await,
+                false => client.execute(&stmts.update_balances, &update).await,
+            }
+        },
+        async {
+            match i.0.is_empty() {
+                true => skip().await,
+                false => client.execute(&stmts.insert_balances, &insert).await,
+            }
+        },
+        client.batch_execute("COMMIT"),
+    );
+    let rows = appended?;
+    updated?;
+    inserted?;
+    committed?;
     // RETURNING promises no order; the positions themselves do.
     let mut positions: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
     positions.sort_unstable();
-    if positions.len() != events.len() {
+    if positions.len() != e.streams.len() {
         return Err(Failure::Fatal(StoreError::Invariant(
             format!(
                 "{} events appended as {} rows",
-                events.len(),
+                e.streams.len(),
                 positions.len()
             )
             .into(),
@@ -99,71 +209,10 @@ pub(crate) async fn append(
     Ok(positions)
 }
 
-/// Moves the balances by the net effect of the batch's events.
-///
-/// Rows that existed were locked by the load, in (location, sku) order, and
-/// are updated in place. Items seen for the first time are inserted; only a
-/// receipt or an adjustment creates a row, under its item's advisory lock
-/// (`load.rs`), so no one else can be inserting the same row and the insert
-/// never waits. The upsert is a backstop, not a path that runs. It cannot be one upsert
-/// for all: PostgreSQL checks CHECK constraints on the proposed row before it
-/// resolves a conflict, and a delta such as "reserved -2" is no valid row.
-pub(crate) async fn move_balances(
-    tx: &Transaction<'_>,
-    events: &[(NewEvent, EventMetadata)],
-    existing: &HashSet<Item>,
-) -> Result<(), Failure> {
-    let mut net: BTreeMap<Item, StockDelta> = BTreeMap::new();
-    for (e, _) in events {
-        for (item, d) in e.event.stock_effects() {
-            let n = net.entry(item).or_default();
-            n.on_hand += d.on_hand;
-            n.reserved += d.reserved;
-            n.confirmed += d.confirmed;
-        }
-    }
-    net.retain(|_, d| *d != StockDelta::default());
-    let (old, new): (Vec<_>, Vec<_>) = net.into_iter().partition(|(i, _)| existing.contains(i));
-    if !old.is_empty() {
-        let update = tx
-            .prepare_cached(
-                "UPDATE item_balances AS b
-                 SET on_hand = b.on_hand + u.on_hand,
-                     reserved = b.reserved + u.reserved,
-                     confirmed = b.confirmed + u.confirmed
-                 FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[])
-                      AS u(sku, location, on_hand, reserved, confirmed)
-                 WHERE b.sku = u.sku AND b.location = u.location",
-            )
-            .await?;
-        let cols = columns(&old);
-        tx.execute(&update, &[&cols.0, &cols.1, &cols.2, &cols.3, &cols.4])
-            .await?;
-    }
-    if !new.is_empty() {
-        let insert = tx
-            .prepare_cached(
-                "INSERT INTO item_balances AS b (sku, location, on_hand, reserved, confirmed)
-                 SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[])
-                      AS u(sku, location, on_hand, reserved, confirmed)
-                 ORDER BY u.location, u.sku
-                 ON CONFLICT (sku, location) DO UPDATE
-                 SET on_hand = b.on_hand + EXCLUDED.on_hand,
-                     reserved = b.reserved + EXCLUDED.reserved,
-                     confirmed = b.confirmed + EXCLUDED.confirmed",
-            )
-            .await?;
-        let cols = columns(&new);
-        tx.execute(&insert, &[&cols.0, &cols.1, &cols.2, &cols.3, &cols.4])
-            .await?;
-    }
-    Ok(())
-}
-
 type Columns<'a> = (Vec<&'a str>, Vec<&'a str>, Vec<i64>, Vec<i64>, Vec<i64>);
 
-fn columns(rows: &[(Item, StockDelta)]) -> Columns<'_> {
-    let mut c: Columns<'_> = Default::default();
+fn columns<'a>(rows: &[&'a (Item, StockDelta)]) -> Columns<'a> {
+    let mut c: Columns<'a> = Default::default();
     for (item, d) in rows {
         c.0.push(item.sku.as_str());
         c.1.push(item.location.as_str());

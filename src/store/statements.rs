@@ -1,0 +1,79 @@
+//! Every statement of a command transaction, prepared before the transaction
+//! begins (and cached per connection after the first time). That is what
+//! makes pipelining safe: a statement that still had to be prepared would
+//! cost a round trip of its own in the middle of a pipeline, and the requests
+//! after it (a COMMIT among them) would reach the server first.
+
+use deadpool_postgres::ClientWrapper as Client;
+use tokio_postgres::Statement;
+
+use crate::store::error::Failure;
+use crate::store::rows::EVENT_COLUMNS;
+use crate::store::write::{APPEND, INSERT_BALANCES, UPDATE_BALANCES};
+
+pub(crate) struct Statements {
+    /// This backend and its transaction's start: who to end if we lose it.
+    pub who: Statement,
+    /// Transaction-scoped advisory locks on a sorted set of keys.
+    pub lock: Statement,
+    /// The events of a set of streams.
+    pub read: Statement,
+    /// The reservations that hold a set of orders.
+    pub owners: Statement,
+    /// The balance rows of a set of items, locked in (location, sku) order.
+    pub rows: Statement,
+    /// The decision's clock, the transaction id and the server incarnation.
+    pub clock: Statement,
+    pub append: Statement,
+    pub update_balances: Statement,
+    pub insert_balances: Statement,
+}
+
+impl Statements {
+    /// Prepared side by side: one round trip the first time on a connection,
+    /// none after.
+    pub(crate) async fn prepare(client: &Client) -> Result<Statements, Failure> {
+        let read = format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = ANY($1) ORDER BY stream, seq"
+        );
+        let (who, lock, read, owners, rows, clock) = tokio::try_join!(
+            client.prepare_cached("SELECT pg_backend_pid(), now()"),
+            client.prepare_cached(
+                "SELECT pg_advisory_xact_lock(h) FROM (
+                     SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest($1::text[]) AS k ORDER BY 1
+                 ) AS sorted",
+            ),
+            client.prepare_cached(&read),
+            client.prepare_cached(
+                "SELECT order_id, stream FROM events
+                 WHERE type = 'ReservationCreated' AND order_id = ANY($1)",
+            ),
+            client.prepare_cached(
+                "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed
+                 FROM item_balances AS b
+                 JOIN unnest($1::text[], $2::text[]) AS u(sku, location) USING (sku, location)
+                 ORDER BY b.location, b.sku
+                 FOR UPDATE OF b",
+            ),
+            client.prepare_cached(
+                "SELECT clock_timestamp(), pg_current_xact_id()::text::bigint, stockledger_incarnation()",
+            ),
+        )?;
+        let (append, update_balances, insert_balances) = tokio::try_join!(
+            client.prepare_cached(APPEND),
+            client.prepare_cached(UPDATE_BALANCES),
+            client.prepare_cached(INSERT_BALANCES),
+        )?;
+        Ok(Statements {
+            who,
+            lock,
+            read,
+            owners,
+            rows,
+            clock,
+            append,
+            update_balances,
+            insert_balances,
+        })
+    }
+}
