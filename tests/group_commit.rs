@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use stockledger::domain::{Command, CommandContext, Outcome, Rejection};
-use stockledger::store::group::GroupConfig;
+use stockledger::store::group::{Gather, GroupConfig};
 
 /// What matters of an answer, without times that differ between databases.
 fn summary(a: &Result<Outcome, Rejection>) -> String {
@@ -162,6 +162,37 @@ async fn duplicates_inside_one_batch() {
     assert_eq!(originals, 1);
     assert_eq!(db.count_stream(&res_stream("r-dup")).await, 1);
     assert_eq!(db.figures("a").await, (10, 4, 0));
+}
+
+/// The timer-free gather (`Gather::Yield`) forms batches from whatever is
+/// queued: a rush of buyers for 10 units gets exactly 10, each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_yield_gather_sells_exactly_what_there_is() {
+    let db = TestDb::new().await;
+    db.receive("in-1", "a", 10).await;
+    let config = GroupConfig {
+        gather: Gather::Yield,
+        ..GroupConfig::default()
+    };
+    let store = Arc::new(db.store.grouped(config));
+    let tasks: Vec<_> = (0..60)
+        .map(|i| {
+            let store = store.clone();
+            let cmd = reserve(&format!("r{i}"), &format!("o{i}"), &[("a", 1)], None);
+            tokio::spawn(async move { store.execute(cmd, CommandContext::new("test")).await })
+        })
+        .collect();
+    let mut sold = 0;
+    for t in tasks {
+        match t.await.unwrap().unwrap() {
+            Ok(_) => sold += 1,
+            Err(r) => assert_eq!(r.code().as_str(), "INSUFFICIENT_STOCK"),
+        }
+    }
+    assert_eq!(sold, 10);
+    assert_eq!(db.figures("a").await, (10, 10, 0));
+    db.project_all().await;
+    db.assert_audit_clean().await;
 }
 
 /// A batch that fails at COMMIT: the poisoned command gets an error, its

@@ -54,8 +54,22 @@ struct Job {
 pub struct GroupConfig {
     pub max_batch: usize,
     pub window: Duration,
+    pub gather: Gather,
     pub pipelines: usize,
     pub queue_depth: usize,
+}
+
+/// How a batch gathers more commands once its first has arrived and the
+/// queue is empty.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Gather {
+    /// Waits on a timer until `window` has passed. A tokio timer fires on the
+    /// next tick of its 1 ms wheel, so even a zero window waits up to 1 ms.
+    #[default]
+    Timer,
+    /// Without a timer: yields once, so tasks already running (callers about
+    /// to enqueue) get to, then takes what is queued and goes.
+    Yield,
 }
 
 impl Default for GroupConfig {
@@ -63,6 +77,7 @@ impl Default for GroupConfig {
         GroupConfig {
             max_batch: GROUP_COMMIT_MAX_BATCH,
             window: Duration::from_micros(GROUP_COMMIT_WINDOW_MICROS),
+            gather: Gather::default(),
             pipelines: GROUP_COMMIT_PIPELINES,
             queue_depth: GROUP_COMMIT_QUEUE_DEPTH,
         }
@@ -138,6 +153,13 @@ async fn pipeline(shared: Arc<Shared>, rx: Arc<Mutex<mpsc::Receiver<Job>>>, conf
                 match rx.try_recv() {
                     Ok(job) => batch.push(job),
                     Err(mpsc::error::TryRecvError::Disconnected) => break,
+                    Err(mpsc::error::TryRecvError::Empty) if config.gather == Gather::Yield => {
+                        tokio::task::yield_now().await;
+                        match rx.try_recv() {
+                            Ok(job) => batch.push(job),
+                            Err(_) => break,
+                        }
+                    }
                     Err(mpsc::error::TryRecvError::Empty) => {
                         match tokio::time::timeout_at(deadline, rx.recv()).await {
                             Ok(Some(job)) => batch.push(job),

@@ -57,6 +57,9 @@ pub struct CommandsArgs {
     /// Group commit: microseconds a batch waits for more commands.
     #[arg(long, default_value_t = stockledger::limits::GROUP_COMMIT_WINDOW_MICROS)]
     group_window_us: u64,
+    /// Group commit: how a batch gathers once the queue is empty (timer or yield).
+    #[arg(long, default_value = "timer", value_parser = ["timer", "yield"])]
+    group_gather: String,
     /// Group commit: batches gathered and committed at once.
     #[arg(long, default_value_t = stockledger::limits::GROUP_COMMIT_PIPELINES)]
     group_pipelines: usize,

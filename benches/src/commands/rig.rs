@@ -8,7 +8,7 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 use stockledger::audit::AuditReport;
 use stockledger::domain::{Command, CommandContext};
-use stockledger::store::group::GroupConfig;
+use stockledger::store::group::{Gather, GroupConfig};
 use stockledger::store::{pool, Store};
 
 use super::http::HttpTarget;
@@ -35,6 +35,10 @@ impl Rig {
         plain.migrate().await?;
         let group = GroupConfig {
             window: Duration::from_micros(args.group_window_us),
+            gather: match args.group_gather.as_str() {
+                "yield" => Gather::Yield,
+                _ => Gather::Timer,
+            },
             pipelines: args.group_pipelines,
             max_batch: args.group_max_batch,
             ..GroupConfig::default()
