@@ -69,6 +69,12 @@ pub const POOL_WAIT_TIMEOUT_MS: u64 = 5_000;
 /// Server-side limits set on every connection, so a stuck statement or an
 /// abandoned transaction cannot hold item locks for long.
 pub const STATEMENT_TIMEOUT_MS: u64 = 30_000;
+
+/// Longest a single statement of a schema migration may run. A migration
+/// that rewrites the log (`schema/0007`) takes far longer on a large log
+/// than any statement of the running service may, so migrations lift
+/// `STATEMENT_TIMEOUT_MS` to this inside their own transaction.
+pub const MIGRATION_STATEMENT_TIMEOUT_MS: u64 = 3_600_000;
 pub const IDLE_IN_TRANSACTION_TIMEOUT_MS: u64 = 60_000;
 
 /// Longest wait for a row or advisory lock inside any statement. A lock held

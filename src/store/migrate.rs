@@ -7,6 +7,7 @@
 use tokio_postgres::Client;
 
 use crate::domain::fingerprint::sha256_hex;
+use crate::limits::MIGRATION_STATEMENT_TIMEOUT_MS;
 use crate::store::error::Cause;
 use crate::store::StoreError;
 
@@ -104,6 +105,10 @@ async fn migrate_locked(client: &mut Client, last: i32) -> Result<Vec<i32>, Stor
             continue;
         }
         let tx = client.transaction().await?;
+        tx.batch_execute(&format!(
+            "SET LOCAL statement_timeout = {MIGRATION_STATEMENT_TIMEOUT_MS}"
+        ))
+        .await?;
         tx.batch_execute(m.sql).await.map_err(|e| {
             StoreError::Migration(Cause::with_source(format!("{} ({})", m.version, m.name), e))
         })?;

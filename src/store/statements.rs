@@ -33,8 +33,15 @@ impl Statements {
     /// Prepared side by side: one round trip the first time on a connection,
     /// none after.
     pub(crate) async fn prepare(client: &Client) -> Result<Statements, Failure> {
+        // One index probe per name, whatever the planner's statistics say:
+        // as `stream = ANY($1)`, a batch of a hundred new streams on a young
+        // table (no statistics yet) was planned as a sequential scan of the
+        // whole log, one per batch (docs/benchmarks.md, issue 10). `OFFSET 0`
+        // keeps the planner from flattening the lateral lookup into a join.
         let read = format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = ANY($1) ORDER BY stream, seq"
+            "SELECT {EVENT_COLUMNS} FROM unnest($1::text[]) AS s(name)
+             CROSS JOIN LATERAL (SELECT * FROM events WHERE stream = s.name OFFSET 0) AS e
+             ORDER BY e.stream, e.seq"
         );
         let (who, lock, read, owners, rows, clock) = tokio::try_join!(
             client.prepare_cached("SELECT pg_backend_pid(), now()"),
@@ -45,8 +52,10 @@ impl Statements {
             ),
             client.prepare_cached(&read),
             client.prepare_cached(
-                "SELECT order_id, stream FROM events
-                 WHERE type = 'ReservationCreated' AND order_id = ANY($1)",
+                "SELECT e.order_id, e.stream FROM unnest($1::text[]) AS o(id)
+                 CROSS JOIN LATERAL (SELECT order_id, stream FROM events
+                                     WHERE type = 'ReservationCreated' AND order_id = o.id
+                                     OFFSET 0) AS e",
             ),
             client.prepare_cached(
                 "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed
