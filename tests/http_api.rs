@@ -607,6 +607,36 @@ async fn the_openapi_document_is_served_and_kept_in_docs() {
     ] {
         assert!(doc["paths"][path].is_object(), "{path} is described");
     }
+    // Every path parameter is a `{name}` of its route, and the query
+    // strings the handlers read are described as query parameters (issue 11:
+    // they were described as required path parameters).
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for op in item.as_object().unwrap().values() {
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                let name = p["name"].as_str().unwrap();
+                if p["in"] == "path" {
+                    assert!(
+                        path.contains(&format!("{{{name}}}")),
+                        "{path}: {name} is no path parameter"
+                    );
+                }
+            }
+        }
+    }
+    let query = |path: &str| -> Vec<String> {
+        doc["paths"][path]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["in"] == "query")
+            .map(|p| p["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(query("/v1/events"), ["after", "limit", "stream"]);
+    assert_eq!(
+        query("/v1/stock/{sku}"),
+        ["location", "as_of", "as_of_position"]
+    );
     s.stop().await;
 }
 

@@ -38,6 +38,7 @@ pub async fn reservation(
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct StockQuery {
     /// Default "default".
     location: Option<String>,
@@ -164,6 +165,7 @@ pub async fn order(
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// The `next` cursor of the previous page; from the start when absent.
     after: Option<String>,
