@@ -149,7 +149,8 @@ impl Event {
         self.event_type().as_str()
     }
 
-    /// The `data` column: the event without its type tag.
+    /// The event's fields without its type tag, as the API and the CLI show
+    /// them. The log row lays them out differently (`store::log_row`).
     pub fn data(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(self).expect("events always serialise");
         v.get_mut("data")
@@ -157,7 +158,7 @@ impl Event {
             .unwrap_or_default()
     }
 
-    /// Rebuilds an event from the `type` and `data` columns.
+    /// Rebuilds an event from its type and its fields (the inverse of `data`).
     pub fn from_parts(
         type_name: &str,
         data: serde_json::Value,

@@ -248,14 +248,16 @@ async fn transaction(
                 .collect(),
         });
     }
-    let net = write::net_effects(&events);
-    let writes = write::Writes::new(&events, &net, &existing, now);
     attempt.commit_sent = true;
     let positions = tokio::time::timeout(Duration::from_millis(COMMIT_REPLY_DEADLINE_MS), async {
-        match events.is_empty() {
-            true => Ok(client.batch_execute("COMMIT").await.map(|()| Vec::new())?),
-            false => write::append_move_commit(client, &stmts, &writes).await,
+        if events.is_empty() {
+            // Nothing to write: the COMMIT only ends the transaction and frees
+            // its locks.
+            return Ok(client.batch_execute("COMMIT").await.map(|()| Vec::new())?);
         }
+        let net = write::net_effects(&events);
+        let writes = write::Writes::new(&events, &net, &existing, now);
+        write::append_move_commit(client, &stmts, &writes).await
     })
     .await
     .map_err(|_| {

@@ -191,7 +191,6 @@ async fn round_one(
     let no_rows = || async { Ok::<_, tokio_postgres::Error>(Vec::new()) };
     let lock_params: [&(dyn ToSql + Sync); 1] = [&wanted.keys];
     let read_params: [&(dyn ToSql + Sync); 1] = [&wanted.streams];
-    let (skus, locations) = item_columns(wanted.items.iter().flatten());
     let (begun, who, locked, events, owners, balances) = tokio::join!(
         client.batch_execute("BEGIN"),
         client.query_one(&stmts.who, &[]),
@@ -206,15 +205,7 @@ async fn round_one(
         async {
             match &wanted.items {
                 None => None,
-                Some(items) => Some(tokio::join!(
-                    async {
-                        match items.is_empty() {
-                            true => no_rows().await,
-                            false => client.query(&stmts.rows, &[&skus, &locations]).await,
-                        }
-                    },
-                    client.query_one(&stmts.clock, &[]),
-                )),
+                Some(items) => Some(rows_and_clock(client, stmts, items).await),
             }
         },
     );
@@ -237,10 +228,6 @@ async fn round_one(
         owners,
         balances,
     })
-}
-
-fn item_columns<'a>(items: impl Iterator<Item = &'a Item>) -> (Vec<&'a str>, Vec<&'a str>) {
-    items.map(|i| (i.sku.as_str(), i.location.as_str())).unzip()
 }
 
 /// The streams themselves, folded; returns the reservation streams' events.
@@ -289,26 +276,39 @@ fn read_order_owners(rows: Vec<Row>, state: &mut LedgerState) -> Result<(), Fail
     Ok(())
 }
 
-/// Round trip 2, for a batch whose items were not known up front: the
-/// balance rows of every item it may move, locked in (location, sku) order,
-/// then the clock.
+/// Round trip 2, for a batch whose items were not known up front.
 async fn lock_balances(
     client: &Client,
     stmts: &Statements,
     items: &BTreeSet<Item>,
 ) -> Result<(Vec<Row>, Row), Failure> {
-    let (skus, locations) = item_columns(items.iter());
-    let no_rows = || async { Ok::<_, tokio_postgres::Error>(Vec::new()) };
-    let (rows, clock) = tokio::join!(
+    let (rows, clock) = rows_and_clock(client, stmts, items).await;
+    Ok((rows?, clock?))
+}
+
+/// The balance rows of every item the batch may move, locked in (location,
+/// sku) order, then the clock: sent together, in that order.
+async fn rows_and_clock(
+    client: &Client,
+    stmts: &Statements,
+    items: &BTreeSet<Item>,
+) -> (
+    Result<Vec<Row>, tokio_postgres::Error>,
+    Result<Row, tokio_postgres::Error>,
+) {
+    let (skus, locations): (Vec<&str>, Vec<&str>) = items
+        .iter()
+        .map(|i| (i.sku.as_str(), i.location.as_str()))
+        .unzip();
+    tokio::join!(
         async {
             match items.is_empty() {
-                true => no_rows().await,
+                true => Ok(Vec::new()),
                 false => client.query(&stmts.rows, &[&skus, &locations]).await,
             }
         },
         client.query_one(&stmts.clock, &[]),
-    );
-    Ok((rows?, clock?))
+    )
 }
 
 /// The balance rows into the state; returns the items that had a row.
