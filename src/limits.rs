@@ -56,6 +56,11 @@ pub const RETRY_BACKOFF_MAX_MS: u64 = 200;
 pub const MAX_EVENTS_PER_READ: i64 = 1000;
 pub const DEFAULT_EVENTS_PER_READ: i64 = 100;
 
+/// Most digits in each of a log cursor's two numbers (`TX:POSITION`): as
+/// many as always fit a signed 64-bit integer, so a cursor that matches the
+/// published pattern always parses.
+pub const MAX_CURSOR_PART_DIGITS: usize = 18;
+
 /// Longest stream prefix a read of the log may filter by: the longest
 /// stream name (`adjustment:` and a longest id) and some room.
 pub const MAX_STREAM_PREFIX_LEN: usize = 80;

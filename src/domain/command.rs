@@ -9,6 +9,7 @@ use crate::domain::fingerprint;
 use crate::domain::ids::{AdjustmentId, Item, Location, OrderId, ReceiptId, ReservationId, Sku};
 use crate::domain::stream::StreamId;
 use crate::domain::Rejection;
+use crate::domain::{contract, number};
 use crate::limits::{
     DEFAULT_TTL_SECONDS, MAX_ADJUST_DELTA, MAX_LINES_PER_RESERVATION, MAX_QUANTITY,
     MAX_RAW_LINES_PER_RESERVATION, MAX_REASON_LEN, MAX_TTL_SECONDS, MIN_TTL_SECONDS,
@@ -22,40 +23,60 @@ pub const DEFAULT_RELEASE_REASON: &str = "cancelled";
 #[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LineRequest {
+    #[schema(schema_with = contract::id)]
     pub sku: String,
     #[serde(default)]
+    #[schema(schema_with = contract::location)]
     pub location: Option<String>,
+    #[serde(deserialize_with = "number::whole")]
+    #[schema(schema_with = contract::quantity)]
     pub quantity: i64,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReserveRequest {
+    /// Chosen by the caller, one per order, and sent again on every retry.
+    #[schema(schema_with = contract::id)]
     pub reservation_id: String,
+    #[schema(schema_with = contract::id)]
     pub order_id: String,
+    #[schema(schema_with = contract::lines)]
     pub lines: Vec<LineRequest>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "number::optional_whole")]
+    #[schema(schema_with = contract::ttl_seconds)]
     pub ttl_seconds: Option<i64>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReceiveRequest {
+    #[schema(schema_with = contract::id)]
     pub receipt_id: String,
+    #[schema(schema_with = contract::id)]
     pub sku: String,
     #[serde(default)]
+    #[schema(schema_with = contract::location)]
     pub location: Option<String>,
+    #[serde(deserialize_with = "number::whole")]
+    #[schema(schema_with = contract::quantity)]
     pub quantity: i64,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AdjustRequest {
+    #[schema(schema_with = contract::id)]
     pub adjustment_id: String,
+    #[schema(schema_with = contract::id)]
     pub sku: String,
     #[serde(default)]
+    #[schema(schema_with = contract::location)]
     pub location: Option<String>,
+    #[serde(deserialize_with = "number::whole")]
+    #[schema(schema_with = contract::delta)]
     pub delta: i64,
+    #[schema(schema_with = contract::reason)]
     pub reason: String,
 }
 

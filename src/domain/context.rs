@@ -30,21 +30,44 @@ impl CommandContext {
     }
 
     /// Checks the caller-supplied parts against the metadata limits.
+    ///
+    /// Correlation and causation ids arrive as HTTP headers, so they are held
+    /// to what a header carries unchanged: printable ASCII, with no space at
+    /// either end (HTTP strips those). The published pattern
+    /// (`contract::metadata_id_pattern`) says the same and is tested against
+    /// this function.
     pub fn validate(&self) -> Result<(), Rejection> {
         for (field, value) in [
             ("correlation_id", self.correlation_id.as_deref()),
             ("causation_id", self.causation_id.as_deref()),
-            ("actor", Some(self.actor.as_str())),
         ] {
             if let Some(v) = value {
-                if v.is_empty() || v.len() > MAX_METADATA_ID_LEN || v.chars().any(char::is_control)
+                let printable = v.bytes().all(|b| (b' '..=b'~').contains(&b));
+                if v.is_empty()
+                    || v.len() > MAX_METADATA_ID_LEN
+                    || !printable
+                    || v.starts_with(' ')
+                    || v.ends_with(' ')
                 {
                     return Err(Rejection::invalid(
                         field,
-                        format!("must be 1 to {MAX_METADATA_ID_LEN} printable characters"),
+                        format!(
+                            "must be 1 to {MAX_METADATA_ID_LEN} printable ASCII characters, \
+                             neither first nor last a space"
+                        ),
                     ));
                 }
             }
+        }
+        let actor = self.actor.as_str();
+        if actor.is_empty()
+            || actor.chars().count() > MAX_METADATA_ID_LEN
+            || actor.chars().any(char::is_control)
+        {
+            return Err(Rejection::invalid(
+                "actor",
+                format!("must be 1 to {MAX_METADATA_ID_LEN} printable characters"),
+            ));
         }
         Ok(())
     }

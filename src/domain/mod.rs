@@ -4,10 +4,12 @@
 
 pub mod command;
 pub mod context;
+pub mod contract;
 pub mod decide;
 pub mod event;
 pub mod fingerprint;
 pub mod ids;
+pub mod number;
 pub mod rejection;
 pub mod reservation;
 pub mod stream;

@@ -34,6 +34,19 @@ pub enum RejectionCode {
 }
 
 impl RejectionCode {
+    /// Every code, for lists that must name them all (the API description).
+    pub const ALL: [RejectionCode; 9] = [
+        RejectionCode::InvalidArgument,
+        RejectionCode::InsufficientStock,
+        RejectionCode::IdempotencyConflict,
+        RejectionCode::ReservationReleased,
+        RejectionCode::ReservationExpired,
+        RejectionCode::AlreadyConfirmed,
+        RejectionCode::ReservationNotFound,
+        RejectionCode::OrderAlreadyReserved,
+        RejectionCode::NotFound,
+    ];
+
     /// As callers see it: in API bodies, CLI output and metrics labels.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -2,49 +2,36 @@
 //! command did the work, `200` when it was a replay (or a confirm/release).
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::domain::{
-    command, AdjustRequest, Command, CommandContext, Outcome, ReceiveRequest, RecordedEvent,
-    ReserveRequest,
+    command, contract, AdjustRequest, Command, CommandContext, Outcome, ReceiveRequest,
+    RecordedEvent, ReserveRequest,
 };
-use crate::server::auth::{Caller, Can, ToWrite};
+use crate::server::auth::{Can, ToWrite};
 use crate::server::error::ApiError;
 use crate::server::json::{ApiJson, ApiPath};
 use crate::server::openapi::{AdjustmentResponse, ErrorBody, ReceiptResponse, ReservationResponse};
-use crate::server::{AppState, CAUSATION_HEADER, CORRELATION_HEADER};
+use crate::server::params::{CommandHeaders, ReservationPath};
+use crate::server::AppState;
 use crate::store::{Answered, ReservationDetails};
 
-/// The body of a confirm: nothing (`{}`), but unknown fields are still refused.
+/// The body of a confirm: none, or `{}`; unknown fields are still refused.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfirmBody {}
 
+/// The body of a release: none, `{}`, or a reason.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReleaseBody {
-    /// Why; 1 to 200 characters. Default "cancelled".
     #[serde(default)]
+    #[schema(schema_with = contract::release_reason)]
     pub reason: Option<String>,
-}
-
-fn header(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-}
-
-fn context(caller: &Caller, headers: &HeaderMap) -> Result<CommandContext, ApiError> {
-    let mut ctx = CommandContext::new(format!("key:{}", caller.name));
-    ctx.correlation_id = header(headers, CORRELATION_HEADER);
-    ctx.causation_id = header(headers, CAUSATION_HEADER);
-    ctx.validate()?;
-    Ok(ctx)
 }
 
 /// Runs one command and counts its outcome.
@@ -108,21 +95,19 @@ fn reservation_body(committed: Committed) -> Result<(bool, Value), ApiError> {
     Ok((replayed, body))
 }
 
-#[utoipa::path(post, path = "/v1/stock/receipts", tag = "commands", request_body = ReceiveRequest,
-    params(("X-Correlation-Id" = Option<String>, Header), ("X-Causation-Id" = Option<String>, Header)),
+#[utoipa::path(post, path = "/v1/stock/receipts", operation_id = "receiveStock", tag = "commands", request_body = ReceiveRequest,
+    params(CommandHeaders),
     responses((status = 201, description = "received", body = ReceiptResponse),
               (status = 200, description = "a replay of the same receipt", body = ReceiptResponse),
-              (status = "4XX", description = "INVALID_ARGUMENT, MALFORMED_JSON, UNAUTHENTICATED, FORBIDDEN, IDEMPOTENCY_CONFLICT, PAYLOAD_TOO_LARGE, RATE_LIMITED", body = ErrorBody),
-              (status = 415, description = "UNSUPPORTED_MEDIA_TYPE: a body not sent as application/json", body = ErrorBody),
-              (status = 503, description = "UNAVAILABLE: retry with the same ids", body = ErrorBody)),
+              (status = 409, description = "IDEMPOTENCY_CONFLICT: the receipt id was used for another receipt", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn receive(
     State(s): State<AppState>,
     Can { caller, .. }: Can<ToWrite>,
-    headers: HeaderMap,
+    headers: CommandHeaders,
     ApiJson(req): ApiJson<ReceiveRequest>,
 ) -> Result<Response, ApiError> {
-    let ctx = context(&caller, &headers)?;
+    let ctx = headers.context(&caller)?;
     let o = run(&s, "receive", req.validate(), ctx).await?;
     Ok((
         created_or_replayed(o.outcome.replayed()),
@@ -131,22 +116,20 @@ pub async fn receive(
         .into_response())
 }
 
-#[utoipa::path(post, path = "/v1/stock/adjustments", tag = "commands", request_body = AdjustRequest,
-    params(("X-Correlation-Id" = Option<String>, Header), ("X-Causation-Id" = Option<String>, Header)),
+#[utoipa::path(post, path = "/v1/stock/adjustments", operation_id = "adjustStock", tag = "commands", request_body = AdjustRequest,
+    params(CommandHeaders),
     responses((status = 201, description = "adjusted", body = AdjustmentResponse),
               (status = 200, description = "a replay of the same adjustment", body = AdjustmentResponse),
-              (status = 422, description = "INSUFFICIENT_STOCK: on_hand would fall below reserved", body = ErrorBody),
-              (status = "4XX", description = "INVALID_ARGUMENT, MALFORMED_JSON, UNAUTHENTICATED, FORBIDDEN, IDEMPOTENCY_CONFLICT, PAYLOAD_TOO_LARGE, RATE_LIMITED", body = ErrorBody),
-              (status = 415, description = "UNSUPPORTED_MEDIA_TYPE: a body not sent as application/json", body = ErrorBody),
-              (status = 503, description = "UNAVAILABLE", body = ErrorBody)),
+              (status = 409, description = "IDEMPOTENCY_CONFLICT: the adjustment id was used for another adjustment", body = ErrorBody),
+              (status = 422, description = "INSUFFICIENT_STOCK: on_hand would fall below reserved", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn adjust(
     State(s): State<AppState>,
     Can { caller, .. }: Can<ToWrite>,
-    headers: HeaderMap,
+    headers: CommandHeaders,
     ApiJson(req): ApiJson<AdjustRequest>,
 ) -> Result<Response, ApiError> {
-    let ctx = context(&caller, &headers)?;
+    let ctx = headers.context(&caller)?;
     let o = run(&s, "adjust", req.validate(), ctx).await?;
     Ok((
         created_or_replayed(o.outcome.replayed()),
@@ -155,66 +138,57 @@ pub async fn adjust(
         .into_response())
 }
 
-#[utoipa::path(post, path = "/v1/reservations", tag = "commands", request_body = ReserveRequest,
-    params(("X-Correlation-Id" = Option<String>, Header), ("X-Causation-Id" = Option<String>, Header)),
+#[utoipa::path(post, path = "/v1/reservations", operation_id = "reserve", tag = "commands", request_body = ReserveRequest,
+    params(CommandHeaders),
     responses((status = 201, description = "reserved", body = ReservationResponse),
               (status = 200, description = "a replay: the reservation as it is now", body = ReservationResponse),
               (status = 409, description = "IDEMPOTENCY_CONFLICT, RESERVATION_RELEASED, ORDER_ALREADY_RESERVED", body = ErrorBody),
-              (status = 422, description = "INSUFFICIENT_STOCK with details.shortfalls", body = ErrorBody),
-              (status = "4XX", description = "INVALID_ARGUMENT, MALFORMED_JSON, UNAUTHENTICATED, FORBIDDEN, PAYLOAD_TOO_LARGE, RATE_LIMITED", body = ErrorBody),
-              (status = 415, description = "UNSUPPORTED_MEDIA_TYPE: a body not sent as application/json", body = ErrorBody),
-              (status = 503, description = "UNAVAILABLE", body = ErrorBody)),
+              (status = 422, description = "INSUFFICIENT_STOCK with details.shortfalls", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn reserve(
     State(s): State<AppState>,
     Can { caller, .. }: Can<ToWrite>,
-    headers: HeaderMap,
+    headers: CommandHeaders,
     ApiJson(req): ApiJson<ReserveRequest>,
 ) -> Result<Response, ApiError> {
-    let ctx = context(&caller, &headers)?;
+    let ctx = headers.context(&caller)?;
     let o = run(&s, "reserve", req.validate(), ctx).await?;
     let (replayed, body) = reservation_body(o)?;
     Ok((created_or_replayed(replayed), Json(body)).into_response())
 }
 
-#[utoipa::path(post, path = "/v1/reservations/{id}/confirm", tag = "commands", request_body = ConfirmBody,
-    params(("id" = String, Path), ("X-Correlation-Id" = Option<String>, Header), ("X-Causation-Id" = Option<String>, Header)),
+#[utoipa::path(post, path = "/v1/reservations/{id}/confirm", operation_id = "confirmReservation", tag = "commands", request_body = Option<ConfirmBody>,
+    params(ReservationPath, CommandHeaders),
     responses((status = 200, description = "confirmed (or already confirmed: replayed)", body = ReservationResponse),
               (status = 404, description = "RESERVATION_NOT_FOUND", body = ErrorBody),
-              (status = 409, description = "RESERVATION_EXPIRED, RESERVATION_RELEASED", body = ErrorBody),
-              (status = "4XX", description = "INVALID_ARGUMENT, MALFORMED_JSON, UNAUTHENTICATED, FORBIDDEN, PAYLOAD_TOO_LARGE, RATE_LIMITED", body = ErrorBody),
-              (status = 415, description = "UNSUPPORTED_MEDIA_TYPE: a body not sent as application/json", body = ErrorBody),
-              (status = 503, description = "UNAVAILABLE", body = ErrorBody)),
+              (status = 409, description = "RESERVATION_EXPIRED, RESERVATION_RELEASED", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn confirm(
     State(s): State<AppState>,
     Can { caller, .. }: Can<ToWrite>,
-    headers: HeaderMap,
-    ApiPath(id): ApiPath<String>,
+    headers: CommandHeaders,
+    ApiPath(ReservationPath { id }): ApiPath<ReservationPath>,
     ApiJson(_): ApiJson<ConfirmBody>,
 ) -> Result<Response, ApiError> {
-    let ctx = context(&caller, &headers)?;
+    let ctx = headers.context(&caller)?;
     let o = run(&s, "confirm", command::confirm(&id), ctx).await?;
     let (_, body) = reservation_body(o)?;
     Ok(Json(body).into_response())
 }
 
-#[utoipa::path(post, path = "/v1/reservations/{id}/release", tag = "commands", request_body = ReleaseBody,
-    params(("id" = String, Path), ("X-Correlation-Id" = Option<String>, Header), ("X-Causation-Id" = Option<String>, Header)),
+#[utoipa::path(post, path = "/v1/reservations/{id}/release", operation_id = "releaseReservation", tag = "commands", request_body = Option<ReleaseBody>,
+    params(ReservationPath, CommandHeaders),
     responses((status = 200, description = "released (a tombstone if it did not exist yet), or already released or expired: replayed", body = ReservationResponse),
-              (status = 409, description = "ALREADY_CONFIRMED (returns are new stock: a receipt)", body = ErrorBody),
-              (status = "4XX", description = "INVALID_ARGUMENT, MALFORMED_JSON, UNAUTHENTICATED, FORBIDDEN, PAYLOAD_TOO_LARGE, RATE_LIMITED", body = ErrorBody),
-              (status = 415, description = "UNSUPPORTED_MEDIA_TYPE: a body not sent as application/json", body = ErrorBody),
-              (status = 503, description = "UNAVAILABLE", body = ErrorBody)),
+              (status = 409, description = "ALREADY_CONFIRMED (returns are new stock: a receipt)", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn release(
     State(s): State<AppState>,
     Can { caller, .. }: Can<ToWrite>,
-    headers: HeaderMap,
-    ApiPath(id): ApiPath<String>,
+    headers: CommandHeaders,
+    ApiPath(ReservationPath { id }): ApiPath<ReservationPath>,
     ApiJson(body): ApiJson<ReleaseBody>,
 ) -> Result<Response, ApiError> {
-    let ctx = context(&caller, &headers)?;
+    let ctx = headers.context(&caller)?;
     let o = run(
         &s,
         "release",

@@ -13,6 +13,30 @@ use crate::domain::{Rejection, RejectionCode};
 use crate::limits::UNAVAILABLE_RETRY_AFTER_SECONDS;
 use crate::store::StoreError;
 
+/// Every code an error body can carry: the domain's rejections, then the
+/// API's own. The API description lists exactly these (a test holds every
+/// variant to the list).
+pub const ERROR_CODES: &[&str] = &[
+    "INVALID_ARGUMENT",
+    "INSUFFICIENT_STOCK",
+    "IDEMPOTENCY_CONFLICT",
+    "RESERVATION_RELEASED",
+    "RESERVATION_EXPIRED",
+    "ALREADY_CONFIRMED",
+    "RESERVATION_NOT_FOUND",
+    "ORDER_ALREADY_RESERVED",
+    "NOT_FOUND",
+    "MALFORMED_JSON",
+    "UNSUPPORTED_MEDIA_TYPE",
+    "UNAUTHENTICATED",
+    "FORBIDDEN",
+    "METHOD_NOT_ALLOWED",
+    "PAYLOAD_TOO_LARGE",
+    "RATE_LIMITED",
+    crate::store::error::UNAVAILABLE,
+    crate::store::error::INTERNAL,
+];
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error(transparent)]
@@ -171,5 +195,54 @@ impl IntoResponse for ApiError {
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One of each variant; the match makes a new variant fail to compile
+    /// here until it is added.
+    fn one_of_each() -> Vec<ApiError> {
+        let all = vec![
+            ApiError::MalformedJson(String::new()),
+            ApiError::UnsupportedMediaType(String::new()),
+            ApiError::Unauthenticated,
+            ApiError::Forbidden {
+                role: "reader",
+                action: "write",
+            },
+            ApiError::MethodNotAllowed,
+            ApiError::PayloadTooLarge { limit: 1 },
+            ApiError::RateLimited { retry_after: 1 },
+            ApiError::unavailable("test"),
+            ApiError::Internal(String::new()),
+        ];
+        for e in &all {
+            match e {
+                ApiError::Rejected(_)
+                | ApiError::MalformedJson(_)
+                | ApiError::UnsupportedMediaType(_)
+                | ApiError::Unauthenticated
+                | ApiError::Forbidden { .. }
+                | ApiError::MethodNotAllowed
+                | ApiError::PayloadTooLarge { .. }
+                | ApiError::RateLimited { .. }
+                | ApiError::Unavailable { .. }
+                | ApiError::Internal(_) => {}
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn every_code_is_in_the_published_list_once() {
+        let mut codes: Vec<&str> = one_of_each().iter().map(ApiError::code).collect();
+        codes.extend(RejectionCode::ALL.iter().map(|c| c.as_str()));
+        codes.sort_unstable();
+        let mut listed = ERROR_CODES.to_vec();
+        listed.sort_unstable();
+        assert_eq!(codes, listed);
     }
 }

@@ -16,6 +16,7 @@ pub mod listener;
 pub mod metrics;
 pub mod openapi;
 mod ops;
+mod params;
 mod rate;
 mod reads;
 mod routes;

@@ -13,14 +13,14 @@ use crate::server::metrics::Gauges;
 use crate::server::AppState;
 
 /// `200` while the process runs.
-#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, description = "the process runs")))]
+#[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "operations", responses((status = 200, description = "the process runs", body = crate::server::openapi::Status)))]
 pub async fn healthz() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
 }
 
 /// `200` when the database answers and its schema is what this binary expects.
-#[utoipa::path(get, path = "/readyz", tag = "operations",
-    responses((status = 200, description = "the database answers and migrations are current"),
+#[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
+    responses((status = 200, description = "the database answers and migrations are current", body = crate::server::openapi::Status),
               (status = 503, description = "UNAVAILABLE", body = crate::server::openapi::ErrorBody)))]
 pub async fn readyz(State(s): State<AppState>) -> Response {
     match s.store.pending_migrations().await {
@@ -40,7 +40,7 @@ pub async fn readyz(State(s): State<AppState>) -> Response {
 
 /// Prometheus (OpenMetrics) text: commands by type and outcome, latency
 /// histograms, pool use, projection lag, expiries, reservations by state.
-#[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text")))]
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String)))]
 pub async fn metrics(State(s): State<AppState>) -> Response {
     let status = s.store.pool_status();
     let read = s.scrape.get(&s).await;
@@ -60,7 +60,7 @@ pub async fn metrics(State(s): State<AppState>) -> Response {
 }
 
 /// This document.
-#[utoipa::path(get, path = "/openapi.json", tag = "operations", responses((status = 200, description = "the OpenAPI 3.1 description")))]
+#[utoipa::path(get, path = "/openapi.json", operation_id = "openapi", tag = "operations", responses((status = 200, description = "the OpenAPI 3.1 description", body = Object)))]
 pub async fn openapi() -> Response {
     (
         [(header::CONTENT_TYPE, "application/json")],

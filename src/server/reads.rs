@@ -7,7 +7,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::domain::{Balance, Item, Location, OrderId, Rejection, ReservationId, Sku};
+use crate::domain::{contract, Balance, Item, Location, OrderId, Rejection, ReservationId, Sku};
 use crate::limits::{DEFAULT_EVENTS_PER_READ, MAX_EVENTS_PER_READ, MAX_STREAM_PREFIX_LEN};
 use crate::server::auth::{Can, ToAudit, ToRead};
 use crate::server::error::ApiError;
@@ -15,20 +15,20 @@ use crate::server::json::{ApiPath, ApiQuery};
 use crate::server::openapi::{
     ErrorBody, EventsPage, OrderResponse, ProjectionsResponse, ReservationResponse, StockResponse,
 };
+use crate::server::params::{OrderPath, ReservationPath, SkuPath};
 use crate::server::AppState;
 use crate::store::history::AsOf;
 use crate::store::read::event_json;
 use crate::store::Cursor;
 
-#[utoipa::path(get, path = "/v1/reservations/{id}", tag = "reads", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/reservations/{id}", operation_id = "getReservation", tag = "reads", params(ReservationPath),
     responses((status = 200, description = "the reservation, read from the log", body = ReservationResponse),
-              (status = 404, description = "RESERVATION_NOT_FOUND", body = ErrorBody),
-              (status = "4XX", description = "INVALID_ARGUMENT, UNAUTHENTICATED, FORBIDDEN, RATE_LIMITED", body = ErrorBody)),
+              (status = 404, description = "RESERVATION_NOT_FOUND", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn reservation(
     State(s): State<AppState>,
     _: Can<ToRead>,
-    ApiPath(id): ApiPath<String>,
+    ApiPath(ReservationPath { id }): ApiPath<ReservationPath>,
 ) -> Result<Json<Value>, ApiError> {
     let rid = ReservationId::parse("reservation_id", &id)?;
     match s.store.reservation(&rid).await? {
@@ -40,28 +40,24 @@ pub async fn reservation(
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct StockQuery {
-    /// Default "default".
+    #[param(schema_with = contract::id)]
     location: Option<String>,
-    /// An RFC 3339 time: the figures at that moment, replayed from the log.
-    /// A time the log may still change at (at or after the start of the
-    /// oldest open transaction, or in the future) is clamped to just before
-    /// it; the answer's `as_of.clamped` says so.
+    #[param(schema_with = contract::as_of_time)]
     as_of: Option<String>,
-    /// A log position: the figures with every event up to it, from the log,
-    /// counting only committed events below the safe horizon (clamped to the
-    /// last of them; `as_of.clamped` says so).
+    /// Read as text and parsed here, so that a bad value is refused with
+    /// its own message rather than serde's.
+    #[param(schema_with = contract::as_of_position)]
     as_of_position: Option<String>,
 }
 
-#[utoipa::path(get, path = "/v1/stock/{sku}", tag = "reads", params(("sku" = String, Path), StockQuery),
+#[utoipa::path(get, path = "/v1/stock/{sku}", operation_id = "getStock", tag = "reads", params(SkuPath, StockQuery),
     responses((status = 200, description = "the figures, from the stock_levels read model or (with as_of) the log", body = StockResponse),
-              (status = 404, description = "NOT_FOUND: never received (without as_of; a past moment before the first receipt has zeros)", body = ErrorBody),
-              (status = "4XX", description = "INVALID_ARGUMENT, UNAUTHENTICATED, FORBIDDEN, RATE_LIMITED", body = ErrorBody)),
+              (status = 404, description = "NOT_FOUND: never received (without as_of; a past moment before the first receipt has zeros)", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn stock(
     State(s): State<AppState>,
     _: Can<ToRead>,
-    ApiPath(sku): ApiPath<String>,
+    ApiPath(SkuPath { sku }): ApiPath<SkuPath>,
     ApiQuery(q): ApiQuery<StockQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let item = Item {
@@ -129,15 +125,14 @@ async fn stock_as_of(s: &AppState, item: &Item, a: AsOf) -> Result<(Balance, Val
     Ok((f.figures, doc))
 }
 
-#[utoipa::path(get, path = "/v1/orders/{order_id}", tag = "reads", params(("order_id" = String, Path)),
+#[utoipa::path(get, path = "/v1/orders/{order_id}", operation_id = "getOrder", tag = "reads", params(OrderPath),
     responses((status = 200, description = "the per-order view", body = OrderResponse),
-              (status = 404, description = "NOT_FOUND", body = ErrorBody),
-              (status = "4XX", description = "INVALID_ARGUMENT, UNAUTHENTICATED, FORBIDDEN, RATE_LIMITED", body = ErrorBody)),
+              (status = 404, description = "NOT_FOUND", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn order(
     State(s): State<AppState>,
     _: Can<ToRead>,
-    ApiPath(order_id): ApiPath<String>,
+    ApiPath(OrderPath { order_id }): ApiPath<OrderPath>,
 ) -> Result<Json<Value>, ApiError> {
     let order = OrderId::parse("order_id", &order_id)?;
     if let Some(view) = s.store.order_view(&order).await? {
@@ -167,17 +162,16 @@ pub async fn order(
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct EventsQuery {
-    /// The `next` cursor of the previous page; from the start when absent.
+    #[param(schema_with = contract::cursor)]
     after: Option<String>,
-    /// 1 to 1000; default 100.
+    #[param(schema_with = contract::events_limit)]
     limit: Option<String>,
-    /// Only streams starting with this prefix (e.g. `reservation:`).
+    #[param(schema_with = contract::stream_prefix)]
     stream: Option<String>,
 }
 
-#[utoipa::path(get, path = "/v1/events", tag = "reads", params(EventsQuery),
-    responses((status = 200, description = "a page of the log in safe commit order", body = EventsPage),
-              (status = "4XX", description = "INVALID_ARGUMENT, UNAUTHENTICATED, FORBIDDEN (auditor or admin), RATE_LIMITED", body = ErrorBody)),
+#[utoipa::path(get, path = "/v1/events", operation_id = "listEvents", tag = "reads", params(EventsQuery),
+    responses((status = 200, description = "a page of the log in safe commit order", body = EventsPage)),
     security(("bearer" = [])))]
 pub async fn events(
     State(s): State<AppState>,
@@ -199,7 +193,8 @@ pub async fn events(
             })?,
     };
     if let Some(prefix) = &q.stream {
-        if prefix.is_empty() || prefix.len() > MAX_STREAM_PREFIX_LEN {
+        let len = prefix.chars().count();
+        if len == 0 || len > MAX_STREAM_PREFIX_LEN {
             let reason = format!("must be 1 to {MAX_STREAM_PREFIX_LEN} characters");
             return Err(Rejection::invalid("stream", reason).into());
         }
@@ -211,9 +206,8 @@ pub async fn events(
     })))
 }
 
-#[utoipa::path(get, path = "/v1/projections", tag = "reads",
-    responses((status = 200, description = "each projection's checkpoint, lag and state", body = ProjectionsResponse),
-              (status = "4XX", description = "UNAUTHENTICATED, FORBIDDEN (auditor or admin), RATE_LIMITED", body = ErrorBody)),
+#[utoipa::path(get, path = "/v1/projections", operation_id = "listProjections", tag = "reads",
+    responses((status = 200, description = "each projection's checkpoint, lag and state", body = ProjectionsResponse)),
     security(("bearer" = [])))]
 pub async fn projections(
     State(s): State<AppState>,

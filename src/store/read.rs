@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use crate::domain::{
     Balance, Item, RecordedEvent, Rejection, ReservationId, ReservationView, StreamId,
 };
-use crate::limits::MAX_EVENTS_PER_READ;
+use crate::limits::{MAX_CURSOR_PART_DIGITS, MAX_EVENTS_PER_READ};
 use crate::store::load::fold_stream;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::StoreError;
@@ -58,13 +58,22 @@ impl FromStr for Cursor {
     type Err = Rejection;
     fn from_str(s: &str) -> Result<Self, Rejection> {
         let bad = || Rejection::invalid("after", "a cursor is TX:POSITION, as returned in `next`");
+        // Digits only, and few enough to fit: exactly the published pattern
+        // (`contract::cursor_pattern`), so no sign, space or overflow slips by.
+        let number = |part: &str| -> Result<i64, Rejection> {
+            if part.is_empty()
+                || part.len() > MAX_CURSOR_PART_DIGITS
+                || !part.bytes().all(|b| b.is_ascii_digit())
+            {
+                return Err(bad());
+            }
+            part.parse().map_err(|_| bad())
+        };
         let (tx, pos) = s.split_once(':').ok_or_else(bad)?;
-        let tx_id: i64 = tx.parse().map_err(|_| bad())?;
-        let position: i64 = pos.parse().map_err(|_| bad())?;
-        if tx_id < 0 || position < 0 {
-            return Err(bad());
-        }
-        Ok(Cursor { tx_id, position })
+        Ok(Cursor {
+            tx_id: number(tx)?,
+            position: number(pos)?,
+        })
     }
 }
 

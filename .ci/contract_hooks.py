@@ -1,0 +1,58 @@
+"""Schemathesis hooks for `.ci/contract`.
+
+Two rules of the API cannot be said in JSON Schema, so Schemathesis can
+generate a request it believes valid that the document says is not:
+
+- GET /v1/stock/{sku}: `as_of` and `as_of_position` are alternatives (each
+  parameter's description says "Not together with ...").
+- POST /v1/reservations: lines for the same item are added up first; then
+  there may be at most `x-max-items-after-merging` lines, each sum within the
+  quantity's bounds (the description of `lines`).
+
+Before a request generated as valid is sent, it is brought within these
+rules, the way a correct client would build it: the second alternative is
+dropped, and lines for an item already listed are dropped. Requests
+generated as invalid are sent as generated. The limits are read from the
+served document, not copied. The server's answers to requests that break
+these rules are tested in tests/http_api.rs.
+"""
+
+import schemathesis
+
+
+def _limits(case):
+    schemas = case.operation.schema.raw_schema["components"]["schemas"]
+    line = schemas["LineRequest"]["properties"]
+    lines = schemas["ReserveRequest"]["properties"]["lines"]
+    return (
+        line["location"]["default"],
+        lines["x-max-items-after-merging"],
+    )
+
+
+def _one_line_per_item(case):
+    body = case.body
+    if not isinstance(body, dict) or not isinstance(body.get("lines"), list):
+        return
+    default_location, max_items = _limits(case)
+    seen, kept = set(), []
+    for line in body["lines"]:
+        if not isinstance(line, dict):
+            return
+        item = (line.get("sku"), line.get("location") or default_location)
+        if item not in seen and len(seen) < max_items:
+            seen.add(item)
+            kept.append(line)
+    body["lines"] = kept
+
+
+@schemathesis.hook
+def before_call(ctx, case, **kwargs):
+    meta = case.meta
+    if meta is None or not meta.generation.mode.is_positive:
+        return
+    if case.operation.path == "/v1/stock/{sku}" and case.query:
+        if "as_of" in case.query and "as_of_position" in case.query:
+            del case.query["as_of_position"]
+    if case.operation.path == "/v1/reservations" and case.method.upper() == "POST":
+        _one_line_per_item(case)

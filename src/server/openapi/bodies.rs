@@ -1,0 +1,182 @@
+//! The JSON the handlers answer with, as schemas. The handlers build their
+//! bodies with `json!`; these types only describe them, and the HTTP tests
+//! and the Schemathesis run in CI hold the answers to them.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::domain::contract;
+use crate::server::error::ERROR_CODES;
+
+/// Every error: a stable code, a message for people, machine-readable details.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    #[schema(schema_with = error_code)]
+    pub code: String,
+    pub message: String,
+    /// INVALID_ARGUMENT: `{field, reason}`; INSUFFICIENT_STOCK:
+    /// `{shortfalls: [{sku, location, requested, available}]}`; PAYLOAD_TOO_LARGE:
+    /// `{limit_bytes}`; RATE_LIMITED: `{retry_after_seconds}`; UNAVAILABLE and
+    /// INTERNAL: `{correlation_id}`; otherwise `{}`.
+    pub details: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The stable error codes, every one the server can answer with.
+fn error_code() -> utoipa::openapi::schema::Schema {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(ERROR_CODES.iter().copied()))
+        .into()
+}
+
+/// A reservation's state.
+#[derive(Serialize, ToSchema)]
+#[allow(clippy::upper_case_acronyms)]
+pub enum ReservationState {
+    RESERVED,
+    CONFIRMED,
+    RELEASED,
+    EXPIRED,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Line {
+    #[schema(schema_with = contract::id)]
+    pub sku: String,
+    #[schema(schema_with = contract::id)]
+    pub location: String,
+    #[schema(schema_with = contract::quantity)]
+    pub quantity: u32,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ReceiptResponse {
+    #[schema(schema_with = contract::id)]
+    pub receipt_id: String,
+    #[schema(schema_with = contract::id)]
+    pub sku: String,
+    #[schema(schema_with = contract::id)]
+    pub location: String,
+    #[schema(schema_with = contract::quantity)]
+    pub quantity: u32,
+    /// True when an earlier identical request did the work.
+    pub replayed: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AdjustmentResponse {
+    #[schema(schema_with = contract::id)]
+    pub adjustment_id: String,
+    #[schema(schema_with = contract::id)]
+    pub sku: String,
+    #[schema(schema_with = contract::id)]
+    pub location: String,
+    #[schema(schema_with = contract::delta)]
+    pub delta: i64,
+    #[schema(schema_with = contract::reason)]
+    pub reason: String,
+    /// True when an earlier identical request did the work.
+    pub replayed: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Event {
+    /// The event's place in the log; unique, growing, with gaps.
+    pub position: i64,
+    /// `receipt:<id>`, `adjustment:<id>` or `reservation:<id>`.
+    pub stream: String,
+    /// 1, 2, ... within the stream.
+    #[schema(minimum = 1)]
+    pub seq: u32,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub data: serde_json::Map<String, serde_json::Value>,
+    /// command_id, correlation_id, causation_id, actor, fingerprint.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    pub recorded_at: chrono::DateTime<chrono::Utc>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ReservationResponse {
+    #[schema(schema_with = contract::id)]
+    pub reservation_id: String,
+    /// Null for a tombstone (released before it was reserved).
+    pub order_id: Option<String>,
+    pub state: ReservationState,
+    pub lines: Vec<Line>,
+    /// Null for a tombstone.
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+    pub events: Vec<Event>,
+    /// Only on command answers: true when an earlier identical request did the work.
+    pub replayed: Option<bool>,
+}
+
+/// The moment the figures are for.
+#[derive(Serialize, ToSchema)]
+pub struct AsOf {
+    /// The last event counted; null before the item's first.
+    pub position: Option<i64>,
+    pub recorded_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Only with `as_of` or `as_of_position`: true when the moment asked for
+    /// was moved back to one the log can no longer change at.
+    pub clamped: Option<bool>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct StockResponse {
+    #[schema(schema_with = contract::id)]
+    pub sku: String,
+    #[schema(schema_with = contract::id)]
+    pub location: String,
+    pub on_hand: i64,
+    pub reserved: i64,
+    pub available: i64,
+    pub confirmed: i64,
+    pub as_of: AsOf,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct HistoryEntry {
+    pub seq: u32,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub position: i64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct OrderResponse {
+    #[schema(schema_with = contract::id)]
+    pub order_id: String,
+    #[schema(schema_with = contract::id)]
+    pub reservation_id: String,
+    pub state: ReservationState,
+    pub lines: Vec<Line>,
+    pub expires_at: chrono::DateTime<chrono::Utc>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+    pub history: Vec<HistoryEntry>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EventsPage {
+    pub events: Vec<Event>,
+    /// Pass as `after` to read on; the same cursor again when the page is empty.
+    #[schema(schema_with = contract::cursor)]
+    pub next: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ProjectionsResponse {
+    /// Per projection: name, state (live, rebuilding), definition_current, live and rebuild
+    /// checkpoints with lag_events and lag_seconds.
+    pub projections: Vec<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// `/healthz` and `/readyz` when all is well.
+#[derive(Serialize, ToSchema)]
+pub struct Status {
+    /// `ok` (alive) or `ready`.
+    pub status: String,
+}

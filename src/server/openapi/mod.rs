@@ -1,0 +1,77 @@
+//! The machine-readable API description (OpenAPI 3.1), generated from the
+//! route annotations and the schemas below. It is served at `/openapi.json`
+//! and kept in `docs/openapi.json`; a test fails when the two differ.
+//!
+//! What the route attributes do not say is added here, once for all routes:
+//! the answers every keyed route can give (`responses`) and the links between
+//! operations that a client or a stateful tester follows (`links`).
+
+mod bodies;
+mod links;
+mod responses;
+
+use responses::Shared as SharedResponses;
+
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+pub use bodies::{
+    AdjustmentResponse, AsOf, ErrorBody, Event, EventsPage, HistoryEntry, Line, OrderResponse,
+    ProjectionsResponse, ReceiptResponse, ReservationResponse, ReservationState, Status,
+    StockResponse,
+};
+
+use crate::domain::{AdjustRequest, LineRequest, ReceiveRequest, ReserveRequest};
+use crate::server::commands::{ConfirmBody, ReleaseBody};
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "stockledger", version = "1", description = "An event-sourced inventory ledger. Every body is JSON; unknown fields are refused."),
+    paths(
+        crate::server::commands::receive,
+        crate::server::commands::adjust,
+        crate::server::commands::reserve,
+        crate::server::commands::confirm,
+        crate::server::commands::release,
+        crate::server::reads::reservation,
+        crate::server::reads::stock,
+        crate::server::reads::order,
+        crate::server::reads::events,
+        crate::server::reads::projections,
+        crate::server::ops::healthz,
+        crate::server::ops::readyz,
+        crate::server::ops::metrics,
+        crate::server::ops::openapi,
+    ),
+    components(schemas(
+        ErrorBody, Line, ReceiptResponse, AdjustmentResponse, Event, ReservationResponse, AsOf, StockResponse,
+        HistoryEntry, OrderResponse, EventsPage, ProjectionsResponse, ReceiveRequest, AdjustRequest,
+        ReserveRequest, LineRequest, ConfirmBody, ReleaseBody, ReservationState, Status
+    )),
+    modifiers(&BearerAuth, &SharedResponses),
+    tags((name = "commands", description = "Append to the log; idempotent by id"),
+         (name = "reads", description = "Reservations, stock, orders, the log, projections"),
+         (name = "operations", description = "Health, readiness, metrics; no key needed"))
+)]
+pub struct ApiDoc;
+
+/// The document as served and as kept in `docs/openapi.json`.
+pub fn document() -> String {
+    let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the API description serialises");
+    links::add(&mut doc);
+    let mut text = serde_json::to_string_pretty(&doc).expect("JSON serialises");
+    text.push('\n');
+    text
+}

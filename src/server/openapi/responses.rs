@@ -1,0 +1,169 @@
+//! The answers that do not depend on the route, added to every operation
+//! that can give them: the route attributes list only what is their own.
+//!
+//! - Every operation that needs a key: 401, 403, 429 and 503 (both with
+//!   `Retry-After`), and 500.
+//! - Every operation with parameters or a body: 400.
+//! - Every operation with a body: 413 and 415.
+//! - Every answer of every operation: the `X-Correlation-Id` header.
+//!
+//! And two repairs of what utoipa (5.5) writes:
+//! - it leaves out `required` on parameters whose schema comes from
+//!   `schema_with`, and OpenAPI requires every path parameter to be
+//!   required, so they are marked here;
+//! - for an optional body (`request_body = Option<T>`) it writes a required
+//!   body that may be JSON `null`. The server takes no body or an object,
+//!   never `null`, so such a body becomes an optional `T`.
+
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::path::{Operation, ParameterIn};
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
+use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, Required};
+use utoipa::Modify;
+
+use crate::limits::MAX_REQUEST_BODY_BYTES;
+
+pub struct Shared;
+
+fn error(description: &str) -> ResponseBuilder {
+    ResponseBuilder::new().description(description).content(
+        "application/json",
+        ContentBuilder::new()
+            .schema(Some(RefOr::Ref(Ref::from_schema_name("ErrorBody"))))
+            .build(),
+    )
+}
+
+fn retry_after(r: ResponseBuilder) -> ResponseBuilder {
+    r.header(
+        "Retry-After",
+        HeaderBuilder::new()
+            .schema(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(0)),
+            )
+            .description(Some("Seconds to wait before sending the request again."))
+            .build(),
+    )
+}
+
+fn add(op: &mut Operation, status: &str, response: ResponseBuilder) {
+    op.responses
+        .responses
+        .entry(status.to_owned())
+        .or_insert_with(|| RefOr::T(response.build()));
+}
+
+fn correlation_header(response: &mut Response) {
+    response.headers.insert(
+        "X-Correlation-Id".to_owned(),
+        HeaderBuilder::new()
+            .schema(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .min_length(Some(1)),
+            )
+            .description(Some(
+                "The request's correlation id: the caller's `X-Correlation-Id`, or one made \
+                 for it. Error bodies of 5xx answers carry it too.",
+            ))
+            .build(),
+    );
+}
+
+impl Modify for Shared {
+    fn modify(&self, doc: &mut OpenApi) {
+        for item in doc.paths.paths.values_mut() {
+            for op in [&mut item.get, &mut item.post].into_iter().flatten() {
+                for p in op.parameters.iter_mut().flatten() {
+                    if p.parameter_in == ParameterIn::Path {
+                        p.required = Required::True;
+                    }
+                }
+                optional_body(op);
+                shared_responses(op);
+                for response in op.responses.responses.values_mut() {
+                    if let RefOr::T(r) = response {
+                        correlation_header(r);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn optional_body(op: &mut Operation) {
+    let Some(body) = op.request_body.as_mut() else {
+        return;
+    };
+    for content in body.content.values_mut() {
+        let Some(RefOr::T(Schema::OneOf(one_of))) = &content.schema else {
+            continue;
+        };
+        let is_null = |s: &RefOr<Schema>| matches!(s, RefOr::T(Schema::Object(o)) if o.schema_type == SchemaType::Type(Type::Null));
+        if one_of.items.len() == 2 && one_of.items.iter().any(is_null) {
+            let inner = one_of.items.iter().find(|s| !is_null(s)).cloned();
+            content.schema = inner;
+            body.required = Some(Required::False);
+        }
+    }
+}
+
+fn shared_responses(op: &mut Operation) {
+    let keyed = op.security.as_ref().is_some_and(|s| !s.is_empty());
+    let has_body = op.request_body.is_some();
+    let has_params = op.parameters.as_ref().is_some_and(|p| !p.is_empty());
+    if has_params || has_body {
+        add(
+            op,
+            "400",
+            error("INVALID_ARGUMENT (details: field, reason), or MALFORMED_JSON"),
+        );
+    }
+    if has_body {
+        add(
+            op,
+            "413",
+            error(&format!(
+                "PAYLOAD_TOO_LARGE: the body is over {MAX_REQUEST_BODY_BYTES} bytes"
+            )),
+        );
+        add(
+            op,
+            "415",
+            error("UNSUPPORTED_MEDIA_TYPE: a body not sent as application/json"),
+        );
+    }
+    if keyed {
+        add(
+            op,
+            "401",
+            error("UNAUTHENTICATED: no key, or not a live one"),
+        );
+        add(
+            op,
+            "403",
+            error("FORBIDDEN: the key's role may not do this"),
+        );
+        add(
+            op,
+            "429",
+            retry_after(error("RATE_LIMITED: too many requests for this key")),
+        );
+        add(
+            op,
+            "500",
+            error("INTERNAL: the server log has the details under the correlation id"),
+        );
+        add(
+            op,
+            "503",
+            retry_after(error(
+                "UNAVAILABLE: the request could not be served now; sending it again with the \
+                 same ids is safe",
+            )),
+        );
+    }
+}
