@@ -56,3 +56,31 @@ def before_call(ctx, case, **kwargs):
             del case.query["as_of_position"]
     if case.operation.path == "/v1/reservations" and case.method.upper() == "POST":
         _one_line_per_item(case)
+
+
+# Stateful testing starts its scenarios from operations it judges likely to
+# succeed with generated data. Its dependency analysis (4.32) reads the
+# optional X-Correlation-Id and X-Causation-Id headers, by their "-Id"
+# suffix, as references to resources that nothing creates, and so judges
+# every command unlikely to succeed: scenarios then only ever start from
+# GET /v1/events, and no link but its "next" is followed. The headers are
+# free-form ids the caller makes up, so they are left out of that judgement.
+from schemathesis.specs.openapi import stateful as _stateful  # noqa: E402
+
+_judge = _stateful.is_likely_root_transition
+
+
+class _WithoutHeaderSlots:
+    def __init__(self, node):
+        self._node = node
+        self.inputs = [s for s in node.inputs if not str(s.resource_field or "").startswith("X-")]
+
+    def __getattr__(self, name):
+        return getattr(self._node, name)
+
+
+def _is_likely_root_transition(operation, node, produced_anywhere):
+    return _judge(operation, _WithoutHeaderSlots(node) if node is not None else None, produced_anywhere)
+
+
+_stateful.is_likely_root_transition = _is_likely_root_transition
