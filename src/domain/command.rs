@@ -344,7 +344,10 @@ impl ReserveRequest {
         if self.lines.len() > MAX_RAW_LINES_PER_RESERVATION {
             return Err(Rejection::invalid(
                 "lines",
-                format!("must have at most {MAX_LINES_PER_RESERVATION} lines"),
+                format!(
+                    "must have at most {MAX_RAW_LINES_PER_RESERVATION} lines as sent \
+                     ({MAX_LINES_PER_RESERVATION} after merging lines for the same item)"
+                ),
             ));
         }
         // Merge lines for the same item, remembering the first input index of

@@ -66,8 +66,8 @@ fn string(pattern: String, max_len: usize, description: impl Into<String>) -> Ob
 fn integer(min: i64, max: i64, description: impl Into<String>) -> ObjectBuilder {
     ObjectBuilder::new()
         .schema_type(Type::Integer)
-        .minimum(Some(min as f64))
-        .maximum(Some(max as f64))
+        .minimum(Some(min))
+        .maximum(Some(max))
         .description(Some(description))
 }
 

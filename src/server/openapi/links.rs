@@ -109,23 +109,25 @@ fn operations(doc: &mut Value) -> BTreeMap<String, &mut Value> {
 /// Panics (at the first request for the document, and in its test) when a
 /// link names an operation that does not exist.
 pub fn add(doc: &mut Value) {
-    let mut ops = operations(doc);
-    for (from, name, to, parameters) in LINKS {
-        assert!(
-            ops.contains_key(*to),
-            "link {name} of {from} names no operation {to}"
-        );
-        let op = ops
-            .get_mut(*from)
-            .unwrap_or_else(|| panic!("link {name} leaves from no operation {from}"));
+    let with_parameters = LINKS.iter().map(|(from, name, to, parameters)| {
         let parameters: Map<String, Value> = parameters
             .iter()
             .map(|(p, e)| ((*p).to_owned(), json!(e)))
             .collect();
-        let link = json!({"operationId": to, "parameters": parameters});
-        link_from(op, name, &link);
-    }
-    for (from, name, to, body) in body_links() {
+        (
+            *from,
+            *name,
+            json!({"operationId": to, "parameters": parameters}),
+        )
+    });
+    let with_bodies = body_links().into_iter().map(|(from, name, to, body)| {
+        (from, name, json!({"operationId": to, "requestBody": body}))
+    });
+    let mut ops = operations(doc);
+    for (from, name, link) in with_parameters.chain(with_bodies) {
+        let to = link["operationId"]
+            .as_str()
+            .expect("a link names its operation");
         assert!(
             ops.contains_key(to),
             "link {name} of {from} names no operation {to}"
@@ -133,15 +135,11 @@ pub fn add(doc: &mut Value) {
         let op = ops
             .get_mut(from)
             .unwrap_or_else(|| panic!("link {name} leaves from no operation {from}"));
-        link_from(op, name, &json!({"operationId": to, "requestBody": body}));
-    }
-}
-
-fn link_from(op: &mut Value, name: &str, link: &Value) {
-    let responses = op["responses"].as_object_mut().expect("operations answer");
-    for (status, response) in responses.iter_mut() {
-        if status.starts_with('2') {
-            response["links"][name] = link.clone();
+        let responses = op["responses"].as_object_mut().expect("operations answer");
+        for (status, response) in responses.iter_mut() {
+            if status.starts_with('2') {
+                response["links"][name] = link.clone();
+            }
         }
     }
 }

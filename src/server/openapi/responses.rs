@@ -1,8 +1,10 @@
 //! The answers that do not depend on the route, added to every operation
 //! that can give them: the route attributes list only what is their own.
 //!
-//! - Every operation that needs a key: 401, 403, 429 and 503 (both with
-//!   `Retry-After`), and 500.
+//! - Every operation that needs a key: 401, 403, 429 (with `Retry-After`)
+//!   and 500.
+//! - Every operation: 503 with `Retry-After` (the request timeout and the
+//!   connection cap apply to every route).
 //! - Every operation with parameters or a body: 400.
 //! - Every operation with a body: 413 and 415.
 //! - Every answer of every operation: the `X-Correlation-Id` header.
@@ -157,13 +159,14 @@ fn shared_responses(op: &mut Operation) {
             "500",
             error("INTERNAL: the server log has the details under the correlation id"),
         );
-        add(
-            op,
-            "503",
-            retry_after(error(
-                "UNAVAILABLE: the request could not be served now; sending it again with the \
-                 same ids is safe",
-            )),
-        );
     }
+    // Any route: the request timeout, and a connection refused at the cap.
+    add(
+        op,
+        "503",
+        retry_after(error(
+            "UNAVAILABLE: the request could not be served now; sending it again with the \
+             same ids is safe",
+        )),
+    );
 }
