@@ -6,6 +6,18 @@ use crate::domain::event::EventMetadata;
 use crate::domain::Rejection;
 use crate::limits::MAX_METADATA_ID_LEN;
 
+/// Whether `v` is a valid correlation or causation id: 1 to
+/// `MAX_METADATA_ID_LEN` printable ASCII characters, neither first nor last a
+/// space.
+pub fn is_metadata_id(v: &str) -> bool {
+    let printable = v.bytes().all(|b| (b' '..=b'~').contains(&b));
+    !v.is_empty()
+        && v.len() <= MAX_METADATA_ID_LEN
+        && printable
+        && !v.starts_with(' ')
+        && !v.ends_with(' ')
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommandContext {
     /// Made once per logical command and kept across the store's retries.
@@ -42,13 +54,7 @@ impl CommandContext {
             ("causation_id", self.causation_id.as_deref()),
         ] {
             if let Some(v) = value {
-                let printable = v.bytes().all(|b| (b' '..=b'~').contains(&b));
-                if v.is_empty()
-                    || v.len() > MAX_METADATA_ID_LEN
-                    || !printable
-                    || v.starts_with(' ')
-                    || v.ends_with(' ')
-                {
+                if !is_metadata_id(v) {
                     return Err(Rejection::invalid(
                         field,
                         format!(

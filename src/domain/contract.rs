@@ -27,17 +27,28 @@ use crate::limits::{
 const ID_CHARACTERS: &str = "A-Za-z0-9._:-";
 
 /// Free text (a reason, a stream prefix): anything but control characters
-/// (Unicode category Cc, which is what `char::is_control` tests).
-const NO_CONTROL_CHARACTERS: &str = r"^[^\u0000-\u001F\u007F-\u009F]";
+/// (Unicode category Cc, which is what `char::is_control` tests). The length
+/// is left to `minLength`/`maxLength`, which count code points in every
+/// dialect (a regex quantifier in ECMA-262 without the `u` flag counts a
+/// character beyond the BMP twice).
+const NO_CONTROL_CHARACTERS: &str = r"^[^\u0000-\u001F\u007F-\u009F]+$";
 
-/// The pattern of an id: 1 to `MAX_ID_LEN` characters of `A-Z a-z 0-9 . _ : -`.
+/// The pattern of an id: 1 to `MAX_ID_LEN` characters of `A-Z a-z 0-9 . _ : -`,
+/// but not `.` or `..`. Written without lookahead, which not every regex
+/// dialect has: an id starts with a character that is no dot, or with one
+/// dot and such a character, or with two dots and anything.
 pub fn id_pattern() -> String {
-    format!("^[{ID_CHARACTERS}]{{1,{MAX_ID_LEN}}}$")
+    let any = ID_CHARACTERS;
+    let no_dot = ID_CHARACTERS.replace('.', "");
+    let (n1, n2) = (MAX_ID_LEN - 1, MAX_ID_LEN - 2);
+    format!(
+        "^([{no_dot}][{any}]{{0,{n1}}}|\\.[{no_dot}][{any}]{{0,{n2}}}|\\.\\.[{any}]{{1,{n2}}})$"
+    )
 }
 
-/// The pattern of free text of 1 to `max` characters.
-pub fn text_pattern(max: usize) -> String {
-    format!("{NO_CONTROL_CHARACTERS}{{1,{max}}}$")
+/// The pattern of free text (its length is `minLength`/`maxLength`).
+pub fn text_pattern() -> String {
+    NO_CONTROL_CHARACTERS.to_owned()
 }
 
 /// The pattern of a correlation or causation id: 1 to `MAX_METADATA_ID_LEN`
@@ -124,7 +135,7 @@ pub fn delta() -> Schema {
 /// A reason for an adjustment or a release.
 pub fn reason() -> Schema {
     string(
-        text_pattern(MAX_REASON_LEN),
+        text_pattern(),
         MAX_REASON_LEN,
         format!("Why, in words: 1 to {MAX_REASON_LEN} characters, no control characters."),
     )
@@ -134,7 +145,7 @@ pub fn reason() -> Schema {
 /// A release's reason: optional, with a default.
 pub fn release_reason() -> Schema {
     let b = string(
-        text_pattern(MAX_REASON_LEN),
+        text_pattern(),
         MAX_REASON_LEN,
         format!(
             "Why, in words: 1 to {MAX_REASON_LEN} characters, no control characters; \
@@ -213,7 +224,7 @@ pub fn cursor() -> Schema {
 /// A stream prefix to filter a read of the log by.
 pub fn stream_prefix() -> Schema {
     string(
-        text_pattern(MAX_STREAM_PREFIX_LEN),
+        text_pattern(),
         MAX_STREAM_PREFIX_LEN,
         "Only events of streams whose name starts with this, e.g. `reservation:`.",
     )
@@ -295,9 +306,12 @@ mod tests {
         }
 
         #[test]
-        fn the_reason_pattern_is_the_reason_rule(s in text()) {
+        fn the_reason_pattern_is_the_reason_rule(
+            s in prop_oneof![text(), "[a-c\u{e9}\u{1F600}]{190,210}"]
+        ) {
             let valid = crate::domain::command::release("r", Some(&s)).is_ok();
-            prop_assert_eq!(matches(&text_pattern(MAX_REASON_LEN), &s), valid, "{:?}", s);
+            let length = (1..=MAX_REASON_LEN).contains(&s.chars().count());
+            prop_assert_eq!(matches(&text_pattern(), &s) && length, valid, "{:?}", s);
         }
 
         #[test]
@@ -311,6 +325,25 @@ mod tests {
     #[test]
     fn the_patterns_say_their_limits() {
         assert!(matches(&id_pattern(), &"a".repeat(MAX_ID_LEN)));
+        for dots in [".", ".."] {
+            assert!(!matches(&id_pattern(), dots));
+        }
+        for ok in [
+            "...",
+            ".a",
+            "..a",
+            "a.",
+            "a..",
+            "a",
+            &".".repeat(MAX_ID_LEN),
+        ] {
+            assert!(matches(&id_pattern(), ok), "{ok}");
+        }
+        assert!(!matches(&id_pattern(), &".".repeat(MAX_ID_LEN + 1)));
+        assert!(!matches(
+            &id_pattern(),
+            &format!("..{}", "a".repeat(MAX_ID_LEN - 1))
+        ));
         assert!(!matches(&id_pattern(), &"a".repeat(MAX_ID_LEN + 1)));
         assert!(matches(
             &metadata_id_pattern(),

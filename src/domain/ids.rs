@@ -1,5 +1,6 @@
 //! Validated identifiers. An id that exists as one of these types has already
-//! passed the domain rule: 1 to 64 characters of `A-Z a-z 0-9 . _ : -`.
+//! passed the domain rule: 1 to 64 characters of `A-Z a-z 0-9 . _ : -`, and
+//! neither `.` nor `..`.
 
 use std::fmt;
 
@@ -27,6 +28,11 @@ pub fn check_id(field: &str, value: &str) -> Result<(), Rejection> {
             field,
             format!("may only contain A-Z a-z 0-9 . _ : - (found {bad:?})"),
         ));
+    }
+    // `.` and `..` are path segments a URL resolves away: an id spelled so
+    // could be created in a body but never named in a path.
+    if value == "." || value == ".." {
+        return Err(Rejection::invalid(field, "must not be . or .."));
     }
     Ok(())
 }

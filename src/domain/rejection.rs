@@ -16,51 +16,44 @@ pub struct Shortfall {
     pub available: i64,
 }
 
-/// The stable codes of rejections (`shared/design/domain.md`), spelled once
-/// here. Whatever maps a code (an HTTP status, a CLI exit code) matches on this
-/// enum with no wildcard, so a new code is a compile error everywhere it must
-/// be placed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RejectionCode {
-    InvalidArgument,
-    InsufficientStock,
-    IdempotencyConflict,
-    ReservationReleased,
-    ReservationExpired,
-    AlreadyConfirmed,
-    ReservationNotFound,
-    OrderAlreadyReserved,
-    NotFound,
+/// Declares `RejectionCode` from one list of (variant, code): the enum, its
+/// `as_str` and `ALL` cannot disagree, so a new code is in every list that
+/// must name them all (the API description's) as soon as it exists.
+macro_rules! rejection_codes {
+    ($($variant:ident => $code:literal),+ $(,)?) => {
+        /// The stable codes of rejections (`shared/design/domain.md`), spelled once
+        /// here. Whatever maps a code (an HTTP status, a CLI exit code) matches on this
+        /// enum with no wildcard, so a new code is a compile error everywhere it must
+        /// be placed.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum RejectionCode {
+            $($variant),+
+        }
+
+        impl RejectionCode {
+            /// Every code, in the order declared.
+            pub const ALL: &'static [RejectionCode] = &[$(RejectionCode::$variant),+];
+
+            /// As callers see it: in API bodies, CLI output and metrics labels.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(RejectionCode::$variant => $code),+
+                }
+            }
+        }
+    };
 }
 
-impl RejectionCode {
-    /// Every code, for lists that must name them all (the API description).
-    pub const ALL: [RejectionCode; 9] = [
-        RejectionCode::InvalidArgument,
-        RejectionCode::InsufficientStock,
-        RejectionCode::IdempotencyConflict,
-        RejectionCode::ReservationReleased,
-        RejectionCode::ReservationExpired,
-        RejectionCode::AlreadyConfirmed,
-        RejectionCode::ReservationNotFound,
-        RejectionCode::OrderAlreadyReserved,
-        RejectionCode::NotFound,
-    ];
-
-    /// As callers see it: in API bodies, CLI output and metrics labels.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RejectionCode::InvalidArgument => "INVALID_ARGUMENT",
-            RejectionCode::InsufficientStock => "INSUFFICIENT_STOCK",
-            RejectionCode::IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
-            RejectionCode::ReservationReleased => "RESERVATION_RELEASED",
-            RejectionCode::ReservationExpired => "RESERVATION_EXPIRED",
-            RejectionCode::AlreadyConfirmed => "ALREADY_CONFIRMED",
-            RejectionCode::ReservationNotFound => "RESERVATION_NOT_FOUND",
-            RejectionCode::OrderAlreadyReserved => "ORDER_ALREADY_RESERVED",
-            RejectionCode::NotFound => "NOT_FOUND",
-        }
-    }
+rejection_codes! {
+    InvalidArgument => "INVALID_ARGUMENT",
+    InsufficientStock => "INSUFFICIENT_STOCK",
+    IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
+    ReservationReleased => "RESERVATION_RELEASED",
+    ReservationExpired => "RESERVATION_EXPIRED",
+    AlreadyConfirmed => "ALREADY_CONFIRMED",
+    ReservationNotFound => "RESERVATION_NOT_FOUND",
+    OrderAlreadyReserved => "ORDER_ALREADY_RESERVED",
+    NotFound => "NOT_FOUND",
 }
 
 impl std::fmt::Display for RejectionCode {

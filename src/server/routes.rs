@@ -17,7 +17,7 @@ use tower_http::trace::TraceLayer;
 use tracing::{info, Span};
 
 use crate::domain::Rejection;
-use crate::limits::{MAX_METADATA_ID_LEN, MAX_REQUEST_BODY_BYTES};
+use crate::limits::MAX_REQUEST_BODY_BYTES;
 use crate::server::error::ApiError;
 use crate::server::{commands, ops, reads, AppState};
 
@@ -110,7 +110,7 @@ async fn timed_out(e: BoxError) -> ApiError {
     }
 }
 
-/// Per request: a correlation id (the caller's, or a new one), in scope for
+/// Per request: a correlation id (the caller's when it is a valid one, else a new one), in scope for
 /// error bodies and in the extensions for the span, the metrics, and the
 /// correlation header on the answer.
 async fn observe(
@@ -124,7 +124,7 @@ async fn observe(
         .headers()
         .get(CORRELATION_HEADER)
         .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.len() <= MAX_METADATA_ID_LEN)
+        .filter(|v| crate::domain::context::is_metadata_id(v))
         .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
     req.extensions_mut()
         .insert(Correlation(correlation.clone()));

@@ -6,7 +6,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::domain::contract;
-use crate::server::error::ERROR_CODES;
+use crate::server::error::error_codes;
 
 /// Every error: a stable code, a message for people, machine-readable details.
 #[derive(Serialize, ToSchema)]
@@ -25,7 +25,7 @@ pub struct ErrorBody {
 fn error_code() -> utoipa::openapi::schema::Schema {
     utoipa::openapi::schema::ObjectBuilder::new()
         .schema_type(utoipa::openapi::schema::Type::String)
-        .enum_values(Some(ERROR_CODES.iter().copied()))
+        .enum_values(Some(error_codes()))
         .into()
 }
 
