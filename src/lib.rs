@@ -12,5 +12,6 @@ pub mod expiry;
 pub mod limits;
 pub mod projection;
 pub mod read_model;
+pub mod relay;
 pub mod server;
 pub mod store;

@@ -326,3 +326,35 @@ pub const CHAOS_MIN_POOL_SIZE: usize = 2;
 pub const DEMO_SHORT_TTL_SECONDS: i64 = 1;
 pub const DEMO_EXPIRY_WAIT_MS: u64 = 1_200;
 pub const DEMO_CATCH_UP_SECONDS: u64 = 10;
+
+/// Event relay: most events read from the log and published as one batch.
+/// Their acknowledgements are awaited together (pipelined), so a batch costs
+/// about one round trip to the broker, not one per event.
+pub const RELAY_BATCH_EVENTS: i64 = 10_000;
+
+/// Event relay: most publishes awaiting their acknowledgement at once.
+pub const RELAY_MAX_ACKS_IN_FLIGHT: usize = 10_000;
+
+/// Event relay: how long one acknowledgement may take before the batch is
+/// given up and the relay finds out from the broker where it stands.
+pub const RELAY_ACK_TIMEOUT_MS: u64 = 5_000;
+
+/// Event relay: how long connecting to the broker, or one request to its
+/// JetStream API, may take.
+pub const RELAY_REQUEST_TIMEOUT_MS: u64 = 5_000;
+
+/// Event relay: pause after a failure (broker or database unreachable)
+/// before trying again; doubled each time up to the most.
+pub const RELAY_RETRY_BACKOFF_START_MS: u64 = 100;
+pub const RELAY_RETRY_BACKOFF_MAX_MS: u64 = 5_000;
+
+/// Event relay: how often an idle relay looks at the log even without a
+/// commit notification.
+pub const RELAY_POLL_INTERVAL_MS: u64 = 200;
+
+/// Event relay: the broker stream and the subject prefix unless configured.
+pub const DEFAULT_RELAY_STREAM: &str = "STOCKLEDGER";
+pub const DEFAULT_RELAY_SUBJECT_PREFIX: &str = "stockledger";
+
+/// Longest broker stream name or subject prefix accepted.
+pub const MAX_RELAY_NAME_LEN: usize = 64;

@@ -59,6 +59,9 @@ pub enum Cmd {
     Stock(StockArgs),
     /// Run every projection worker until stopped (ctrl-c finishes the batch).
     Project,
+    /// Publish every committed event, in commit order, exactly once to a NATS
+    /// JetStream stream (until stopped); `relay status` shows where it stands.
+    Relay(RelayArgs),
     /// Report on or rebuild the read models.
     Projections {
         #[command(subcommand)]
@@ -185,4 +188,43 @@ pub enum ProjectionsCmd {
         #[arg(long, conflicts_with = "name")]
         all: bool,
     },
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RelayArgs {
+    #[command(subcommand)]
+    pub command: Option<RelayCmd>,
+    #[command(flatten)]
+    pub broker: BrokerArgs,
+    /// Publish the whole log again to a stream that was deleted or purged
+    /// (without it, the relay stops with an error when that happened).
+    #[arg(long)]
+    pub republish: bool,
+    /// Most events per published batch (1 to 10000).
+    #[arg(long, default_value_t = stockledger::limits::RELAY_BATCH_EVENTS)]
+    pub batch_events: i64,
+}
+
+/// Where the relay publishes. Also read by `serve --relay`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BrokerArgs {
+    /// The NATS server.
+    #[arg(
+        long,
+        env = "STOCKLEDGER_NATS_URL",
+        default_value = "nats://127.0.0.1:4222"
+    )]
+    pub nats_url: String,
+    /// The JetStream stream (created if absent).
+    #[arg(long, env = "STOCKLEDGER_RELAY_STREAM", default_value = stockledger::limits::DEFAULT_RELAY_STREAM)]
+    pub stream: String,
+    /// Subjects are <prefix>.<event type>.<sku or reservation id>.
+    #[arg(long, env = "STOCKLEDGER_RELAY_SUBJECT_PREFIX", default_value = stockledger::limits::DEFAULT_RELAY_SUBJECT_PREFIX)]
+    pub subject_prefix: String,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RelayCmd {
+    /// Each relay's cursor, last message id, events published and lag.
+    Status,
 }

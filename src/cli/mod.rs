@@ -9,6 +9,7 @@ mod commands;
 mod demo;
 mod output;
 mod read_models;
+mod relay;
 mod serve;
 
 use std::process::ExitCode;
@@ -146,6 +147,10 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
         Cmd::Project => {
             let (store, server) = open_with_server(database_url, printer).await?;
             read_models::project(&store, server.config, printer).await?;
+        }
+        Cmd::Relay(args) => {
+            let store = open(database_url, printer).await?;
+            relay::relay(&store, args, printer).await?;
         }
         Cmd::Projections { command } => {
             let store = open(database_url, printer).await?;

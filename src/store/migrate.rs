@@ -56,6 +56,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "typed_log",
         sql: include_str!("../../schema/0007_typed_log.sql"),
     },
+    Migration {
+        version: 8,
+        name: "relay",
+        sql: include_str!("../../schema/0008_relay.sql"),
+    },
 ];
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (

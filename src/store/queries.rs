@@ -4,6 +4,7 @@
 use deadpool_postgres::Status;
 
 use crate::domain::{Balance, Item, OrderId, RecordedEvent, Rejection, ReservationId};
+use crate::limits::{MAX_EVENTS_PER_READ, RELAY_BATCH_EVENTS};
 use crate::projection::status::{self, ProjectionStatus};
 use crate::read_model::{order_view, reservation_totals, stock_levels};
 use crate::store::history::{self, AsOf, AsOfFigures};
@@ -45,7 +46,16 @@ impl Store {
         stream_prefix: Option<&str>,
     ) -> Result<EventPage, StoreError> {
         let client = pool::get(&self.pool).await?;
+        let limit = limit.clamp(1, MAX_EVENTS_PER_READ);
         read::events(&client, after, limit, stream_prefix).await
+    }
+
+    /// A batch of the log for the relay: like `events`, up to
+    /// `RELAY_BATCH_EVENTS` at once.
+    pub async fn log_batch(&self, after: Cursor, limit: i64) -> Result<EventPage, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        let limit = limit.clamp(1, RELAY_BATCH_EVENTS);
+        read::events(&client, after, limit, None).await
     }
 
     /// An item's figures at a past moment, replayed from the log and capped

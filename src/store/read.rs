@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use crate::domain::{
     Balance, Item, RecordedEvent, Rejection, ReservationId, ReservationView, StreamId,
 };
-use crate::limits::{MAX_CURSOR_PART_DIGITS, MAX_EVENTS_PER_READ};
+use crate::limits::MAX_CURSOR_PART_DIGITS;
 use crate::store::load::fold_stream;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::StoreError;
@@ -90,14 +90,15 @@ fn as_string<S: serde::Serializer>(c: &Cursor, s: S) -> Result<S::Ok, S::Error> 
 }
 
 /// Reads up to `limit` events after `after` in safe commit order, optionally
-/// only from streams starting with `stream_prefix`.
+/// only from streams starting with `stream_prefix`. The callers bound
+/// `limit` (`MAX_EVENTS_PER_READ` for readers, `RELAY_BATCH_EVENTS` for the
+/// relay).
 pub async fn events(
     client: &Client,
     after: Cursor,
     limit: i64,
     stream_prefix: Option<&str>,
 ) -> Result<EventPage, StoreError> {
-    let limit = limit.clamp(1, MAX_EVENTS_PER_READ);
     let horizon = crate::store::horizon::safe_horizon(client).await?;
     let stmt = client
         .prepare_cached(&format!(

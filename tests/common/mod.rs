@@ -6,6 +6,7 @@
 //! state) and drops it when the `TestDb` goes out of scope, even on panic.
 #![allow(dead_code)]
 
+pub mod nats;
 pub mod server;
 
 use std::sync::atomic::{AtomicU64, Ordering};

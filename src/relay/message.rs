@@ -1,0 +1,111 @@
+//! What the relay publishes for one event: its subject, its message id and
+//! its payload. Pure functions of the event, so a replay after a crash
+//! publishes exactly the same message, which the broker recognises.
+
+use serde_json::Value;
+
+use crate::domain::{Event, RecordedEvent, StreamId};
+use crate::store::read::event_json;
+use crate::store::Cursor;
+
+/// The message id: `<stream>:<seq>`, unique in the log, so unique in the
+/// broker stream (`Nats-Msg-Id`).
+pub fn message_id(e: &RecordedEvent) -> String {
+    format!("{}:{}", e.stream, e.seq)
+}
+
+/// A subject token for an id: ids may hold `.`, which separates subject
+/// tokens, so it is written `%2E` (`%` is never in an id, so the mapping
+/// cannot confuse two ids).
+fn token(id: &str) -> String {
+    id.replace('.', "%2E")
+}
+
+/// `<prefix>.<event type>.<key>`: the SKU for a receipt or an adjustment,
+/// the reservation id for a reservation's events. A consumer filters by
+/// type (`stockledger.ReservationConfirmed.*`) or by key
+/// (`stockledger.*.R-1`).
+pub fn subject(prefix: &str, e: &RecordedEvent) -> String {
+    let key = match (&e.event, &e.stream) {
+        (Event::StockReceived { sku, .. } | Event::StockAdjusted { sku, .. }, _) => {
+            sku.as_str().to_owned()
+        }
+        (_, StreamId::Reservation(id)) => id.as_str().to_owned(),
+        (_, other) => other.to_string(),
+    };
+    format!("{prefix}.{}.{}", e.event.type_name(), token(&key))
+}
+
+/// The event as `GET /v1/events` shows it, plus its cursor: a consumer that
+/// keeps the cursor of the last event it applied can resume from the log
+/// itself (`GET /v1/events?after=`), and the relay learns where it stands
+/// from the last message of the broker stream.
+pub fn payload(e: &RecordedEvent) -> Value {
+    let mut v = event_json(e);
+    v["cursor"] = Value::String(Cursor::of(e).to_string());
+    v
+}
+
+/// The cursor a payload carries, if it is one of ours.
+pub fn cursor_of(payload: &[u8]) -> Option<Cursor> {
+    let v: Value = serde_json::from_slice(payload).ok()?;
+    v["cursor"].as_str()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{EventMetadata, Location, ReservationId, Sku};
+
+    fn event(stream: StreamId, event: Event) -> RecordedEvent {
+        RecordedEvent {
+            position: 7,
+            stream,
+            seq: 2,
+            event,
+            metadata: EventMetadata {
+                command_id: uuid::Uuid::nil(),
+                correlation_id: None,
+                causation_id: None,
+                actor: "test".into(),
+                fingerprint: None,
+            },
+            recorded_at: chrono::DateTime::UNIX_EPOCH,
+            tx_id: 42,
+        }
+    }
+
+    #[test]
+    fn a_message_says_its_event_and_where_it_stands() {
+        let rid = ReservationId::parse("id", "R.1").unwrap();
+        let e = event(
+            StreamId::Reservation(rid.clone()),
+            Event::ReservationExpired {
+                order_id: crate::domain::OrderId::parse("o", "O-1").unwrap(),
+                lines: vec![],
+            },
+        );
+        assert_eq!(message_id(&e), "reservation:R.1:2");
+        assert_eq!(subject("sl", &e), "sl.ReservationExpired.R%2E1");
+        let p = payload(&e);
+        assert_eq!(p["cursor"], "42:7");
+        assert_eq!(p["type"], "ReservationExpired");
+        assert_eq!(
+            cursor_of(p.to_string().as_bytes()),
+            Some(Cursor {
+                tx_id: 42,
+                position: 7
+            })
+        );
+        let r = event(
+            StreamId::Receipt(crate::domain::ReceiptId::parse("r", "IN-1").unwrap()),
+            Event::StockReceived {
+                sku: Sku::parse("s", "apple").unwrap(),
+                location: Location::parse("l", "north").unwrap(),
+                quantity: 1,
+            },
+        );
+        assert_eq!(subject("sl", &r), "sl.StockReceived.apple");
+        assert_eq!(cursor_of(b"not json"), None);
+    }
+}

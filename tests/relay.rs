@@ -1,0 +1,291 @@
+//! The event relay against a real nats-server with JetStream (one private
+//! server per test, `common::nats`): every committed event lands in the
+//! broker stream exactly once, in commit order, with no gap, through each
+//! fault of issue 12: the relay killed (SIGKILL) mid-batch, the broker
+//! killed and restarted, the broker away for a while, two relays at once,
+//! and the stream deleted by an operator.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::nats::NatsServer;
+use common::TestDb;
+use stockledger::domain::RecordedEvent;
+use stockledger::relay::{self, RelayConfig, RelayError};
+use stockledger::store::Cursor;
+use tokio_util::sync::CancellationToken;
+
+const STREAM: &str = "LEDGER";
+
+/// Writes `n` commands: receipts, and reservations confirmed or released.
+async fn write(db: &TestDb, tag: &str, n: usize) {
+    for i in 0..n {
+        let sku = format!("{tag}-sku-{}", i % 5);
+        db.receive(&format!("{tag}-in-{i}"), &sku, 3).await;
+        if i % 3 == 0 {
+            let id = format!("{tag}-r-{i}");
+            db.run(common::reserve(
+                &id,
+                &format!("{tag}-o-{i}"),
+                &[(&sku, 1)],
+                None,
+            ))
+            .await
+            .unwrap();
+            let next = if i % 2 == 0 {
+                common::confirm(&id)
+            } else {
+                common::release(&id)
+            };
+            db.run(next).await.unwrap();
+        }
+    }
+}
+
+/// Every event of the log, in safe commit order.
+async fn log(db: &TestDb) -> Vec<RecordedEvent> {
+    let mut all = Vec::new();
+    let mut after = Cursor::START;
+    loop {
+        let page = db.store.log_batch(after, 10_000).await.unwrap();
+        if page.events.is_empty() {
+            return all;
+        }
+        after = page.next;
+        all.extend(page.events);
+    }
+}
+
+/// The message ids of the broker stream, in stream order.
+async fn stream_ids(nats: &NatsServer) -> Vec<String> {
+    let js = nats.client().await;
+    let Ok(mut s) = js.get_stream(STREAM).await else {
+        return Vec::new();
+    };
+    let state = s.info().await.unwrap().state.clone();
+    let mut ids = Vec::new();
+    for seq in state.first_sequence..=state.last_sequence {
+        if state.messages == 0 {
+            break;
+        }
+        let m = s.get_raw_message(seq).await.unwrap();
+        let id = m
+            .headers
+            .get(async_nats::header::NATS_MESSAGE_ID)
+            .unwrap()
+            .as_str()
+            .to_owned();
+        let cursor = relay::cursor_of(&m.payload).expect("a payload with its cursor");
+        ids.push(format!("{id}@{cursor}"));
+    }
+    ids
+}
+
+fn expected(log: &[RecordedEvent]) -> Vec<String> {
+    log.iter()
+        .map(|e| format!("{}@{}", relay::message_id(e), Cursor::of(e)))
+        .collect()
+}
+
+/// Waits until the stream holds the whole log, then asserts it holds it
+/// exactly: every event once, in commit order, with no gap.
+async fn assert_exact(db: &TestDb, nats: &NatsServer) {
+    let want = expected(&log(db).await);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let got = stream_ids(nats).await;
+        if got.len() >= want.len() || Instant::now() > deadline {
+            assert_eq!(
+                got.len(),
+                want.len(),
+                "the stream holds every event, no more"
+            );
+            assert_eq!(got, want, "in commit order, each once");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn config() -> RelayConfig {
+    RelayConfig {
+        stream: STREAM.to_owned(),
+        subject_prefix: "ledger".to_owned(),
+        ..RelayConfig::default()
+    }
+}
+
+async fn start_relay(
+    db: &TestDb,
+    nats: &NatsServer,
+    config: RelayConfig,
+) -> (
+    CancellationToken,
+    tokio::task::JoinHandle<Result<(), RelayError>>,
+) {
+    let client = relay::connect(&nats.url()).await.unwrap();
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(relay::run(
+        db.store.clone(),
+        relay::context(client),
+        config,
+        cancel.clone(),
+    ));
+    (cancel, task)
+}
+
+fn relay_process(db: &TestDb, nats: &NatsServer) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_stockledger"))
+        .args(["relay", "--nats-url", &nats.url(), "--stream", STREAM])
+        .args(["--subject-prefix", "ledger", "--batch-events", "50"])
+        .env("DATABASE_URL", db.url())
+        .env("STOCKLEDGER_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_event_once_in_order_though_the_relay_is_killed_mid_batch() {
+    let db = TestDb::new().await;
+    let nats = NatsServer::start().await;
+    write(&db, "a", 300).await;
+    let writer = {
+        let store = db.store.clone();
+        tokio::spawn(async move {
+            for i in 0..200 {
+                let cmd = common::receive(&format!("w-in-{i}"), "w-sku", 1);
+                store
+                    .execute(cmd, stockledger::domain::CommandContext::new("test"))
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }
+        })
+    };
+    // Kill -9 at varying moments, mid-stream, and start again: each time
+    // the stream holds part of the log when the relay dies.
+    let mut partial = 0;
+    for pause in [150, 300, 200, 400, 250] {
+        let mut relay = relay_process(&db, &nats);
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        relay.kill().unwrap();
+        relay.wait().unwrap();
+        let published = stream_ids(&nats).await.len();
+        if published > 0 && published < log(&db).await.len() {
+            partial += 1;
+        }
+    }
+    assert!(partial > 0, "no kill landed while the relay was behind");
+    writer.await.unwrap();
+    let mut relay = relay_process(&db, &nats);
+    assert_exact(&db, &nats).await;
+    // The checkpoint caught up too, and says so.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let s = relay::status(&db.store).await.unwrap();
+        if s.first().is_some_and(|s| s.lag_events == 0) || Instant::now() > deadline {
+            assert_eq!(s[0].lag_events, 0, "{s:?}");
+            assert_eq!(s[0].published as usize, log(&db).await.len());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    relay.kill().unwrap();
+    relay.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_broker_killed_and_away_for_a_while_then_caught_up() {
+    let db = TestDb::new().await;
+    let mut nats = NatsServer::start().await;
+    let (cancel, task) = start_relay(&db, &nats, config()).await;
+    write(&db, "b", 100).await;
+    assert_exact(&db, &nats).await;
+
+    // Killed while events keep coming; the backlog stays in the log and
+    // the lag shows.
+    nats.kill();
+    write(&db, "c", 100).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let s = relay::status(&db.store).await.unwrap();
+    assert!(
+        s[0].lag_events > 0,
+        "the lag shows while the broker is away: {s:?}"
+    );
+    assert!(!task.is_finished(), "the relay waits for the broker");
+    nats.resume().await;
+    write(&db, "d", 20).await;
+    assert_exact(&db, &nats).await;
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_relays_at_once_publish_each_event_once() {
+    let db = TestDb::new().await;
+    let nats = NatsServer::start().await;
+    // Without the runner lock, so only the chained message ids keep them
+    // apart: both publish the same log into the same stream.
+    let unlocked = RelayConfig {
+        exclusive: false,
+        batch_events: 50,
+        ..config()
+    };
+    let (c1, t1) = start_relay(&db, &nats, unlocked.clone()).await;
+    let (c2, t2) = start_relay(&db, &nats, unlocked).await;
+    write(&db, "e", 200).await;
+    assert_exact(&db, &nats).await;
+    // And two processes with the lock: one runs, the other waits.
+    let mut p1 = relay_process(&db, &nats);
+    let mut p2 = relay_process(&db, &nats);
+    write(&db, "f", 50).await;
+    assert_exact(&db, &nats).await;
+    for c in [c1, c2] {
+        c.cancel();
+    }
+    t1.await.unwrap().unwrap();
+    t2.await.unwrap().unwrap();
+    for p in [&mut p1, &mut p2] {
+        p.kill().unwrap();
+        p.wait().unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_stream_is_an_error_not_a_silent_republish() {
+    let db = TestDb::new().await;
+    let nats = NatsServer::start().await;
+    write(&db, "g", 30).await;
+    let (cancel, task) = start_relay(&db, &nats, config()).await;
+    assert_exact(&db, &nats).await;
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+
+    nats.client().await.delete_stream(STREAM).await.unwrap();
+    let (_, task) = start_relay(&db, &nats, config()).await;
+    let err = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("the relay stops at once")
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(err, RelayError::StreamLost { published, .. } if published > 0),
+        "{err}"
+    );
+    assert!(err.to_string().contains("--republish"), "{err}");
+    assert!(stream_ids(&nats).await.is_empty(), "nothing republished");
+
+    // Asked to, it publishes the whole log again.
+    let again = RelayConfig {
+        republish: true,
+        ..config()
+    };
+    let (cancel, task) = start_relay(&db, &nats, again).await;
+    assert_exact(&db, &nats).await;
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
