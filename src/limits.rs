@@ -358,3 +358,17 @@ pub const DEFAULT_RELAY_SUBJECT_PREFIX: &str = "stockledger";
 
 /// Longest broker stream name or subject prefix accepted.
 pub const MAX_RELAY_NAME_LEN: usize = 64;
+
+/// `GET /v1/events/stream`: subscribers at once in one server unless
+/// configured; past it a subscriber is answered `UNAVAILABLE`. Each polls
+/// the log while idle.
+pub const MAX_EVENT_STREAM_SUBSCRIBERS: usize = 64;
+
+/// `GET /v1/events/stream`: how often an idle subscriber's stream looks at
+/// the log, and how often a comment line is sent when nothing else is (so
+/// that proxies and clients can tell a quiet stream from a dead one).
+pub const EVENT_STREAM_POLL_MS: u64 = 250;
+pub const EVENT_STREAM_HEARTBEAT_SECONDS: u64 = 15;
+
+/// `GET /v1/events/stream`: events read from the log per look.
+pub const EVENT_STREAM_BATCH: i64 = 500;

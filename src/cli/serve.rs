@@ -34,6 +34,15 @@ pub struct ServeArgs {
     /// Do not run the expiry worker here.
     #[arg(long, env = "STOCKLEDGER_NO_EXPIRY")]
     no_expiry: bool,
+    /// Run the event relay here too (one runs per stream and database,
+    /// whichever process holds its lock), publishing to --nats-url.
+    #[arg(long, env = "STOCKLEDGER_RELAY")]
+    relay: bool,
+    /// Subscribers of GET /v1/events/stream at once.
+    #[arg(long, env = "STOCKLEDGER_MAX_STREAM_SUBSCRIBERS", default_value_t = stockledger::limits::MAX_EVENT_STREAM_SUBSCRIBERS)]
+    max_stream_subscribers: usize,
+    #[command(flatten)]
+    broker: crate::cli::args::BrokerArgs,
     /// Database connections in the pool.
     #[arg(long, env = "STOCKLEDGER_POOL_SIZE", default_value_t = DEFAULT_POOL_SIZE)]
     pool_size: usize,
@@ -88,6 +97,14 @@ pub async fn serve(
         run_expiry: !args.no_expiry,
         expiry_interval: Duration::from_millis(args.expiry_interval_ms),
         expiry_batch: args.expiry_batch,
+        relay: args.relay.then(|| {
+            (
+                args.broker.nats_url.clone(),
+                crate::cli::relay::config(&args.broker),
+            )
+        }),
+        stream_subscribers: args.max_stream_subscribers.max(1),
+        stream_heartbeat: ServerConfig::default().stream_heartbeat,
         connections: ConnectionLimits {
             max_connections: listener::fit_to_open_files_limit(args.max_connections.max(1)),
             max_per_address: args.max_connections_per_address.max(1),

@@ -216,7 +216,8 @@ pub fn cursor() -> Schema {
     string(
         cursor_pattern(),
         2 * MAX_CURSOR_PART_DIGITS + 1,
-        "The `next` of the previous page (TX:POSITION); from the start of the log when left out.",
+        "A place in the log, TX:POSITION: the `next` of a page, or the `id` of a streamed \
+         event. Reading starts after it; at the start of the log when left out.",
     )
     .into()
 }

@@ -71,6 +71,11 @@ struct ProjectionLabel {
     projection: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RelayLabel {
+    stream: Escaped,
+}
+
 fn latency_histogram() -> Histogram {
     Histogram::new(BUCKETS)
 }
@@ -87,6 +92,8 @@ pub struct Metrics {
     lag_seconds: Family<ProjectionLabel, Gauge<f64, AtomicU64>>,
     reservations: Family<StateLabel, Gauge>,
     reservation_units: Family<StateLabel, Gauge>,
+    relay_lag: Family<RelayLabel, Gauge>,
+    relay_published: Family<RelayLabel, Gauge>,
 }
 
 /// Values read at scrape time from outside the registry.
@@ -98,6 +105,8 @@ pub struct Gauges {
     pub projections: Vec<(&'static str, i64, f64)>,
     /// (state, reservations, units), from the `reservation_totals` read model.
     pub reservations: Vec<(String, i64, i64)>,
+    /// (broker stream, events published, lag in events), from the relay checkpoints.
+    pub relays: Vec<(String, i64, i64)>,
 }
 
 impl Default for Metrics {
@@ -114,6 +123,8 @@ impl Default for Metrics {
             lag_seconds: Family::default(),
             reservations: Family::default(),
             reservation_units: Family::default(),
+            relay_lag: Family::default(),
+            relay_published: Family::default(),
         };
         m.register();
         m
@@ -173,6 +184,16 @@ impl Metrics {
             "Units held or settled by reservations, by state",
             self.reservation_units.clone(),
         );
+        r.register(
+            "relay_lag_events",
+            "Committed events the event relay has not yet had acknowledged by the broker",
+            self.relay_lag.clone(),
+        );
+        r.register(
+            "relay_published_events",
+            "Events in the broker stream, as the relay last saw acknowledged",
+            self.relay_published.clone(),
+        );
     }
 
     /// A command answered: `outcome` is `created`, `replayed`, `error` or a rejection code.
@@ -223,6 +244,13 @@ impl Metrics {
                 .get_or_create(&state(name))
                 .set(*units);
         }
+        for (stream, published, lag) in &g.relays {
+            let l = RelayLabel {
+                stream: Escaped(stream.clone()),
+            };
+            self.relay_lag.get_or_create(&l).set(*lag);
+            self.relay_published.get_or_create(&l).set(*published);
+        }
         let mut out = String::new();
         encode(&mut out, &self.registry).expect("writing to a String cannot fail");
         out
@@ -243,6 +271,7 @@ mod tests {
             pool_waiting: 0,
             projections: vec![("stock_levels", 3, 0.5)],
             reservations: vec![("RESERVED".into(), 2, 7)],
+            relays: vec![("LEDGER".into(), 10, 4)],
         });
         assert!(
             text.contains(r#"outcome="a\"b\\c\nd""#),
@@ -250,6 +279,7 @@ mod tests {
         );
         assert!(text.contains(r#"stockledger_projection_lag_events{projection="stock_levels"} 3"#));
         assert!(text.contains(r#"stockledger_reservation_units{state="RESERVED"} 7"#));
+        assert!(text.contains(r#"stockledger_relay_lag_events{stream="LEDGER"} 4"#));
         assert!(text.ends_with("# EOF\n"));
     }
 }

@@ -21,6 +21,7 @@ mod rate;
 mod reads;
 mod routes;
 mod state;
+mod stream;
 
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -49,6 +50,7 @@ pub async fn serve(
     let state = AppState::new(
         store.grouped(crate::store::group::GroupConfig::default()),
         config.clone(),
+        shutdown.clone(),
     );
     let workers = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
@@ -60,6 +62,7 @@ pub async fn serve(
             worker::WorkerConfig::default(),
         ));
     }
+    let store_for_relay = store.clone();
     if config.run_expiry {
         let metrics = state.metrics.clone();
         tasks.spawn(crate::expiry::run(
@@ -70,10 +73,36 @@ pub async fn serve(
             move |n| metrics.expired(n),
         ));
     }
+    if let Some((url, relay_config)) = config.relay.clone() {
+        tasks.spawn(run_relay(
+            store_for_relay,
+            url,
+            relay_config,
+            workers.clone(),
+        ));
+    }
     info!(address = %listener.local_addr()?, "serving");
     let served = listener::serve(listener, router(state), config.connections, shutdown).await;
     // Requests are drained; now the workers finish their batch and stop.
     workers.cancel();
     while tasks.join_next().await.is_some() {}
     served
+}
+
+/// The event relay inside the server. A failure that waiting cannot mend
+/// (the stream deleted) stops the relay, not the server: it is logged, and
+/// the relay's lag keeps growing in `/metrics` for an operator to see.
+async fn run_relay(
+    store: Store,
+    url: String,
+    config: crate::relay::RelayConfig,
+    cancel: CancellationToken,
+) {
+    let result = match crate::relay::connect(&url).await {
+        Ok(client) => crate::relay::run(store, crate::relay::context(client), config, cancel).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = result {
+        tracing::error!(error = %e, "the event relay stopped");
+    }
 }

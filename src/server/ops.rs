@@ -50,6 +50,7 @@ pub async fn metrics(State(s): State<AppState>) -> Response {
         pool_waiting: status.waiting,
         projections: read.lag,
         reservations: read.totals,
+        relays: read.relays,
     };
     (
         StatusCode::OK,
@@ -75,6 +76,7 @@ pub async fn openapi() -> Response {
 struct Read {
     lag: Vec<(&'static str, i64, f64)>,
     totals: Vec<(String, i64, i64)>,
+    relays: Vec<(String, i64, i64)>,
 }
 
 /// What `/metrics` reads from the database, read at most once per
@@ -106,7 +108,18 @@ impl ScrapeCache {
             Ok(t) => t.into_iter().map(|(state, (n, u))| (state, n, u)).collect(),
             Err(_) => Vec::new(),
         };
-        let read = Read { lag, totals };
+        let relays = match crate::relay::status(&s.store).await {
+            Ok(all) => all
+                .into_iter()
+                .map(|r| (r.stream, r.published, r.lag_events))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        let read = Read {
+            lag,
+            totals,
+            relays,
+        };
         *cached = Some((std::time::Instant::now(), read.clone()));
         read
     }

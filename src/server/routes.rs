@@ -19,7 +19,7 @@ use tracing::{info, Span};
 use crate::domain::Rejection;
 use crate::limits::MAX_REQUEST_BODY_BYTES;
 use crate::server::error::ApiError;
-use crate::server::{commands, ops, reads, AppState};
+use crate::server::{commands, ops, reads, stream, AppState};
 
 pub const CORRELATION_HEADER: &str = "x-correlation-id";
 pub const CAUSATION_HEADER: &str = "x-causation-id";
@@ -50,6 +50,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/stock/{sku}", get(reads::stock))
         .route("/v1/orders/{order_id}", get(reads::order))
         .route("/v1/events", get(reads::events))
+        .route("/v1/events/stream", get(stream::events_stream))
         .route("/v1/projections", get(reads::projections))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))

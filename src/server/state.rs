@@ -30,6 +30,13 @@ pub struct ServerConfig {
     pub run_expiry: bool,
     pub expiry_interval: Duration,
     pub expiry_batch: i64,
+    /// Run the event relay in this process: the broker's URL and the relay's
+    /// settings.
+    pub relay: Option<(String, crate::relay::RelayConfig)>,
+    /// `GET /v1/events/stream`: subscribers at once, and the quiet time
+    /// after which a heartbeat comment is sent.
+    pub stream_subscribers: usize,
+    pub stream_heartbeat: Duration,
     pub connections: listener::ConnectionLimits,
 }
 
@@ -45,6 +52,9 @@ impl Default for ServerConfig {
             run_expiry: true,
             expiry_interval: Duration::from_millis(DEFAULT_EXPIRY_INTERVAL_MS),
             expiry_batch: MAX_EXPIRIES_PER_PASS,
+            relay: None,
+            stream_subscribers: crate::limits::MAX_EVENT_STREAM_SUBSCRIBERS,
+            stream_heartbeat: Duration::from_secs(crate::limits::EVENT_STREAM_HEARTBEAT_SECONDS),
             connections: listener::ConnectionLimits::default(),
         }
     }
@@ -69,10 +79,19 @@ pub struct AppState {
     /// Permits for heavy reads (as-of figures, history), so they cannot take
     /// the connections and the time commands need.
     pub heavy_reads: Arc<tokio::sync::Semaphore>,
+    /// Permits for event-stream subscribers (`GET /v1/events/stream`).
+    pub subscribers: Arc<tokio::sync::Semaphore>,
+    /// Fires when the server starts to shut down, so that endless answers
+    /// (event streams) end and the drain can finish.
+    pub closing: tokio_util::sync::CancellationToken,
 }
 
 impl AppState {
-    pub fn new(store: Store, config: ServerConfig) -> AppState {
+    pub fn new(
+        store: Store,
+        config: ServerConfig,
+        closing: tokio_util::sync::CancellationToken,
+    ) -> AppState {
         AppState {
             store,
             keys: Arc::new(KeyCache::new(config.key_cache)),
@@ -88,6 +107,8 @@ impl AppState {
             metrics: Arc::new(Metrics::default()),
             scrape: Arc::new(ops::ScrapeCache::default()),
             heavy_reads: Arc::new(tokio::sync::Semaphore::new(MAX_HEAVY_READS_IN_FLIGHT)),
+            subscribers: Arc::new(tokio::sync::Semaphore::new(config.stream_subscribers)),
+            closing,
             config: Arc::new(config),
         }
     }

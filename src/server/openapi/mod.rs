@@ -49,6 +49,7 @@ impl Modify for BearerAuth {
         crate::server::reads::stock,
         crate::server::reads::order,
         crate::server::reads::events,
+        crate::server::stream::events_stream,
         crate::server::reads::projections,
         crate::server::ops::healthz,
         crate::server::ops::readyz,
