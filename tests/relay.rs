@@ -19,31 +19,6 @@ use tokio_util::sync::CancellationToken;
 
 const STREAM: &str = "LEDGER";
 
-/// Writes `n` commands: receipts, and reservations confirmed or released.
-async fn write(db: &TestDb, tag: &str, n: usize) {
-    for i in 0..n {
-        let sku = format!("{tag}-sku-{}", i % 5);
-        db.receive(&format!("{tag}-in-{i}"), &sku, 3).await;
-        if i % 3 == 0 {
-            let id = format!("{tag}-r-{i}");
-            db.run(common::reserve(
-                &id,
-                &format!("{tag}-o-{i}"),
-                &[(&sku, 1)],
-                None,
-            ))
-            .await
-            .unwrap();
-            let next = if i % 2 == 0 {
-                common::confirm(&id)
-            } else {
-                common::release(&id)
-            };
-            db.run(next).await.unwrap();
-        }
-    }
-}
-
 /// Every event of the log, in safe commit order.
 async fn log(db: &TestDb) -> Vec<RecordedEvent> {
     let mut all = Vec::new();
@@ -152,7 +127,7 @@ fn relay_process(db: &TestDb, nats: &NatsServer) -> Child {
 async fn every_event_once_in_order_though_the_relay_is_killed_mid_batch() {
     let db = TestDb::new().await;
     let nats = NatsServer::start().await;
-    write(&db, "a", 300).await;
+    common::write_mixed(&db, "a", 300).await;
     let writer = {
         let store = db.store.clone();
         tokio::spawn(async move {
@@ -203,13 +178,13 @@ async fn the_broker_killed_and_away_for_a_while_then_caught_up() {
     let db = TestDb::new().await;
     let mut nats = NatsServer::start().await;
     let (cancel, task) = start_relay(&db, &nats, config()).await;
-    write(&db, "b", 100).await;
+    common::write_mixed(&db, "b", 100).await;
     assert_exact(&db, &nats).await;
 
     // Killed while events keep coming; the backlog stays in the log and
     // the lag shows.
     nats.kill();
-    write(&db, "c", 100).await;
+    common::write_mixed(&db, "c", 100).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let s = relay::status(&db.store).await.unwrap();
     assert!(
@@ -218,7 +193,7 @@ async fn the_broker_killed_and_away_for_a_while_then_caught_up() {
     );
     assert!(!task.is_finished(), "the relay waits for the broker");
     nats.resume().await;
-    write(&db, "d", 20).await;
+    common::write_mixed(&db, "d", 20).await;
     assert_exact(&db, &nats).await;
     cancel.cancel();
     task.await.unwrap().unwrap();
@@ -237,12 +212,12 @@ async fn two_relays_at_once_publish_each_event_once() {
     };
     let (c1, t1) = start_relay(&db, &nats, unlocked.clone()).await;
     let (c2, t2) = start_relay(&db, &nats, unlocked).await;
-    write(&db, "e", 200).await;
+    common::write_mixed(&db, "e", 200).await;
     assert_exact(&db, &nats).await;
     // And two processes with the lock: one runs, the other waits.
     let mut p1 = relay_process(&db, &nats);
     let mut p2 = relay_process(&db, &nats);
-    write(&db, "f", 50).await;
+    common::write_mixed(&db, "f", 50).await;
     assert_exact(&db, &nats).await;
     for c in [c1, c2] {
         c.cancel();
@@ -259,7 +234,7 @@ async fn two_relays_at_once_publish_each_event_once() {
 async fn a_deleted_stream_is_an_error_not_a_silent_republish() {
     let db = TestDb::new().await;
     let nats = NatsServer::start().await;
-    write(&db, "g", 30).await;
+    common::write_mixed(&db, "g", 30).await;
     let (cancel, task) = start_relay(&db, &nats, config()).await;
     assert_exact(&db, &nats).await;
     cancel.cancel();

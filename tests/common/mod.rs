@@ -379,3 +379,20 @@ pub fn res_stream(id: impl std::fmt::Display) -> String {
 pub fn receipt_stream(id: impl std::fmt::Display) -> String {
     format!("{}{id}", stockledger::domain::StreamKind::Receipt.prefix())
 }
+
+/// Writes `n` receipts, and a reservation for every third, confirmed or
+/// released in turn: a log with every kind of stock movement.
+pub async fn write_mixed(db: &TestDb, tag: &str, n: usize) {
+    for i in 0..n {
+        let sku = format!("{tag}-sku-{}", i % 5);
+        db.receive(&format!("{tag}-in-{i}"), &sku, 3).await;
+        if i % 3 == 0 {
+            let id = format!("{tag}-r-{i}");
+            db.run(reserve(&id, &format!("{tag}-o-{i}"), &[(&sku, 1)], None))
+                .await
+                .unwrap();
+            let next = if i % 2 == 0 { confirm(&id) } else { release(&id) };
+            db.run(next).await.unwrap();
+        }
+    }
+}

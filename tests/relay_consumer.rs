@@ -1,0 +1,132 @@
+//! The example consumer (`examples/relay_consumer`) against a real broker:
+//! its table equals the ledger's balances after it crashed mid-stream, and
+//! after a crash between applying a message and acknowledging it.
+
+mod common;
+
+#[path = "../examples/relay_consumer/consumer.rs"]
+mod consumer;
+
+use std::time::{Duration, Instant};
+
+use common::nats::NatsServer;
+use common::TestDb;
+use stockledger::relay::{self, RelayConfig};
+use tokio_util::sync::CancellationToken;
+
+const STREAM: &str = "FEED";
+
+async fn connect(db: &TestDb) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(&db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+async fn count(db: &TestDb, sql: &str) -> i64 {
+    db.column::<i64>(sql).await[0]
+}
+
+/// (sku, location, on_hand, reserved) of every item, sorted.
+async fn figures(db: &TestDb, table: &str) -> Vec<(String, String, i64, i64)> {
+    let client = db.client().await;
+    client
+        .query(
+            &format!("SELECT sku, location, on_hand, reserved FROM {table} ORDER BY 1, 2"),
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_consumer_matches_the_ledger_after_crashes() {
+    let db = TestDb::new().await;
+    let nats = NatsServer::start().await;
+    common::write_mixed(&db, "k", 600).await;
+    let total = db.count_events().await;
+    let (stop_relay, relay_task) = {
+        let client = relay::connect(&nats.url()).await.unwrap();
+        let cancel = CancellationToken::new();
+        let config = RelayConfig {
+            stream: STREAM.to_owned(),
+            subject_prefix: "feed".to_owned(),
+            ..RelayConfig::default()
+        };
+        let task = tokio::spawn(relay::run(
+            db.store.clone(),
+            relay::context(client),
+            config,
+            cancel.clone(),
+        ));
+        (cancel, task)
+    };
+    let js = nats.client().await;
+
+    let mut pg = connect(&db).await;
+    pg.batch_execute(consumer::SCHEMA).await.unwrap();
+    // A crash after commit, before ack: the first messages are in the
+    // consumer's table already, but the broker will deliver them again.
+    let mut s = loop {
+        if let Ok(mut s) = js.get_stream(STREAM).await {
+            if s.info().await.unwrap().state.messages > 10 {
+                break s;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    for seq in 1..=10 {
+        let m = s.get_raw_message(seq).await.unwrap();
+        let id = m.headers.get(async_nats::header::NATS_MESSAGE_ID).unwrap();
+        let event = serde_json::from_slice(&m.payload).unwrap();
+        assert!(consumer::apply(&mut pg, id.as_str(), &event).await.unwrap());
+    }
+
+    // A crash mid-stream: the consumer's task is dropped while it works.
+    let cancel = CancellationToken::new();
+    let first = {
+        let js = js.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            consumer::run(&mut pg, &js, STREAM, "stock", cancel).await.unwrap()
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count(&db, "SELECT count(*) FROM example_applied").await < total / 3 {
+        assert!(Instant::now() < deadline, "the consumer makes progress");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    first.abort();
+    let _ = first.await;
+    let applied = count(&db, "SELECT count(*) FROM example_applied").await;
+    assert!(applied < total, "the crash came mid-stream ({applied} of {total})");
+
+    // Started again, it finishes, each event applied once.
+    let mut pg = connect(&db).await;
+    let cancel = CancellationToken::new();
+    let second = {
+        let js = js.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            consumer::run(&mut pg, &js, STREAM, "stock", cancel).await.unwrap()
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count(&db, "SELECT count(*) FROM example_applied").await < total {
+        assert!(Instant::now() < deadline, "the consumer catches up");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cancel.cancel();
+    second.await.unwrap();
+    assert_eq!(
+        figures(&db, "example_stock").await,
+        figures(&db, "item_balances").await,
+        "the consumer's table equals the ledger's balances"
+    );
+    stop_relay.cancel();
+    relay_task.await.unwrap().unwrap();
+}
