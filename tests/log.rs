@@ -152,3 +152,41 @@ async fn cursors_print_and_parse() {
         assert_eq!(err.code().as_str(), "INVALID_ARGUMENT", "{bad}");
     }
 }
+
+/// A page of the log can be read along the commit-order index: with sorts
+/// disabled the planner still finds a plan without one. (The `ORDER BY` once
+/// named the select list's `tx_id::text::bigint` by mistake, an order no
+/// index gives, so every page sorted the whole rest of the log: a second
+/// per relay batch on a million events.)
+#[tokio::test]
+async fn a_page_of_the_log_is_read_in_index_order_without_a_sort() {
+    let db = TestDb::new().await;
+    let mut batch = Vec::new();
+    for i in 0..5_000 {
+        batch.push((
+            receive(&format!("in-{i}"), &format!("sku-{}", i % 50), 1),
+            stockledger::domain::CommandContext::new("test"),
+        ));
+    }
+    db.store.execute_batch(&batch).await.unwrap();
+    let client = db.client().await;
+    client
+        .batch_execute("ANALYZE events; SET enable_sort = off")
+        .await
+        .unwrap();
+    for limit in [100_i64, 10_000] {
+        let plan: Vec<String> = client
+            .query(
+                &format!("EXPLAIN {}", stockledger::store::read::events_page_sql()),
+                &[&"0", &0_i64, &limit, &None::<String>, &"999999999999"],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(plan.contains("events_commit_order"), "{limit}: {plan}");
+        assert!(!plan.contains("Sort"), "{limit}: {plan}");
+    }
+}

@@ -71,7 +71,7 @@ async fn the_consumer_matches_the_ledger_after_crashes() {
     pg.batch_execute(consumer::SCHEMA).await.unwrap();
     // A crash after commit, before ack: the first messages are in the
     // consumer's table already, but the broker will deliver them again.
-    let mut s = loop {
+    let s = loop {
         if let Ok(mut s) = js.get_stream(STREAM).await {
             if s.info().await.unwrap().state.messages > 10 {
                 break s;
@@ -92,7 +92,9 @@ async fn the_consumer_matches_the_ledger_after_crashes() {
         let js = js.clone();
         let cancel = cancel.clone();
         tokio::spawn(async move {
-            consumer::run(&mut pg, &js, STREAM, "stock", cancel).await.unwrap()
+            consumer::run(&mut pg, &js, STREAM, "stock", cancel)
+                .await
+                .unwrap()
         })
     };
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -103,7 +105,10 @@ async fn the_consumer_matches_the_ledger_after_crashes() {
     first.abort();
     let _ = first.await;
     let applied = count(&db, "SELECT count(*) FROM example_applied").await;
-    assert!(applied < total, "the crash came mid-stream ({applied} of {total})");
+    assert!(
+        applied < total,
+        "the crash came mid-stream ({applied} of {total})"
+    );
 
     // Started again, it finishes, each event applied once.
     let mut pg = connect(&db).await;
@@ -112,7 +117,9 @@ async fn the_consumer_matches_the_ledger_after_crashes() {
         let js = js.clone();
         let cancel = cancel.clone();
         tokio::spawn(async move {
-            consumer::run(&mut pg, &js, STREAM, "stock", cancel).await.unwrap()
+            consumer::run(&mut pg, &js, STREAM, "stock", cancel)
+                .await
+                .unwrap()
         })
     };
     let deadline = Instant::now() + Duration::from_secs(60);

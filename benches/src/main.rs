@@ -9,6 +9,7 @@ mod commands;
 mod database;
 mod output;
 mod projections;
+mod relay;
 mod serve;
 
 use std::process::ExitCode;
@@ -49,6 +50,9 @@ enum Cmd {
     /// The flash-sale benchmark: scenarios × callers, library and HTTP, against
     /// the usual designs, with an oversell check and an audit.
     Commands(commands::CommandsArgs),
+    /// The event relay: the whole benchmark log published to NATS JetStream,
+    /// then the relay's lag under load.
+    Relay(relay::RelayArgs),
     /// The server `commands` measures over HTTP, in a process of its own.
     #[command(hide = true)]
     Serve(serve::ServeArgs),
@@ -63,6 +67,7 @@ async fn main() -> ExitCode {
     let result = match args.command {
         Cmd::Projections(a) => projections::run(a, database_url, &printer).await,
         Cmd::Commands(a) => commands::run(a, database_url, &printer).await,
+        Cmd::Relay(a) => relay::run(a, database_url, &printer).await,
         Cmd::Serve(a) => serve::run(a, database_url).await,
     };
     match result {

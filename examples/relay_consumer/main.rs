@@ -19,7 +19,8 @@ use tokio_util::sync::CancellationToken;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_owned());
-    let db_url = std::env::var("DATABASE_URL").context("DATABASE_URL names the consumer's database")?;
+    let db_url =
+        std::env::var("DATABASE_URL").context("DATABASE_URL names the consumer's database")?;
     let (mut db, connection) = tokio_postgres::connect(&db_url, tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
     db.batch_execute(consumer::SCHEMA).await?;

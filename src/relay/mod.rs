@@ -38,9 +38,9 @@ use std::time::Duration;
 use async_nats::jetstream::{self, context::PublishErrorKind, message::PublishMessage};
 use deadpool_postgres::ClientWrapper;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
-pub use checkpoint::{status, RelayStatus};
+pub use checkpoint::{published, status, RelayStatus};
 pub use message::{cursor_of, message_id, payload, subject};
 pub use stand::Stand;
 
@@ -245,14 +245,29 @@ async fn run_attached(
 ) -> Result<(), RelayError> {
     let mut at = stand::find(store, js, config).await?;
     info!(stream = %config.stream, cursor = %at.cursor, published = at.sequence, "relay running");
+    let mut page = store.log_batch(at.cursor, config.batch_events).await?;
     while !cancel.is_cancelled() {
-        let page = store.log_batch(at.cursor, config.batch_events).await?;
         if page.events.is_empty() {
             idle(config.poll_interval, cancel).await;
+            page = store.log_batch(at.cursor, config.batch_events).await?;
             continue;
         }
-        at = publish(js, config, at, &page.events).await?;
+        // The next batch is read while this one is published and
+        // acknowledged: its cursor is known already, and reading and
+        // publishing use different servers.
+        let started = std::time::Instant::now();
+        let (published, next) = tokio::join!(
+            publish(js, config, at.clone(), &page.events),
+            store.log_batch(page.next, config.batch_events)
+        );
+        at = published?;
         checkpoint::save(store, &config.stream, &at).await?;
+        debug!(
+            events = page.events.len(),
+            millis = started.elapsed().as_secs_f64() * 1e3,
+            "relay batch published and acknowledged"
+        );
+        page = next?;
     }
     Ok(())
 }

@@ -89,6 +89,24 @@ fn as_string<S: serde::Serializer>(c: &Cursor, s: S) -> Result<S::Ok, S::Error> 
     s.collect_str(c)
 }
 
+/// The statement that reads a page of the log in safe commit order (public
+/// so a test can EXPLAIN it). Parameters: the cursor's transaction id (as
+/// text) and position, the limit, the stream prefix (or null), the horizon
+/// (as text).
+pub fn events_page_sql() -> String {
+    format!(
+        "SELECT {EVENT_COLUMNS} FROM events
+         WHERE (tx_id, position) > ($1::text::xid8, $2)
+           AND tx_id < $5::text::xid8
+           AND ($4::text IS NULL OR starts_with(stream, $4))
+         -- Qualified: the select list's `tx_id::text::bigint` is also named
+         -- tx_id, and an unqualified name would sort by it, which no index
+         -- gives: every page would sort the whole rest of the log.
+         ORDER BY events.tx_id, events.position
+         LIMIT $3"
+    )
+}
+
 /// Reads up to `limit` events after `after` in safe commit order, optionally
 /// only from streams starting with `stream_prefix`. The callers bound
 /// `limit` (`MAX_EVENTS_PER_READ` for readers, `RELAY_BATCH_EVENTS` for the
@@ -100,16 +118,7 @@ pub async fn events(
     stream_prefix: Option<&str>,
 ) -> Result<EventPage, StoreError> {
     let horizon = crate::store::horizon::safe_horizon(client).await?;
-    let stmt = client
-        .prepare_cached(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events
-             WHERE (tx_id, position) > ($1::text::xid8, $2)
-               AND tx_id < $5::text::xid8
-               AND ($4::text IS NULL OR starts_with(stream, $4))
-             ORDER BY tx_id, position
-             LIMIT $3"
-        ))
-        .await?;
+    let stmt = client.prepare_cached(&events_page_sql()).await?;
     let rows = client
         .query(
             &stmt,

@@ -391,7 +391,11 @@ pub async fn write_mixed(db: &TestDb, tag: &str, n: usize) {
             db.run(reserve(&id, &format!("{tag}-o-{i}"), &[(&sku, 1)], None))
                 .await
                 .unwrap();
-            let next = if i % 2 == 0 { confirm(&id) } else { release(&id) };
+            let next = if i % 2 == 0 {
+                confirm(&id)
+            } else {
+                release(&id)
+            };
             db.run(next).await.unwrap();
         }
     }
