@@ -183,7 +183,8 @@ async fn a_log_written_by_the_old_schema_reads_back_the_same_after_the_migration
         .await;
 
     let applied = db.store.migrate().await.unwrap();
-    assert_eq!(applied, vec![7]);
+    // The typed log row first, then whatever came after it.
+    assert_eq!(applied.first(), Some(&7), "{applied:?}");
 
     // Every event is the one written, at the same place in the log.
     let after = read_all(&db).await;
