@@ -114,7 +114,7 @@ async fn start_relay(
 fn relay_process(db: &TestDb, nats: &NatsServer) -> Child {
     Command::new(env!("CARGO_BIN_EXE_stockledger"))
         .args(["relay", "--nats-url", &nats.url(), "--stream", STREAM])
-        .args(["--subject-prefix", "ledger", "--batch-events", "50"])
+        .args(["--subject-prefix", "ledger", "--batch-events", "10"])
         .env("DATABASE_URL", db.url())
         .env("STOCKLEDGER_LOG", "warn")
         .stdout(Stdio::null())
@@ -263,4 +263,37 @@ async fn a_deleted_stream_is_an_error_not_a_silent_republish() {
     assert_exact(&db, &nats).await;
     cancel.cancel();
     task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_runs_the_relay_when_asked_and_metrics_show_it() {
+    let nats = NatsServer::start().await;
+    let mut config = common::server::test_config();
+    config.relay = Some((nats.url(), self::config()));
+    let mut s = common::server::TestServer::start(config).await;
+    common::write_mixed(&s.db, "s", 30).await;
+    assert_exact(&s.db, &nats).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = s
+            .req(reqwest::Method::GET, "/metrics", None)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let published = format!(
+            "stockledger_relay_published_events{{stream=\"{STREAM}\"}} {}",
+            log(&s.db).await.len()
+        );
+        if text.contains(&published)
+            && text.contains("stockledger_relay_lag_events{stream=\"LEDGER\"} 0")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{text}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    s.stop().await;
 }
