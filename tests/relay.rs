@@ -15,7 +15,6 @@ use common::TestDb;
 use stockledger::domain::RecordedEvent;
 use stockledger::relay::{self, RelayConfig, RelayError};
 use stockledger::store::Cursor;
-use tokio_util::sync::CancellationToken;
 
 const STREAM: &str = "LEDGER";
 
@@ -92,25 +91,6 @@ fn config() -> RelayConfig {
     }
 }
 
-async fn start_relay(
-    db: &TestDb,
-    nats: &NatsServer,
-    config: RelayConfig,
-) -> (
-    CancellationToken,
-    tokio::task::JoinHandle<Result<(), RelayError>>,
-) {
-    let client = relay::connect(&nats.url()).await.unwrap();
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn(relay::run(
-        db.store.clone(),
-        relay::context(client),
-        config,
-        cancel.clone(),
-    ));
-    (cancel, task)
-}
-
 fn relay_process(db: &TestDb, nats: &NatsServer) -> Child {
     Command::new(env!("CARGO_BIN_EXE_stockledger"))
         .args(["relay", "--nats-url", &nats.url(), "--stream", STREAM])
@@ -177,7 +157,7 @@ async fn every_event_once_in_order_though_the_relay_is_killed_mid_batch() {
 async fn the_broker_killed_and_away_for_a_while_then_caught_up() {
     let db = TestDb::new().await;
     let mut nats = NatsServer::start().await;
-    let (cancel, task) = start_relay(&db, &nats, config()).await;
+    let (cancel, task) = common::nats::start_relay(&db, &nats, config()).await;
     common::write_mixed(&db, "b", 100).await;
     assert_exact(&db, &nats).await;
 
@@ -210,8 +190,8 @@ async fn two_relays_at_once_publish_each_event_once() {
         batch_events: 50,
         ..config()
     };
-    let (c1, t1) = start_relay(&db, &nats, unlocked.clone()).await;
-    let (c2, t2) = start_relay(&db, &nats, unlocked).await;
+    let (c1, t1) = common::nats::start_relay(&db, &nats, unlocked.clone()).await;
+    let (c2, t2) = common::nats::start_relay(&db, &nats, unlocked).await;
     common::write_mixed(&db, "e", 200).await;
     assert_exact(&db, &nats).await;
     // And two processes with the lock: one runs, the other waits.
@@ -235,13 +215,13 @@ async fn a_deleted_stream_is_an_error_not_a_silent_republish() {
     let db = TestDb::new().await;
     let nats = NatsServer::start().await;
     common::write_mixed(&db, "g", 30).await;
-    let (cancel, task) = start_relay(&db, &nats, config()).await;
+    let (cancel, task) = common::nats::start_relay(&db, &nats, config()).await;
     assert_exact(&db, &nats).await;
     cancel.cancel();
     task.await.unwrap().unwrap();
 
     nats.client().await.delete_stream(STREAM).await.unwrap();
-    let (_, task) = start_relay(&db, &nats, config()).await;
+    let (_, task) = common::nats::start_relay(&db, &nats, config()).await;
     let err = tokio::time::timeout(Duration::from_secs(10), task)
         .await
         .expect("the relay stops at once")
@@ -259,7 +239,7 @@ async fn a_deleted_stream_is_an_error_not_a_silent_republish() {
         republish: true,
         ..config()
     };
-    let (cancel, task) = start_relay(&db, &nats, again).await;
+    let (cancel, task) = common::nats::start_relay(&db, &nats, again).await;
     assert_exact(&db, &nats).await;
     cancel.cancel();
     task.await.unwrap().unwrap();

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::nats::NatsServer;
 use common::TestDb;
-use stockledger::relay::{self, RelayConfig};
+use stockledger::relay::RelayConfig;
 use tokio_util::sync::CancellationToken;
 
 const STREAM: &str = "FEED";
@@ -43,28 +43,33 @@ async fn figures(db: &TestDb, table: &str) -> Vec<(String, String, i64, i64)> {
         .collect()
 }
 
+/// The example consumer, running as a task of its own.
+fn spawn_consumer(
+    mut pg: tokio_postgres::Client,
+    js: &async_nats::jetstream::Context,
+) -> (CancellationToken, tokio::task::JoinHandle<u64>) {
+    let (js, cancel) = (js.clone(), CancellationToken::new());
+    let stop = cancel.clone();
+    let task = tokio::spawn(async move {
+        consumer::run(&mut pg, &js, STREAM, "stock", stop)
+            .await
+            .unwrap()
+    });
+    (cancel, task)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_consumer_matches_the_ledger_after_crashes() {
     let db = TestDb::new().await;
     let nats = NatsServer::start().await;
     common::write_mixed(&db, "k", 600).await;
     let total = db.count_events().await;
-    let (stop_relay, relay_task) = {
-        let client = relay::connect(&nats.url()).await.unwrap();
-        let cancel = CancellationToken::new();
-        let config = RelayConfig {
-            stream: STREAM.to_owned(),
-            subject_prefix: "feed".to_owned(),
-            ..RelayConfig::default()
-        };
-        let task = tokio::spawn(relay::run(
-            db.store.clone(),
-            relay::context(client),
-            config,
-            cancel.clone(),
-        ));
-        (cancel, task)
+    let config = RelayConfig {
+        stream: STREAM.to_owned(),
+        subject_prefix: "feed".to_owned(),
+        ..RelayConfig::default()
     };
+    let (stop_relay, relay_task) = common::nats::start_relay(&db, &nats, config).await;
     let js = nats.client().await;
 
     let mut pg = connect(&db).await;
@@ -87,16 +92,7 @@ async fn the_consumer_matches_the_ledger_after_crashes() {
     }
 
     // A crash mid-stream: the consumer's task is dropped while it works.
-    let cancel = CancellationToken::new();
-    let first = {
-        let js = js.clone();
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            consumer::run(&mut pg, &js, STREAM, "stock", cancel)
-                .await
-                .unwrap()
-        })
-    };
+    let (_, first) = spawn_consumer(pg, &js);
     let deadline = Instant::now() + Duration::from_secs(30);
     while count(&db, "SELECT count(*) FROM example_applied").await < total / 3 {
         assert!(Instant::now() < deadline, "the consumer makes progress");
@@ -111,17 +107,7 @@ async fn the_consumer_matches_the_ledger_after_crashes() {
     );
 
     // Started again, it finishes, each event applied once.
-    let mut pg = connect(&db).await;
-    let cancel = CancellationToken::new();
-    let second = {
-        let js = js.clone();
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            consumer::run(&mut pg, &js, STREAM, "stock", cancel)
-                .await
-                .unwrap()
-        })
-    };
+    let (cancel, second) = spawn_consumer(connect(&db).await, &js);
     let deadline = Instant::now() + Duration::from_secs(60);
     while count(&db, "SELECT count(*) FROM example_applied").await < total {
         assert!(Instant::now() < deadline, "the consumer catches up");

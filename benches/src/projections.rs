@@ -115,7 +115,7 @@ async fn fill_log(
     Ok(report)
 }
 
-async fn count_events(store: &Store) -> anyhow::Result<i64> {
+pub(crate) async fn count_events(store: &Store) -> anyhow::Result<i64> {
     let client = pool::get(store.pool()).await?;
     Ok(client
         .query_one("SELECT count(*) FROM events", &[])

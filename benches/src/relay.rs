@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::database::bench_database;
 use crate::output::{markdown_table, Printer};
+use crate::projections::count_events;
 
 /// How often the relay's standing is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
@@ -87,7 +88,7 @@ pub async fn run(
     cancel.cancel();
     task.await??;
     js.delete_stream(&name).await?;
-    forget(&store, &name).await?;
+    relay::forget(&store, &name).await?;
 
     report(printer, &args, events, backlog_seconds, &load);
     Ok(())
@@ -223,24 +224,5 @@ async fn wait_published(store: &Store, stream: &str, events: i64) -> anyhow::Res
     while relay::published(store, stream).await? < events {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    Ok(())
-}
-
-async fn count_events(store: &Store) -> anyhow::Result<i64> {
-    let client = pool::get(store.pool()).await?;
-    Ok(client
-        .query_one("SELECT count(*) FROM events", &[])
-        .await?
-        .get(0))
-}
-
-async fn forget(store: &Store, stream: &str) -> anyhow::Result<()> {
-    let client = pool::get(store.pool()).await?;
-    client
-        .execute(
-            "DELETE FROM relay_checkpoints WHERE stream_name = $1",
-            &[&stream],
-        )
-        .await?;
     Ok(())
 }

@@ -40,7 +40,7 @@ use deadpool_postgres::ClientWrapper;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-pub use checkpoint::{published, status, RelayStatus};
+pub use checkpoint::{published, reset as forget, status, RelayStatus};
 pub use message::{cursor_of, message_id, payload, subject};
 pub use stand::Stand;
 

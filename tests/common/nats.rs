@@ -87,3 +87,23 @@ impl Drop for NatsServer {
         let _ = std::fs::remove_dir_all(&self.store);
     }
 }
+
+/// The event relay of `db`, publishing to `nats`, as a task until cancelled.
+pub async fn start_relay(
+    db: &super::TestDb,
+    nats: &NatsServer,
+    config: stockledger::relay::RelayConfig,
+) -> (
+    tokio_util::sync::CancellationToken,
+    tokio::task::JoinHandle<Result<(), stockledger::relay::RelayError>>,
+) {
+    let client = stockledger::relay::connect(&nats.url()).await.unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let task = tokio::spawn(stockledger::relay::run(
+        db.store.clone(),
+        stockledger::relay::context(client),
+        config,
+        cancel.clone(),
+    ));
+    (cancel, task)
+}
