@@ -1,4 +1,4 @@
-//! Failover on a real cluster manager (issue 13, under way): three
+//! High availability on a real cluster manager (issue 13, under way): three
 //! PostgreSQL nodes under Patroni with etcd and synchronous replication
 //! (`.ci/ha-cluster`), writers reserving one hot item through a store that
 //! names all three hosts, and the leader's Patroni and postmaster killed
@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use stockledger::domain::{Command, CommandContext, LineRequest, ReceiveRequest, ReserveRequest};
-use stockledger::store::{pool, Store};
+use stockledger::store::{pool, Cursor, Store};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/ha-cluster");
 
@@ -59,6 +59,13 @@ impl Cluster {
             .and_then(|m| m["Member"].as_str())
             .and_then(|m| m.trim_start_matches("node").parse().ok())
             .expect("a leader")
+    }
+
+    /// The host:port of a replica (not the leader).
+    fn replica(&self) -> String {
+        let leader = self.leader();
+        let n = [1, 2, 3].into_iter().find(|n| *n != leader).unwrap();
+        format!("127.0.0.1:544{n}")
     }
 
     /// SIGKILL to the leader's Patroni and postmaster together.
@@ -218,4 +225,77 @@ async fn the_leader_killed_under_load_loses_nothing_acknowledged() {
     assert!(after > 0, "writes resumed on the new leader");
     let report = stockledger::audit::audit(store.pool()).await.unwrap();
     assert!(report.clean(), "{:#?}", report.differences);
+}
+
+async fn receive(store: &Store, id: &str) {
+    let cmd = ReceiveRequest {
+        receipt_id: id.into(),
+        sku: "apple".into(),
+        location: None,
+        quantity: 1,
+    }
+    .validate()
+    .unwrap();
+    store
+        .execute(cmd, CommandContext::new("test"))
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+/// Pages of the log read on a hot standby (`Store::with_reads`): an open
+/// writer on the primary holds the standby's reader back, nothing is
+/// skipped, and once it ends the standby's pages equal the primary's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs patroni and etcd; run by hand (see the module comment)"]
+async fn a_standby_reader_is_held_back_by_an_open_writer_on_the_primary() {
+    let cluster = Cluster::start();
+    let primary = Store::new(pool::build(cluster.url.parse().unwrap(), 8).unwrap());
+    primary.migrate().await.unwrap();
+    let replica = format!("postgres://postgres@{}/postgres", cluster.replica());
+    let reads = pool::build(replica.parse().unwrap(), 4).unwrap();
+    let store = primary.clone().with_reads(reads);
+    let wait_for = |want: usize| {
+        let store = store.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let page = store.events(Cursor::START, 100, None).await.unwrap();
+                if page.events.len() >= want || Instant::now() > deadline {
+                    return page.events.len();
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    receive(&primary, "in-1").await;
+    assert_eq!(wait_for(1).await, 1, "the standby replays the first event");
+
+    // A writer left open on the primary, then an event committed after it.
+    let (writer, connection) = tokio_postgres::connect(&cluster.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    writer
+        .batch_execute("BEGIN; SELECT pg_current_xact_id()")
+        .await
+        .unwrap();
+    receive(&primary, "in-2").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        wait_for(2).await,
+        1,
+        "nothing at or past the primary's open writer is read on the standby"
+    );
+    writer.batch_execute("COMMIT").await.unwrap();
+    assert_eq!(wait_for(2).await, 2, "everything once it ends");
+    let on_primary = primary.events(Cursor::START, 100, None).await.unwrap();
+    let on_standby = store.events(Cursor::START, 100, None).await.unwrap();
+    let ids = |p: &stockledger::store::EventPage| -> Vec<(String, i64)> {
+        p.events
+            .iter()
+            .map(|e| (e.stream.to_string(), e.position))
+            .collect()
+    };
+    assert_eq!(ids(&on_standby), ids(&on_primary));
 }

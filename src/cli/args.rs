@@ -200,6 +200,10 @@ pub struct RelayArgs {
     /// (without it, the relay stops with an error when that happened).
     #[arg(long)]
     pub republish: bool,
+    /// A hot standby to read the log from (the relay's reads only); the
+    /// checkpoint is written on DATABASE_URL.
+    #[arg(long, env = "STOCKLEDGER_READ_DATABASE_URL", hide_env_values = true)]
+    pub read_database_url: Option<String>,
     /// Most events per published batch (1 to 10000).
     #[arg(long, default_value_t = stockledger::limits::RELAY_BATCH_EVENTS)]
     pub batch_events: i64,

@@ -93,6 +93,19 @@ async fn open_with_server(
     .await
 }
 
+/// `store`, reading pages of the log (event pages, the event stream, the
+/// relay) from the server `url` names, a hot standby, when one is given.
+fn with_reads(store: Store, url: Option<&str>, pool_size: usize) -> Result<Store, Failure> {
+    let Some(url) = url else {
+        return Ok(store);
+    };
+    let config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--read-database-url: {e}"))?;
+    let reads = stockledger::store::pool::build(config, pool_size)?;
+    Ok(store.with_reads(reads))
+}
+
 /// `open_with_server` with a pool of `pool_size` connections.
 async fn open_with_pool(
     database_url: Option<&str>,
@@ -150,6 +163,11 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
         }
         Cmd::Relay(args) => {
             let store = open(database_url, printer).await?;
+            let store = with_reads(
+                store,
+                args.read_database_url.as_deref(),
+                stockledger::limits::DEFAULT_POOL_SIZE,
+            )?;
             relay::relay(&store, args, printer).await?;
         }
         Cmd::Projections { command } => {

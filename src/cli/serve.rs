@@ -43,6 +43,11 @@ pub struct ServeArgs {
     max_stream_subscribers: usize,
     #[command(flatten)]
     broker: crate::cli::args::BrokerArgs,
+    /// A hot standby to read pages of the log from (GET /v1/events, the event
+    /// stream, the relay), e.g. with target_session_attrs=read-only; all else
+    /// stays on DATABASE_URL.
+    #[arg(long, env = "STOCKLEDGER_READ_DATABASE_URL", hide_env_values = true)]
+    read_database_url: Option<String>,
     /// Database connections in the pool.
     #[arg(long, env = "STOCKLEDGER_POOL_SIZE", default_value_t = DEFAULT_POOL_SIZE)]
     pool_size: usize,
@@ -84,6 +89,7 @@ pub async fn serve(
     printer: &Printer,
 ) -> Result<(), Failure> {
     let (store, server) = super::open_with_pool(database_url, args.pool_size, printer).await?;
+    let store = super::with_reads(store, args.read_database_url.as_deref(), args.pool_size)?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;

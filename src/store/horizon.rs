@@ -17,6 +17,15 @@
 //! therefore sees everything below the horizon that will ever exist. Inside an
 //! open transaction the list of running transactions is cached, so this is
 //! only ever asked outside one.
+//!
+//! On a hot standby, `pg_stat_activity` shows only the standby's own
+//! sessions, never the primary's writers, so the list above would be empty
+//! and the horizon too far ahead. There the horizon is the standby's snapshot
+//! `xmin`, which the primary's running-transaction records keep at the
+//! oldest transaction still open on the primary as far as the standby has
+//! replayed (server-wide: any database's writer holds it back). The same
+//! argument holds: a later statement on the same standby has replayed at
+//! least as far. docs/scaling.md has the check that showed it.
 
 use deadpool_postgres::ClientWrapper as Client;
 
@@ -28,7 +37,10 @@ use crate::store::StoreError;
 /// running id may be above it), so a running id's full value is the reference
 /// plus the signed 32-bit distance to it.
 const HORIZON_SQL: &str = "
-    SELECT least(s.next, min(
+    SELECT CASE WHEN pg_is_in_recovery()
+                THEN pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+                ELSE per_database.h END
+    FROM (SELECT least(s.next, min(
         s.next + ((((w.xid - s.next) & 4294967295) + 2147483648) & 4294967295) - 2147483648))
     FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next) AS s
     LEFT JOIN (
@@ -39,7 +51,7 @@ const HORIZON_SQL: &str = "
         SELECT transaction::text::bigint FROM pg_prepared_xacts
         WHERE database = current_database()
     ) AS w ON true
-    GROUP BY s.next";
+    GROUP BY s.next) AS per_database(h)";
 
 /// The safe horizon of this database, as a 64-bit transaction id. Must be
 /// called on a connection that is not inside a transaction.

@@ -33,19 +33,36 @@ use crate::limits::{MAX_COMMANDS_PER_BATCH, MAX_EXPIRIES_PER_PASS};
 #[derive(Clone)]
 pub struct Store {
     pool: Pool,
+    /// Where pages of the log are read (`events`, `log_batch`): the same
+    /// pool, or one on a hot standby (`with_reads`).
+    reads: Pool,
     /// When set, single commands are gathered into group commits.
     group: Option<std::sync::Arc<group::GroupCommit>>,
 }
 
 impl Store {
     pub fn new(pool: Pool) -> Self {
-        Store { pool, group: None }
+        Store {
+            reads: pool.clone(),
+            pool,
+            group: None,
+        }
+    }
+
+    /// This store, reading pages of the log (`events`, `log_batch`: the
+    /// event pages, the event stream and the relay) from `reads`, for example
+    /// a pool on a hot standby. The safe horizon is read there too, and on a
+    /// standby it is the standby's own snapshot (`horizon.rs`). Everything
+    /// else stays on the primary.
+    pub fn with_reads(mut self, reads: Pool) -> Self {
+        self.reads = reads;
+        self
     }
 
     /// This store, with `execute` gathering concurrent commands into shared
     /// transactions (see `group`). Needs a running tokio runtime.
     pub fn grouped(&self, config: group::GroupConfig) -> Self {
-        Self::with_group_commit(self.pool.clone(), config)
+        Self::with_group_commit(self.pool.clone(), config).with_reads(self.reads.clone())
     }
 
     /// A store whose `execute` gathers concurrent commands into shared
@@ -53,6 +70,7 @@ impl Store {
     pub fn with_group_commit(pool: Pool, config: group::GroupConfig) -> Self {
         let group = group::GroupCommit::start(pool.clone(), config);
         Store {
+            reads: pool.clone(),
             pool,
             group: Some(std::sync::Arc::new(group)),
         }

@@ -45,7 +45,7 @@ impl Store {
         limit: i64,
         stream_prefix: Option<&str>,
     ) -> Result<EventPage, StoreError> {
-        let client = pool::get(&self.pool).await?;
+        let client = pool::get(&self.reads).await?;
         let limit = limit.clamp(1, MAX_EVENTS_PER_READ);
         read::events(&client, after, limit, stream_prefix).await
     }
@@ -53,7 +53,7 @@ impl Store {
     /// A batch of the log for the relay: like `events`, up to
     /// `RELAY_BATCH_EVENTS` at once.
     pub async fn log_batch(&self, after: Cursor, limit: i64) -> Result<EventPage, StoreError> {
-        let client = pool::get(&self.pool).await?;
+        let client = pool::get(&self.reads).await?;
         let limit = limit.clamp(1, RELAY_BATCH_EVENTS);
         read::events(&client, after, limit, None).await
     }
