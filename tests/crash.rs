@@ -28,14 +28,6 @@ fn serve(db: &TestDb, port: u16) -> Child {
         .expect("start stockledger serve")
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 async fn wait_ready(http: &reqwest::Client, base: &str) {
     for _ in 0..300 {
         if let Ok(r) = http.get(format!("{base}/readyz")).send().await {

@@ -5,20 +5,25 @@
 //! with SIGKILL (a real promotion). Every acknowledged reservation must be
 //! in the new leader's log, and the audit clean.
 //!
-//! Not yet part of `.ci/run`: it needs `patroni` and `etcd` and runs for
-//! about a minute and a half. Run it with
-//! `cargo test --test ha -- --ignored --nocapture`.
+//! Needs `patroni` and `etcd` on PATH (`.ci/run` installs Debian's). The
+//! cluster uses fixed loopback ports, so the tests here take turns.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::process::Command as Process;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use stockledger::domain::{Command, CommandContext, LineRequest, ReceiveRequest, ReserveRequest};
 use stockledger::store::{pool, Cursor, Store};
 
+mod common;
+
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/ha-cluster");
+
+/// One cluster at a time: it takes fixed ports.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 struct Cluster {
     dir: PathBuf,
@@ -26,8 +31,8 @@ struct Cluster {
 }
 
 impl Cluster {
-    fn start() -> Cluster {
-        let dir = std::env::temp_dir().join(format!("sl-ha-{}", std::process::id()));
+    fn start(test: &str) -> Cluster {
+        let dir = std::env::temp_dir().join(format!("sl-ha-{}-{test}", std::process::id()));
         let out = Process::new(SCRIPT)
             .args(["start"])
             .arg(&dir)
@@ -42,35 +47,42 @@ impl Cluster {
         Cluster { dir, url }
     }
 
-    /// The leader's node number, from Patroni.
-    fn leader(&self) -> u32 {
+    /// Migrates `store` once the leader takes connections: Patroni may call
+    /// the cluster up a moment before its leader accepts them.
+    async fn migrate(&self, store: &Store) {
+        common::eventually("the leader takes connections", || async {
+            store.migrate().await.is_ok()
+        })
+        .await;
+    }
+
+    /// The leader's node number, from Patroni; none during a failover.
+    fn leader(&self) -> Option<u32> {
         let out = Process::new("patronictl")
             .args(["-c"])
             .arg(self.dir.join("node1.yml"))
             .args(["list", "-f", "json"])
             .output()
             .unwrap();
-        let members: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let members: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
         members
-            .as_array()
-            .unwrap()
+            .as_array()?
             .iter()
-            .find(|m| m["Role"] == "Leader")
+            .find(|m| m["Role"] == "Leader" && m["State"] == "running")
             .and_then(|m| m["Member"].as_str())
             .and_then(|m| m.trim_start_matches("node").parse().ok())
-            .expect("a leader")
     }
 
     /// The host:port of a replica (not the leader).
     fn replica(&self) -> String {
-        let leader = self.leader();
+        let leader = self.leader().expect("a leader");
         let n = [1, 2, 3].into_iter().find(|n| *n != leader).unwrap();
         format!("127.0.0.1:544{n}")
     }
 
     /// SIGKILL to the leader's Patroni and postmaster together.
     fn kill_leader(&self) -> u32 {
-        let n = self.leader();
+        let n = self.leader().expect("a leader");
         let read_pid = |p: PathBuf| -> String {
             std::fs::read_to_string(p)
                 .unwrap()
@@ -123,12 +135,12 @@ fn reserve(id: &str, sku: &str) -> Command {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "needs patroni and etcd; run by hand (see the module comment)"]
 async fn the_leader_killed_under_load_loses_nothing_acknowledged() {
-    let cluster = Cluster::start();
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let cluster = Cluster::start("failover");
     let config: tokio_postgres::Config = cluster.url.parse().unwrap();
     let store = Store::new(pool::build(config, 32).unwrap());
-    store.migrate().await.unwrap();
+    cluster.migrate(&store).await;
     let stock = ReceiveRequest {
         receipt_id: "stock".into(),
         sku: "hot".into(),
@@ -144,60 +156,49 @@ async fn the_leader_killed_under_load_loses_nothing_acknowledged() {
         .unwrap();
 
     let acknowledged = Arc::new(Mutex::new(HashSet::new()));
-    let last_ack = Arc::new(Mutex::new(Vec::<Instant>::new()));
-    let until = Instant::now() + Duration::from_secs(45);
+    let stop = Arc::new(AtomicBool::new(false));
     let mut writers = tokio::task::JoinSet::new();
     for w in 0..32 {
-        let (store, acked, times) = (store.clone(), acknowledged.clone(), last_ack.clone());
+        let (store, acked, stop) = (store.clone(), acknowledged.clone(), stop.clone());
         writers.spawn(async move {
             let mut n = 0;
-            while Instant::now() < until {
+            while !stop.load(Ordering::Relaxed) {
                 let id = format!("w{w}-{n}");
-                // The same command again until it is answered: retries are safe.
-                loop {
+                // The same command again until it is answered (retries are
+                // safe), or until the test ends: then it is not counted.
+                while !stop.load(Ordering::Relaxed) {
                     match store
                         .execute(reserve(&id, "hot"), CommandContext::new("test"))
                         .await
                     {
                         Ok(Ok(_)) => {
                             acked.lock().unwrap().insert(id.clone());
-                            times.lock().unwrap().push(Instant::now());
                             break;
                         }
                         Ok(Err(r)) => panic!("{id} refused: {r:?}"),
-                        Err(_) if Instant::now() < until + Duration::from_secs(30) => {
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                        }
-                        Err(e) => panic!("{id} never answered: {e}"),
+                        Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
                     }
                 }
                 n += 1;
             }
         });
     }
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let killed_at = Instant::now();
+    let acked = || acknowledged.lock().unwrap().len();
+    common::eventually("writes are acknowledged", || async { acked() >= 200 }).await;
     let old = cluster.kill_leader();
+    common::eventually("a standby is promoted", || async {
+        cluster.leader().is_some_and(|n| n != old)
+    })
+    .await;
+    let at_promotion = acked();
+    common::eventually("writes resume on the new leader", || async {
+        acked() >= at_promotion + 200
+    })
+    .await;
+    stop.store(true, Ordering::Relaxed);
     while let Some(r) = writers.join_next().await {
         r.unwrap();
     }
-
-    // The longest stretch without an acknowledged write, around the kill
-    // (backends orphaned by the kill may still finish a commit or two).
-    let mut times = last_ack.lock().unwrap().clone();
-    times.sort_unstable();
-    let stall = times
-        .windows(2)
-        .filter(|w| w[1] > killed_at)
-        .map(|w| w[1].duration_since(w[0]))
-        .max()
-        .unwrap_or_default();
-    let after = times
-        .iter()
-        .filter(|t| **t > killed_at + Duration::from_secs(25))
-        .count();
-    let new = cluster.leader();
-    assert_ne!(new, old, "a standby was promoted");
 
     let client = store.pool().get().await.unwrap();
     let in_log: HashSet<String> = client
@@ -213,16 +214,12 @@ async fn the_leader_killed_under_load_loses_nothing_acknowledged() {
     let acknowledged = acknowledged.lock().unwrap().clone();
     let lost: Vec<_> = acknowledged.difference(&in_log).collect();
     println!(
-        "acknowledged {}, in the log {}, lost {}, longest stretch without an acknowledged write {:?}, \
-         acknowledged from 25 s after the kill on {}",
+        "acknowledged {}, in the log {}, lost {}",
         acknowledged.len(),
         in_log.len(),
-        lost.len(),
-        stall,
-        after
+        lost.len()
     );
     assert!(lost.is_empty(), "acknowledged but gone: {lost:?}");
-    assert!(after > 0, "writes resumed on the new leader");
     let report = stockledger::audit::audit(store.pool()).await.unwrap();
     assert!(report.clean(), "{:#?}", report.differences);
 }
@@ -247,31 +244,39 @@ async fn receive(store: &Store, id: &str) {
 /// writer on the primary holds the standby's reader back, nothing is
 /// skipped, and once it ends the standby's pages equal the primary's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "needs patroni and etcd; run by hand (see the module comment)"]
 async fn a_standby_reader_is_held_back_by_an_open_writer_on_the_primary() {
-    let cluster = Cluster::start();
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let cluster = Cluster::start("standby");
     let primary = Store::new(pool::build(cluster.url.parse().unwrap(), 8).unwrap());
-    primary.migrate().await.unwrap();
+    cluster.migrate(&primary).await;
     let replica = format!("postgres://postgres@{}/postgres", cluster.replica());
     let reads = pool::build(replica.parse().unwrap(), 4).unwrap();
     let store = primary.clone().with_reads(reads);
-    let wait_for = |want: usize| {
-        let store = store.clone();
-        async move {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                let page = store.events(Cursor::START, 100, None).await.unwrap();
-                if page.events.len() >= want || Instant::now() > deadline {
-                    return page.events.len();
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
+    let (standby, connection) = tokio_postgres::connect(&replica, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    // Rows the standby has replayed, horizon or not.
+    let replayed = || async {
+        let row = standby.query_one("SELECT count(*) FROM events", &[]).await;
+        row.unwrap().get::<_, i64>(0)
+    };
+    let page = || async {
+        store
+            .events(Cursor::START, 100, None)
+            .await
+            .unwrap()
+            .events
+            .len()
     };
     receive(&primary, "in-1").await;
-    assert_eq!(wait_for(1).await, 1, "the standby replays the first event");
+    common::eventually("the standby serves the first event", || async {
+        page().await == 1
+    })
+    .await;
 
-    // A writer left open on the primary, then an event committed after it.
+    // A writer left open on the primary, then an event committed after it
+    // and replayed on the standby: the standby's reader still stops before it.
     let (writer, connection) = tokio_postgres::connect(&cluster.url, tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -281,14 +286,20 @@ async fn a_standby_reader_is_held_back_by_an_open_writer_on_the_primary() {
         .await
         .unwrap();
     receive(&primary, "in-2").await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    common::eventually("the standby replays the second event", || async {
+        replayed().await == 2
+    })
+    .await;
     assert_eq!(
-        wait_for(2).await,
+        page().await,
         1,
         "nothing at or past the primary's open writer is read on the standby"
     );
     writer.batch_execute("COMMIT").await.unwrap();
-    assert_eq!(wait_for(2).await, 2, "everything once it ends");
+    common::eventually("the standby serves both once the writer ends", || async {
+        page().await == 2
+    })
+    .await;
     let on_primary = primary.events(Cursor::START, 100, None).await.unwrap();
     let on_standby = store.events(Cursor::START, 100, None).await.unwrap();
     let ids = |p: &stockledger::store::EventPage| -> Vec<(String, i64)> {

@@ -368,23 +368,18 @@ async fn heavy_reads_use_the_item_indexes() {
     }
     let client = s.db.client().await;
     client.batch_execute("ANALYZE events").await.unwrap();
-    let plan: Vec<String> = client
-        .query(
-            &format!("EXPLAIN {}", stockledger::store::history::item_events_sql()),
-            &[
-                &"sku-7",
-                &"default",
-                &None::<chrono::DateTime<chrono::Utc>>,
-                &None::<i64>,
-                &"999999999",
-            ],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    let plan = plan.join("\n");
+    let plan = explain(
+        &client,
+        &stockledger::store::history::item_events_sql(),
+        &[
+            &"sku-7",
+            &"default",
+            &None::<chrono::DateTime<chrono::Utc>>,
+            &None::<i64>,
+            &"999999999",
+        ],
+    )
+    .await;
     assert!(!plan.contains("Seq Scan on events"), "{plan}");
     assert!(plan.contains("events_items"), "{plan}");
 

@@ -175,17 +175,12 @@ async fn a_page_of_the_log_is_read_in_index_order_without_a_sort() {
         .await
         .unwrap();
     for limit in [100_i64, 10_000] {
-        let plan: Vec<String> = client
-            .query(
-                &format!("EXPLAIN {}", stockledger::store::read::events_page_sql()),
-                &[&"0", &0_i64, &limit, &None::<String>, &"999999999999"],
-            )
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        let plan = plan.join("\n");
+        let plan = explain(
+            &client,
+            &stockledger::store::read::events_page_sql(),
+            &[&"0", &0_i64, &limit, &None::<String>, &"999999999999"],
+        )
+        .await;
         assert!(plan.contains("events_commit_order"), "{limit}: {plan}");
         assert!(!plan.contains("Sort"), "{limit}: {plan}");
     }

@@ -8,7 +8,7 @@
 mod common;
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::nats::NatsServer;
 use common::TestDb;
@@ -67,20 +67,17 @@ fn expected(log: &[RecordedEvent]) -> Vec<String> {
 /// exactly: every event once, in commit order, with no gap.
 async fn assert_exact(db: &TestDb, nats: &NatsServer) {
     let want = expected(&log(db).await);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let got = stream_ids(nats).await;
-        if got.len() >= want.len() || Instant::now() > deadline {
-            assert_eq!(
-                got.len(),
-                want.len(),
-                "the stream holds every event, no more"
-            );
-            assert_eq!(got, want, "in commit order, each once");
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    common::eventually("the stream holds the whole log", || async {
+        stream_ids(nats).await.len() >= want.len()
+    })
+    .await;
+    let got = stream_ids(nats).await;
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "the stream holds every event, no more"
+    );
+    assert_eq!(got, want, "in commit order, each once");
 }
 
 fn config() -> RelayConfig {
@@ -139,16 +136,13 @@ async fn every_event_once_in_order_though_the_relay_is_killed_mid_batch() {
     let mut relay = relay_process(&db, &nats);
     assert_exact(&db, &nats).await;
     // The checkpoint caught up too, and says so.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    common::eventually("the checkpoint shows no lag", || async {
         let s = relay::status(&db.store).await.unwrap();
-        if s.first().is_some_and(|s| s.lag_events == 0) || Instant::now() > deadline {
-            assert_eq!(s[0].lag_events, 0, "{s:?}");
-            assert_eq!(s[0].published as usize, log(&db).await.len());
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        s.first().is_some_and(|s| s.lag_events == 0)
+    })
+    .await;
+    let s = relay::status(&db.store).await.unwrap();
+    assert_eq!(s[0].published as usize, log(&db).await.len());
     relay.kill().unwrap();
     relay.wait().unwrap();
 }
@@ -253,27 +247,19 @@ async fn the_server_runs_the_relay_when_asked_and_metrics_show_it() {
     let mut s = common::server::TestServer::start(config).await;
     common::write_mixed(&s.db, "s", 30).await;
     assert_exact(&s.db, &nats).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = s
-            .req(reqwest::Method::GET, "/metrics", None)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let published = format!(
-            "stockledger_relay_published_events{{stream=\"{STREAM}\"}} {}",
-            log(&s.db).await.len()
-        );
-        if text.contains(&published)
-            && text.contains("stockledger_relay_lag_events{stream=\"LEDGER\"} 0")
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{text}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let published = format!(
+        "stockledger_relay_published_events{{stream=\"{STREAM}\"}} {}",
+        log(&s.db).await.len()
+    );
+    let lag = format!("stockledger_relay_lag_events{{stream=\"{STREAM}\"}} 0");
+    let metrics = || async {
+        let r = s.req(reqwest::Method::GET, "/metrics", None).send();
+        r.await.unwrap().text().await.unwrap()
+    };
+    common::eventually("/metrics shows the relay caught up", || async {
+        let text = metrics().await;
+        text.contains(&published) && text.contains(&lag)
+    })
+    .await;
     s.stop().await;
 }

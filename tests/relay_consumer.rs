@@ -7,7 +7,7 @@ mod common;
 #[path = "../examples/relay_consumer/consumer.rs"]
 mod consumer;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::nats::NatsServer;
 use common::TestDb;
@@ -93,31 +93,33 @@ async fn the_consumer_matches_the_ledger_after_crashes() {
 
     // A crash mid-stream: the consumer's task is dropped while it works.
     let (_, first) = spawn_consumer(pg, &js);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while count(&db, "SELECT count(*) FROM example_applied").await < total / 3 {
-        assert!(Instant::now() < deadline, "the consumer makes progress");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let (db, running) = (&db, &first);
+    common::eventually("the consumer applies a third of the log", || async move {
+        assert!(!running.is_finished(), "the consumer stopped by itself");
+        count(db, "SELECT count(*) FROM example_applied").await >= total / 3
+    })
+    .await;
     first.abort();
     let _ = first.await;
-    let applied = count(&db, "SELECT count(*) FROM example_applied").await;
+    let applied = count(db, "SELECT count(*) FROM example_applied").await;
     assert!(
         applied < total,
         "the crash came mid-stream ({applied} of {total})"
     );
 
     // Started again, it finishes, each event applied once.
-    let (cancel, second) = spawn_consumer(connect(&db).await, &js);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while count(&db, "SELECT count(*) FROM example_applied").await < total {
-        assert!(Instant::now() < deadline, "the consumer catches up");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let (cancel, second) = spawn_consumer(connect(db).await, &js);
+    let running = &second;
+    common::eventually("the consumer applies the whole log", || async move {
+        assert!(!running.is_finished(), "the consumer stopped by itself");
+        count(db, "SELECT count(*) FROM example_applied").await >= total
+    })
+    .await;
     cancel.cancel();
     second.await.unwrap();
     assert_eq!(
-        figures(&db, "example_stock").await,
-        figures(&db, "item_balances").await,
+        figures(db, "example_stock").await,
+        figures(db, "item_balances").await,
         "the consumer's table equals the ledger's balances"
     );
     stop_relay.cancel();

@@ -400,3 +400,50 @@ pub async fn write_mixed(db: &TestDb, tag: &str, n: usize) {
         }
     }
 }
+
+/// The bound of `eventually`: no test asserts how fast anything happens; this
+/// only makes a broken build fail instead of hanging, far above any normal
+/// run.
+pub const HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Polls `check` until it holds; panics with `what` if it never does (within
+/// `HANG_GUARD`). What a test asserts with it is that something comes true,
+/// never how soon.
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let waited = tokio::time::timeout(HANG_GUARD, async {
+        while !check().await {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "{what}: never came true");
+}
+
+/// A free TCP port on the loopback interface.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The plan of `sql` with `params`, one line per row of EXPLAIN.
+pub async fn explain(
+    client: &tokio_postgres::Client,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> String {
+    let rows = client
+        .query(&format!("EXPLAIN {sql}"), params)
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|r| r.get::<_, String>(0))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

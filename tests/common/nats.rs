@@ -12,17 +12,9 @@ pub struct NatsServer {
     child: Option<Child>,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl NatsServer {
     pub async fn start() -> NatsServer {
-        let port = free_port();
+        let port = super::free_port();
         let store = std::env::temp_dir().join(format!("sl-nats-{}-{port}", std::process::id()));
         let mut s = NatsServer {
             port,
