@@ -42,10 +42,22 @@ pub const MAX_COMMANDS_PER_BATCH: usize = 1024;
 /// gets a retryable error (and never past `BATCH_DEADLINE_MS`).
 pub const MAX_TRANSACTION_ATTEMPTS: u32 = 10;
 
-/// Deadline on a whole batch, all attempts together: no new attempt starts
-/// after it. Under the HTTP request timeout, so the answer still reaches the
-/// caller.
+/// Deadline on a whole batch, all attempts and waits for a connection
+/// together: no new attempt starts after it. The server sets it from its
+/// request timeout instead (less `ANSWER_MARGIN_MS`, so the answer still
+/// reaches the caller); this is the default, and the server's with the
+/// default request timeout.
 pub const BATCH_DEADLINE_MS: u64 = 8_000;
+
+/// The part of an HTTP request's time kept for answering after its command's
+/// deadline (a last attempt's resolution, writing the answer).
+pub const ANSWER_MARGIN_MS: u64 = 2_000;
+
+/// Pause between tries to get a database connection while none can be had
+/// (a failover, a restart): short, so a command resumes soon after the new
+/// primary takes connections; each try is itself bounded by
+/// `CONNECT_TIMEOUT_MS`, and all of them by `BATCH_DEADLINE_MS`.
+pub const RECONNECT_PAUSE_MS: u64 = 100;
 
 /// First back-off between attempts; doubled each time up to the most.
 pub const RETRY_BACKOFF_START_MS: u64 = 5;
@@ -64,6 +76,10 @@ pub const MAX_CURSOR_PART_DIGITS: usize = 18;
 /// Longest stream prefix a read of the log may filter by: the longest
 /// stream name (`adjustment:` and a longest id) and some room.
 pub const MAX_STREAM_PREFIX_LEN: usize = 80;
+
+/// After no standby could be reached for a read (`--read-database-url`), how
+/// long such reads go to the primary before a standby is tried again.
+pub const READ_STANDBY_RETRY_MS: u64 = 1_000;
 
 /// Connections in one process's pool unless configured otherwise.
 pub const DEFAULT_POOL_SIZE: usize = 16;
@@ -190,6 +206,11 @@ pub const UNAVAILABLE_RETRY_AFTER_SECONDS: u64 = 1;
 
 /// How long one HTTP request may take before the caller gets `UNAVAILABLE`.
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
+
+/// How long a key seen live is still honoured while it cannot be looked up
+/// (the database is away): long enough to ride out a failover, short enough
+/// that a key revoked meanwhile stops working soon after.
+pub const KEY_STALE_GRACE_SECONDS: u64 = 60;
 
 /// Per-key rate limit: sustained requests per second and burst.
 pub const DEFAULT_RATE_LIMIT_PER_SECOND: u32 = 1_000;

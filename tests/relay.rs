@@ -10,75 +10,11 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::nats::NatsServer;
+use common::nats::{assert_exact, log, stream_ids, NatsServer};
 use common::TestDb;
-use stockledger::domain::RecordedEvent;
 use stockledger::relay::{self, RelayConfig, RelayError};
-use stockledger::store::Cursor;
 
 const STREAM: &str = "LEDGER";
-
-/// Every event of the log, in safe commit order.
-async fn log(db: &TestDb) -> Vec<RecordedEvent> {
-    let mut all = Vec::new();
-    let mut after = Cursor::START;
-    loop {
-        let page = db.store.log_batch(after, 10_000).await.unwrap();
-        if page.events.is_empty() {
-            return all;
-        }
-        after = page.next;
-        all.extend(page.events);
-    }
-}
-
-/// The message ids of the broker stream, in stream order.
-async fn stream_ids(nats: &NatsServer) -> Vec<String> {
-    let js = nats.client().await;
-    let Ok(mut s) = js.get_stream(STREAM).await else {
-        return Vec::new();
-    };
-    let state = s.info().await.unwrap().state.clone();
-    let mut ids = Vec::new();
-    for seq in state.first_sequence..=state.last_sequence {
-        if state.messages == 0 {
-            break;
-        }
-        let m = s.get_raw_message(seq).await.unwrap();
-        let id = m
-            .headers
-            .get(async_nats::header::NATS_MESSAGE_ID)
-            .unwrap()
-            .as_str()
-            .to_owned();
-        let cursor = relay::cursor_of(&m.payload).expect("a payload with its cursor");
-        ids.push(format!("{id}@{cursor}"));
-    }
-    ids
-}
-
-fn expected(log: &[RecordedEvent]) -> Vec<String> {
-    log.iter()
-        .map(|e| format!("{}@{}", relay::message_id(e), Cursor::of(e)))
-        .collect()
-}
-
-/// Waits until the stream holds the whole log, then asserts it holds it
-/// exactly: every event once, in commit order, with no gap.
-async fn assert_exact(db: &TestDb, nats: &NatsServer) {
-    let want = expected(&log(db).await);
-    common::eventually("the stream holds the whole log", || async {
-        stream_ids(nats).await.len() >= want.len()
-    })
-    .await;
-    let got = stream_ids(nats).await;
-    assert_eq!(
-        got.len(),
-        want.len(),
-        "the stream holds every event, no more"
-    );
-    assert_eq!(got, want, "in commit order, each once");
-}
 
 fn config() -> RelayConfig {
     RelayConfig {
@@ -126,15 +62,15 @@ async fn every_event_once_in_order_though_the_relay_is_killed_mid_batch() {
         tokio::time::sleep(Duration::from_millis(pause)).await;
         relay.kill().unwrap();
         relay.wait().unwrap();
-        let published = stream_ids(&nats).await.len();
-        if published > 0 && published < log(&db).await.len() {
+        let published = stream_ids(&nats, STREAM).await.len();
+        if published > 0 && published < log(&db.store).await.len() {
             partial += 1;
         }
     }
     assert!(partial > 0, "no kill landed while the relay was behind");
     writer.await.unwrap();
     let mut relay = relay_process(&db, &nats);
-    assert_exact(&db, &nats).await;
+    assert_exact(&db.store, &nats, STREAM).await;
     // The checkpoint caught up too, and says so.
     common::eventually("the checkpoint shows no lag", || async {
         let s = relay::status(&db.store).await.unwrap();
@@ -142,7 +78,7 @@ async fn every_event_once_in_order_though_the_relay_is_killed_mid_batch() {
     })
     .await;
     let s = relay::status(&db.store).await.unwrap();
-    assert_eq!(s[0].published as usize, log(&db).await.len());
+    assert_eq!(s[0].published as usize, log(&db.store).await.len());
     relay.kill().unwrap();
     relay.wait().unwrap();
 }
@@ -153,7 +89,7 @@ async fn the_broker_killed_and_away_for_a_while_then_caught_up() {
     let mut nats = NatsServer::start().await;
     let (cancel, task) = common::nats::start_relay(&db, &nats, config()).await;
     common::write_mixed(&db, "b", 100).await;
-    assert_exact(&db, &nats).await;
+    assert_exact(&db.store, &nats, STREAM).await;
 
     // Killed while events keep coming; the backlog stays in the log and
     // the lag shows.
@@ -168,7 +104,7 @@ async fn the_broker_killed_and_away_for_a_while_then_caught_up() {
     assert!(!task.is_finished(), "the relay waits for the broker");
     nats.resume().await;
     common::write_mixed(&db, "d", 20).await;
-    assert_exact(&db, &nats).await;
+    assert_exact(&db.store, &nats, STREAM).await;
     cancel.cancel();
     task.await.unwrap().unwrap();
 }
@@ -187,12 +123,12 @@ async fn two_relays_at_once_publish_each_event_once() {
     let (c1, t1) = common::nats::start_relay(&db, &nats, unlocked.clone()).await;
     let (c2, t2) = common::nats::start_relay(&db, &nats, unlocked).await;
     common::write_mixed(&db, "e", 200).await;
-    assert_exact(&db, &nats).await;
+    assert_exact(&db.store, &nats, STREAM).await;
     // And two processes with the lock: one runs, the other waits.
     let mut p1 = relay_process(&db, &nats);
     let mut p2 = relay_process(&db, &nats);
     common::write_mixed(&db, "f", 50).await;
-    assert_exact(&db, &nats).await;
+    assert_exact(&db.store, &nats, STREAM).await;
     for c in [c1, c2] {
         c.cancel();
     }
@@ -210,7 +146,7 @@ async fn a_deleted_stream_is_an_error_not_a_silent_republish() {
     let nats = NatsServer::start().await;
     common::write_mixed(&db, "g", 30).await;
     let (cancel, task) = common::nats::start_relay(&db, &nats, config()).await;
-    assert_exact(&db, &nats).await;
+    assert_exact(&db.store, &nats, STREAM).await;
     cancel.cancel();
     task.await.unwrap().unwrap();
 
@@ -226,7 +162,10 @@ async fn a_deleted_stream_is_an_error_not_a_silent_republish() {
         "{err}"
     );
     assert!(err.to_string().contains("--republish"), "{err}");
-    assert!(stream_ids(&nats).await.is_empty(), "nothing republished");
+    assert!(
+        stream_ids(&nats, STREAM).await.is_empty(),
+        "nothing republished"
+    );
 
     // Asked to, it publishes the whole log again.
     let again = RelayConfig {
@@ -234,7 +173,7 @@ async fn a_deleted_stream_is_an_error_not_a_silent_republish() {
         ..config()
     };
     let (cancel, task) = common::nats::start_relay(&db, &nats, again).await;
-    assert_exact(&db, &nats).await;
+    assert_exact(&db.store, &nats, STREAM).await;
     cancel.cancel();
     task.await.unwrap().unwrap();
 }
@@ -246,10 +185,10 @@ async fn the_server_runs_the_relay_when_asked_and_metrics_show_it() {
     config.relay = Some((nats.url(), self::config()));
     let mut s = common::server::TestServer::start(config).await;
     common::write_mixed(&s.db, "s", 30).await;
-    assert_exact(&s.db, &nats).await;
+    assert_exact(&s.db.store, &nats, STREAM).await;
     let published = format!(
         "stockledger_relay_published_events{{stream=\"{STREAM}\"}} {}",
-        log(&s.db).await.len()
+        log(&s.db.store).await.len()
     );
     let lag = format!("stockledger_relay_lag_events{{stream=\"{STREAM}\"}} 0");
     let metrics = || async {

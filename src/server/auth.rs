@@ -185,7 +185,19 @@ async fn look_up(parts: &Parts, state: &AppState, hash: String) -> Result<Found,
         .lookups
         .allowed(&address)
         .map_err(|retry_after| ApiError::RateLimited { retry_after })?;
-    let found = state.store.find_key(&hash).await?;
+    let found = match state.store.find_key(&hash).await {
+        Ok(found) => found,
+        // The database is away (a failover, a restart): a key seen live
+        // lately still lets its command in to wait for it (`key_cache`).
+        Err(e) if e.is_retryable() => match state.keys.stale(&hash) {
+            Some(key) => {
+                tracing::warn!(error = %e, key = %key.0.name, "key lookup failed; honouring it as last seen");
+                return Ok(Some(key));
+            }
+            None => return Err(e.into()),
+        },
+        Err(e) => return Err(e.into()),
+    };
     state.keys.put(hash, found.clone());
     if found.is_none() {
         state.lookups.charge(&address);

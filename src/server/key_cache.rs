@@ -2,12 +2,18 @@
 //! live (`moka`). Live keys and absent ones are kept apart: a flood of
 //! made-up keys fills (and evicts from) only the absent side, never pushing a
 //! good key out.
+//!
+//! Live keys are also kept for `KEY_STALE_GRACE_SECONDS` as a fallback: while
+//! the database cannot be reached (a failover), a key seen live that recently
+//! is still honoured, so its commands can wait for the new primary instead of
+//! being refused at the door. A key revoked during the outage works until the
+//! grace runs out; the commands themselves still need the database.
 
 use std::time::Duration;
 
 use moka::sync::Cache;
 
-use crate::limits::MAX_CACHED_KEYS;
+use crate::limits::{KEY_STALE_GRACE_SECONDS, MAX_CACHED_KEYS};
 use crate::store::keys::ApiKey;
 
 /// A looked-up key with its stored hash, or `None` for no such live key.
@@ -16,6 +22,8 @@ pub type Found = Option<(ApiKey, String)>;
 pub struct KeyCache {
     live: Cache<String, (ApiKey, String)>,
     absent: Cache<String, ()>,
+    /// Live keys for the grace period, used only when a lookup cannot be made.
+    stale: Cache<String, (ApiKey, String)>,
 }
 
 impl KeyCache {
@@ -29,7 +37,17 @@ impl KeyCache {
                 .max_capacity(MAX_CACHED_KEYS as u64)
                 .time_to_live(ttl)
                 .build(),
+            stale: Cache::builder()
+                .max_capacity(MAX_CACHED_KEYS as u64)
+                .time_to_live(Duration::from_secs(KEY_STALE_GRACE_SECONDS))
+                .build(),
         }
+    }
+
+    /// A key seen live within the grace period, for when it cannot be
+    /// looked up now.
+    pub fn stale(&self, hash: &str) -> Option<(ApiKey, String)> {
+        self.stale.get(hash)
     }
 
     /// `Some(found)` when the hash was looked up within the time to live.
@@ -42,8 +60,14 @@ impl KeyCache {
 
     pub fn put(&self, hash: String, found: Found) {
         match found {
-            Some(key) => self.live.insert(hash, key),
-            None => self.absent.insert(hash, ()),
+            Some(key) => {
+                self.stale.insert(hash.clone(), key.clone());
+                self.live.insert(hash, key);
+            }
+            None => {
+                self.stale.invalidate(&hash);
+                self.absent.insert(hash, ());
+            }
         }
     }
 }
@@ -73,6 +97,24 @@ mod tests {
             "the live key stays"
         );
         assert!(cache.absent.entry_count() <= MAX_CACHED_KEYS as u64);
+    }
+
+    #[test]
+    fn a_live_key_outlasts_its_time_to_live_as_a_fallback_but_not_a_revoked_one() {
+        let cache = KeyCache::new(Duration::from_millis(1));
+        let key = ApiKey {
+            id: uuid::Uuid::new_v4(),
+            name: "good".into(),
+            role: Role::Writer,
+            created_at: chrono::Utc::now(),
+            revoked_at: None,
+        };
+        cache.put("good".into(), Some((key, "good".into())));
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(cache.get("good").is_none(), "looked up again when possible");
+        assert!(cache.stale("good").is_some(), "honoured when not");
+        cache.put("good".into(), None);
+        assert!(cache.stale("good").is_none(), "a key found gone is gone");
     }
 
     #[test]

@@ -32,6 +32,16 @@ use crate::store::Store;
 pub use routes::{current_correlation_id, router, CAUSATION_HEADER, CORRELATION_HEADER};
 pub use state::{AppState, ServerConfig};
 
+/// The part of a request's time its command may take, all attempts and
+/// waits for a connection together: all but `ANSWER_MARGIN_MS`, and at least
+/// half of it.
+pub fn command_deadline(request_timeout: std::time::Duration) -> std::time::Duration {
+    let margin = std::time::Duration::from_millis(crate::limits::ANSWER_MARGIN_MS);
+    request_timeout
+        .saturating_sub(margin)
+        .max(request_timeout / 2)
+}
+
 /// Serves until `shutdown` fires, then drains and stops the workers.
 pub async fn serve(
     listener: tokio::net::TcpListener,
@@ -45,6 +55,9 @@ pub async fn serve(
         warn!("{banner}");
         eprintln!("\n  !!! {banner} !!!\n");
     }
+    // A command may take most of its request's time (waiting out a failover,
+    // say); the rest is kept for answering.
+    let store = store.with_command_deadline(command_deadline(config.request_timeout));
     // Concurrent requests share transactions (group commit); the workers use
     // the plain store.
     let state = AppState::new(

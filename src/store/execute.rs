@@ -10,6 +10,10 @@
 //! gone: it is resolved by its transaction id (`outcome.rs`), never guessed.
 //! Committed: the callers get the answers that commit produced. Aborted (or
 //! ended by us): the batch runs again.
+//!
+//! A failover is ridden out the same way: while no primary takes connections
+//! the batch waits for one (until its deadline), and an attempt cut by the
+//! old primary's death is resolved on the new one, by its command ids.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -25,14 +29,15 @@ use crate::domain::{
     RecordedEvent, Rejection, StreamId,
 };
 use crate::limits::{
-    BATCH_DEADLINE_MS, COMMIT_REPLY_DEADLINE_MS, MAX_COMMANDS_PER_BATCH, MAX_TRANSACTION_ATTEMPTS,
-    RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_START_MS, TRANSACTION_ATTEMPT_DEADLINE_MS,
+    COMMIT_REPLY_DEADLINE_MS, MAX_COMMANDS_PER_BATCH, MAX_TRANSACTION_ATTEMPTS,
+    OUTCOME_RESOLUTION_DEADLINE_MS, RECONNECT_PAUSE_MS, RETRY_BACKOFF_MAX_MS,
+    RETRY_BACKOFF_START_MS, TRANSACTION_ATTEMPT_DEADLINE_MS,
 };
 use crate::store::error::{Cause, Failure};
 use crate::store::load::{Backend, TxIdentity};
 use crate::store::outcome::{release_abandoned, resolve, TxOutcome, Written};
 use crate::store::statements::Statements;
-use crate::store::{load, pool, read, write, StoreError};
+use crate::store::{load, pool, read, readiness, write, StoreError};
 
 /// The answer to each command of a batch, in order.
 pub type BatchResult = Vec<Result<Outcome, Rejection>>;
@@ -63,9 +68,12 @@ struct Attempt {
     wrote: Option<Written>,
 }
 
+/// Runs `batch` in one transaction, trying again (and waiting for a
+/// connection) until `deadline` from now has passed.
 pub(crate) async fn execute_batch(
     pool: &Pool,
     batch: &[(Command, CommandContext)],
+    deadline: Duration,
 ) -> Result<Vec<Answered>, StoreError> {
     assert!(
         batch.len() <= MAX_COMMANDS_PER_BATCH,
@@ -75,14 +83,50 @@ pub(crate) async fn execute_batch(
     if batch.is_empty() {
         return Ok(Vec::new());
     }
-    let deadline = Instant::now() + Duration::from_millis(BATCH_DEADLINE_MS);
+    let deadline = Instant::now() + deadline;
     let mut backoff_ms = RETRY_BACKOFF_START_MS;
     let mut last = Cause::from("no attempt was made");
-    for attempt_no in 1..=MAX_TRANSACTION_ATTEMPTS {
-        if attempt_no > 1 && Instant::now() >= deadline {
+    let mut attempt_no = 0;
+    // Set once a connection failed or could not be had: the server may be a
+    // primary fresh from a failover, so the next connection must show that a
+    // commit can finish before the batch takes its locks (`readiness`).
+    let mut recovering = false;
+    while attempt_no < MAX_TRANSACTION_ATTEMPTS {
+        if attempt_no > 0 && Instant::now() >= deadline {
             break;
         }
-        let mut guard = Unfinished(Some(pool::get(pool).await?));
+        // No connection (the primary is gone, a standby is being promoted,
+        // the server restarts): wait for one until the deadline. Nothing was
+        // tried, so this is not an attempt; the deadline bounds it.
+        let client = match pool::get(pool).await {
+            Ok(client) => client,
+            Err(StoreError::Unavailable(why)) if Instant::now() < deadline => {
+                debug!(%why, "no database connection; waiting for one");
+                (recovering, last) = (true, why);
+                tokio::time::sleep(Duration::from_millis(RECONNECT_PAUSE_MS)).await;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if recovering {
+            match readiness::can_commit(&client).await {
+                Ok(true) => recovering = false,
+                not_yet => {
+                    last = match not_yet {
+                        Err(e) => Cause::with_source("asking whether a commit can finish", e),
+                        Ok(_) => "no synchronous standby is streaming yet".into(),
+                    };
+                    if Instant::now() >= deadline {
+                        return Err(StoreError::Unavailable(last));
+                    }
+                    drop(client);
+                    tokio::time::sleep(Duration::from_millis(RECONNECT_PAUSE_MS)).await;
+                    continue;
+                }
+            }
+        }
+        attempt_no += 1;
+        let mut guard = Unfinished(Some(client));
         let mut attempt = Attempt::default();
         let ran = tokio::time::timeout(
             Duration::from_millis(TRANSACTION_ATTEMPT_DEADLINE_MS),
@@ -98,7 +142,8 @@ pub(crate) async fn execute_batch(
             Ok(Err(Failure::Retry(why))) => why,
             Ok(Err(Failure::Broken(why))) => {
                 discard(client);
-                if let Some(results) = settle(pool, &mut attempt, &why).await? {
+                recovering = true;
+                if let Some(results) = settle(pool, &mut attempt, &why, deadline).await? {
                     return Ok(results);
                 }
                 why
@@ -107,10 +152,11 @@ pub(crate) async fn execute_batch(
                 // The connection is stalled somewhere between us and the
                 // server: never hand it out again.
                 discard(client);
+                recovering = true;
                 let why = Cause::from(format!(
                     "no answer within {TRANSACTION_ATTEMPT_DEADLINE_MS} ms"
                 ));
-                if let Some(results) = settle(pool, &mut attempt, &why).await? {
+                if let Some(results) = settle(pool, &mut attempt, &why, deadline).await? {
                     return Ok(results);
                 }
                 why
@@ -124,7 +170,7 @@ pub(crate) async fn execute_batch(
         backoff_ms = (backoff_ms * 2).min(RETRY_BACKOFF_MAX_MS);
     }
     Err(StoreError::Exhausted {
-        attempts: MAX_TRANSACTION_ATTEMPTS,
+        attempts: attempt_no,
         last,
     })
 }
@@ -163,10 +209,14 @@ impl Drop for Unfinished {
 /// committed, `None` if it did not (the batch may run again), or an error if
 /// that cannot be established in time. An attempt that cannot have committed
 /// has its transaction ended if the server still holds it open.
+///
+/// Resolving may wait for a new primary (a failover): it may take until the
+/// batch's deadline, and never less than `OUTCOME_RESOLUTION_DEADLINE_MS`.
 async fn settle(
     pool: &Pool,
     attempt: &mut Attempt,
     why: &Cause,
+    batch_deadline: Instant,
 ) -> Result<Option<Vec<Answered>>, StoreError> {
     let (Some(tx), Some(written), true) = (attempt.tx, attempt.wrote.as_ref(), attempt.commit_sent)
     else {
@@ -175,7 +225,9 @@ async fn settle(
         }
         return Ok(None);
     };
-    match resolve(pool, tx, written).await? {
+    let deadline =
+        batch_deadline.max(Instant::now() + Duration::from_millis(OUTCOME_RESOLUTION_DEADLINE_MS));
+    match resolve(pool, tx, written, deadline).await? {
         TxOutcome::Committed => {
             warn!(xid = tx.xid, %why, "the commit reply was lost; the transaction committed");
             let pending = attempt

@@ -93,13 +93,15 @@ pub struct GroupCommit {
 /// What the pipelines share.
 struct Shared {
     pool: Pool,
+    /// Each batch's deadline (`Store::with_command_deadline`).
+    deadline: Duration,
     suspects: Suspects,
     /// Permits for commands on suspect items running on their own.
     aside: Arc<Semaphore>,
 }
 
 impl GroupCommit {
-    pub fn start(pool: Pool, config: GroupConfig) -> GroupCommit {
+    pub fn start(pool: Pool, config: GroupConfig, deadline: Duration) -> GroupCommit {
         assert!(
             config.max_batch >= 1 && config.pipelines >= 1,
             "a group commit needs a batch and a pipeline"
@@ -108,6 +110,7 @@ impl GroupCommit {
         let rx = Arc::new(Mutex::new(rx));
         let shared = Arc::new(Shared {
             pool,
+            deadline,
             suspects: Suspects::default(),
             aside: Arc::new(Semaphore::new(SUSPECT_COMMANDS_IN_FLIGHT)),
         });
@@ -218,7 +221,7 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 
 /// Runs one batch and gives each command its answer.
 async fn run(shared: &Shared, commands: Vec<(Command, CommandContext)>) -> Vec<Answer> {
-    match execute_batch(&shared.pool, &commands).await {
+    match execute_batch(&shared.pool, &commands, shared.deadline).await {
         Ok(answers) => answers.into_iter().map(Ok).collect(),
         Err(StoreError::LockTimeout) => {
             warn!(
@@ -245,7 +248,7 @@ async fn one_by_one(shared: &Shared, commands: Vec<(Command, CommandContext)>) -
             if shared.suspects.touches(&command.0) {
                 return Err(StoreError::LockTimeout);
             }
-            let answer = single(&shared.pool, &command).await;
+            let answer = single(shared, &command).await;
             shared.suspects.learn(&command.0, &answer);
             answer
         })
@@ -254,8 +257,8 @@ async fn one_by_one(shared: &Shared, commands: Vec<(Command, CommandContext)>) -
         .await
 }
 
-async fn single(pool: &Pool, command: &(Command, CommandContext)) -> Answer {
-    execute_batch(pool, std::slice::from_ref(command))
+async fn single(shared: &Shared, command: &(Command, CommandContext)) -> Answer {
+    execute_batch(&shared.pool, std::slice::from_ref(command), shared.deadline)
         .await
         .map(|mut answers| answers.pop().expect("one answer per command"))
 }
@@ -273,7 +276,7 @@ fn run_aside(shared: &Arc<Shared>, job: Job) {
         answer_guarded(vec![job], |commands| async move {
             let mut answers = Vec::with_capacity(1);
             for command in &commands {
-                let answer = single(&shared.pool, command).await;
+                let answer = single(&shared, command).await;
                 shared.suspects.learn(&command.0, &answer);
                 answers.push(answer);
             }

@@ -16,6 +16,7 @@ mod outcome;
 pub mod pool;
 mod queries;
 pub mod read;
+mod readiness;
 mod rows;
 mod statements;
 mod write;
@@ -34,46 +35,66 @@ use crate::limits::{MAX_COMMANDS_PER_BATCH, MAX_EXPIRIES_PER_PASS};
 pub struct Store {
     pool: Pool,
     /// Where pages of the log are read (`events`, `log_batch`): the same
-    /// pool, or one on a hot standby (`with_reads`).
+    /// pool, or one on hot standbys (`with_reads`).
     reads: Pool,
+    /// Set when `reads` is not `pool`: until when reads go to the primary
+    /// because no standby could be reached (`queries::read_connection`).
+    standby_down: Option<std::sync::Arc<std::sync::Mutex<Option<tokio::time::Instant>>>>,
     /// When set, single commands are gathered into group commits.
     group: Option<std::sync::Arc<group::GroupCommit>>,
+    /// How long a batch of commands may take, all attempts and waits for a
+    /// connection together (`with_command_deadline`).
+    deadline: std::time::Duration,
 }
 
 impl Store {
     pub fn new(pool: Pool) -> Self {
         Store {
             reads: pool.clone(),
+            standby_down: None,
             pool,
             group: None,
+            deadline: std::time::Duration::from_millis(crate::limits::BATCH_DEADLINE_MS),
         }
     }
 
     /// This store, reading pages of the log (`events`, `log_batch`: the
-    /// event pages, the event stream and the relay) from `reads`, for example
-    /// a pool on a hot standby. The safe horizon is read there too, and on a
-    /// standby it is the standby's own snapshot (`horizon.rs`). Everything
-    /// else stays on the primary.
+    /// event pages, the event stream and the relay) and histories from
+    /// `reads`, for example a pool on hot standbys
+    /// (`target_session_attrs=read-only`). The safe horizon is read there
+    /// too, and on a standby it is the standby's own snapshot (`horizon.rs`).
+    /// When no connection can be had there, those reads fall back to the
+    /// primary for a while (`READ_STANDBY_RETRY_MS`). Everything else stays
+    /// on the primary.
     pub fn with_reads(mut self, reads: Pool) -> Self {
         self.reads = reads;
+        self.standby_down = Some(Default::default());
+        self
+    }
+
+    /// This store, giving each batch of commands `deadline` (instead of
+    /// `BATCH_DEADLINE_MS`) for all its attempts, including waiting for a
+    /// connection: a command caught in a failover waits this long for the
+    /// new primary. Set before `grouped`.
+    pub fn with_command_deadline(mut self, deadline: std::time::Duration) -> Self {
+        self.deadline = deadline;
         self
     }
 
     /// This store, with `execute` gathering concurrent commands into shared
     /// transactions (see `group`). Needs a running tokio runtime.
     pub fn grouped(&self, config: group::GroupConfig) -> Self {
-        Self::with_group_commit(self.pool.clone(), config).with_reads(self.reads.clone())
+        let group = group::GroupCommit::start(self.pool.clone(), config, self.deadline);
+        Store {
+            group: Some(std::sync::Arc::new(group)),
+            ..self.clone()
+        }
     }
 
     /// A store whose `execute` gathers concurrent commands into shared
     /// transactions (see `group`). Needs a running tokio runtime.
     pub fn with_group_commit(pool: Pool, config: group::GroupConfig) -> Self {
-        let group = group::GroupCommit::start(pool.clone(), config);
-        Store {
-            reads: pool.clone(),
-            pool,
-            group: Some(std::sync::Arc::new(group)),
-        }
+        Store::new(pool).grouped(config)
     }
 
     /// The pool, to hand to what takes one and owns its SQL: the projection
@@ -120,7 +141,7 @@ impl Store {
     ///
     /// Without group commit there is nothing else to keep moving while a lock
     /// is waited for, so a lock wait that runs out (a long queue on one hot
-    /// stream, say) is tried again until `BATCH_DEADLINE_MS`; group commit
+    /// stream, say) is tried again until the command deadline; group commit
     /// instead answers it at once and sets the item aside (`group`).
     pub async fn execute_batch(
         &self,
@@ -138,10 +159,9 @@ impl Store {
     ) -> Result<Vec<Answered>, StoreError> {
         let mut results = Vec::with_capacity(batch.len());
         for chunk in batch.chunks(MAX_COMMANDS_PER_BATCH) {
-            let deadline = tokio::time::Instant::now()
-                + std::time::Duration::from_millis(crate::limits::BATCH_DEADLINE_MS);
+            let deadline = tokio::time::Instant::now() + self.deadline;
             let answers = loop {
-                match execute::execute_batch(&self.pool, chunk).await {
+                match execute::execute_batch(&self.pool, chunk, self.deadline).await {
                     Err(StoreError::LockTimeout) if tokio::time::Instant::now() < deadline => {
                         tokio::time::sleep(std::time::Duration::from_millis(
                             crate::limits::RETRY_BACKOFF_START_MS,
@@ -185,7 +205,13 @@ impl Store {
                 tracing::warn!(error = %e, due = batch.len(), "expiry batch failed; expiring one by one");
                 let mut results = Vec::with_capacity(batch.len());
                 for command in &batch {
-                    match execute::execute_batch(&self.pool, std::slice::from_ref(command)).await {
+                    match execute::execute_batch(
+                        &self.pool,
+                        std::slice::from_ref(command),
+                        self.deadline,
+                    )
+                    .await
+                    {
                         Ok(mut one) => {
                             results.push(one.pop().expect("one answer per command").result)
                         }

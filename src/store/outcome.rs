@@ -44,42 +44,62 @@ pub(crate) struct Written {
     pub command_ids: Vec<String>,
 }
 
+/// What became of `tx`, asked until `deadline` (a failover may take a while
+/// to give us a primary to ask).
 pub(crate) async fn resolve(
     pool: &Pool,
     tx: TxIdentity,
     written: &Written,
+    deadline: Instant,
 ) -> Result<TxOutcome, StoreError> {
-    let deadline = Duration::from_millis(OUTCOME_RESOLUTION_DEADLINE_MS);
-    match tokio::time::timeout(deadline, poll(pool, tx, written)).await {
+    match tokio::time::timeout_at(deadline, poll(pool, tx, written)).await {
         Ok(result) => result,
         Err(_) => Err(StoreError::OutcomeUnknown(
-            format!(
-                "transaction {} did not resolve within {OUTCOME_RESOLUTION_DEADLINE_MS} ms",
-                tx.xid
-            )
-            .into(),
+            format!("transaction {} did not resolve in time", tx.xid).into(),
         )),
     }
 }
 
 async fn poll(pool: &Pool, tx: TxIdentity, written: &Written) -> Result<TxOutcome, StoreError> {
-    let started = Instant::now();
-    let mut last_error = None;
+    // Said once a second at most: a failover can keep this asking for seconds.
+    let every = Duration::from_millis(OUTCOME_RESOLUTION_DEADLINE_MS / 2);
+    let mut said = Instant::now();
     loop {
         match ask(pool, tx, written).await {
             Ok(Some(outcome)) => return Ok(outcome),
             Ok(None) => {}
-            // The database may be restarting: keep asking until the deadline.
-            Err(e) => last_error = Some(e),
-        }
-        if let Some(e) = &last_error {
-            if started.elapsed() > Duration::from_millis(OUTCOME_RESOLUTION_DEADLINE_MS / 2) {
+            // The database may be restarting or failing over: keep asking
+            // until the deadline.
+            Err(e) if said.elapsed() > every => {
                 warn!(xid = tx.xid, error = %e, "still resolving a commit of unknown outcome");
+                said = Instant::now();
             }
+            Err(_) => {}
         }
         tokio::time::sleep(Duration::from_millis(OUTCOME_POLL_MS)).await;
     }
 }
+
+/// A transaction's status, and whether its commit is as durable as a COMMIT
+/// reply says (for an aborted or running one the second column means
+/// nothing).
+///
+/// `pg_xact_status` reads the commit log, which PostgreSQL marks before a
+/// committing backend waits for its synchronous standby: "committed" alone
+/// may be on this node only. So a commit counts only once its backend has
+/// left the running set (it is visible to a new snapshot) and, if this
+/// server replicates synchronously, once every synchronous standby has
+/// flushed everything this server has flushed. The second half matters when
+/// the wait was cut short (the backend terminated, as a demoted primary's
+/// are): PostgreSQL then makes the commit visible here although no standby
+/// has it.
+const COMMIT_STATUS_SQL: &str = "
+    SELECT pg_xact_status(x),
+           pg_visible_in_snapshot(x, pg_current_snapshot())
+           AND (current_setting('synchronous_standby_names') = ''
+                OR (SELECT coalesce(bool_and(flush_lsn >= pg_current_wal_flush_lsn()), false)
+                    FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum')))
+    FROM (SELECT $1::text::xid8 AS x) AS t";
 
 /// One look: the outcome if the transaction has ended; `None` if it is still
 /// in progress (after asking its backend to end).
@@ -108,15 +128,17 @@ async fn ask(
             TxOutcome::Aborted
         }));
     }
-    let status: Option<String> = client
-        .query_one(
-            "SELECT pg_xact_status($1::text::xid8)",
-            &[&tx.xid.to_string()],
-        )
-        .await?
-        .get(0);
+    let row = client
+        .query_one(COMMIT_STATUS_SQL, &[&tx.xid.to_string()])
+        .await?;
+    let status: Option<String> = row.get(0);
+    let durable: bool = row.get(1);
     match status.as_deref() {
-        Some("committed") => Ok(Some(TxOutcome::Committed)),
+        Some("committed") if durable => Ok(Some(TxOutcome::Committed)),
+        // Marked committed here, but not yet as durable as a COMMIT reply
+        // would have said: its backend still waits for the synchronous
+        // standby. Answering now could acknowledge what a failover loses.
+        Some("committed") => Ok(None),
         Some("aborted") => Ok(Some(TxOutcome::Aborted)),
         Some("in progress") => {
             end_stalled(&client, tx.backend).await?;

@@ -1,10 +1,13 @@
 //! The reads of `Store`: everything the server and the CLI ask of the
 //! database that is not a command goes through one of these.
 
-use deadpool_postgres::Status;
+use std::time::Duration;
+
+use deadpool_postgres::{Object, Status};
+use tracing::warn;
 
 use crate::domain::{Balance, Item, OrderId, RecordedEvent, Rejection, ReservationId};
-use crate::limits::{MAX_EVENTS_PER_READ, RELAY_BATCH_EVENTS};
+use crate::limits::{MAX_EVENTS_PER_READ, READ_STANDBY_RETRY_MS, RELAY_BATCH_EVENTS};
 use crate::projection::status::{self, ProjectionStatus};
 use crate::read_model::{order_view, reservation_totals, stock_levels};
 use crate::store::history::{self, AsOf, AsOfFigures};
@@ -26,6 +29,34 @@ pub struct StockNow {
 }
 
 impl Store {
+    /// A connection for reads that may be served by a standby (`with_reads`):
+    /// one there if it can be had, else one on the primary. After a standby
+    /// could not be reached, reads go to the primary for
+    /// `READ_STANDBY_RETRY_MS` before a standby is tried again, so a missing
+    /// standby costs one failed connection attempt per interval, not one per read.
+    async fn read_connection(&self) -> Result<Object, StoreError> {
+        let Some(down) = &self.standby_down else {
+            return pool::get(&self.pool).await;
+        };
+        let now = tokio::time::Instant::now();
+        let skip = down
+            .lock()
+            .expect("standby state")
+            .is_some_and(|until| now < until);
+        if !skip {
+            match pool::get(&self.reads).await {
+                Ok(client) => return Ok(client),
+                Err(StoreError::Unavailable(why)) => {
+                    warn!(%why, "no standby to read from; reading on the primary for a while");
+                    *down.lock().expect("standby state") =
+                        Some(now + Duration::from_millis(READ_STANDBY_RETRY_MS));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        pool::get(&self.pool).await
+    }
+
     pub async fn reservation(
         &self,
         id: &ReservationId,
@@ -45,7 +76,7 @@ impl Store {
         limit: i64,
         stream_prefix: Option<&str>,
     ) -> Result<EventPage, StoreError> {
-        let client = pool::get(&self.reads).await?;
+        let client = self.read_connection().await?;
         let limit = limit.clamp(1, MAX_EVENTS_PER_READ);
         read::events(&client, after, limit, stream_prefix).await
     }
@@ -53,7 +84,7 @@ impl Store {
     /// A batch of the log for the relay: like `events`, up to
     /// `RELAY_BATCH_EVENTS` at once.
     pub async fn log_batch(&self, after: Cursor, limit: i64) -> Result<EventPage, StoreError> {
-        let client = pool::get(&self.reads).await?;
+        let client = self.read_connection().await?;
         let limit = limit.clamp(1, RELAY_BATCH_EVENTS);
         read::events(&client, after, limit, None).await
     }
@@ -65,9 +96,10 @@ impl Store {
         history::figures_as_of(&client, item, as_of).await
     }
 
-    /// Every event that moved `item`, oldest first.
+    /// Every event that moved `item`, oldest first (on a standby when the
+    /// store reads there: it stops at the safe horizon, as pages do).
     pub async fn item_history(&self, item: &Item) -> Result<Vec<RecordedEvent>, StoreError> {
-        let client = pool::get(&self.pool).await?;
+        let client = self.read_connection().await?;
         history::item_events(&client, item).await
     }
 
@@ -76,7 +108,7 @@ impl Store {
         &self,
         order: &OrderId,
     ) -> Result<Option<ReservationDetails>, StoreError> {
-        let client = pool::get(&self.pool).await?;
+        let client = self.read_connection().await?;
         match history::reservation_of_order(&client, order).await? {
             Some(id) => read::reservation(&client, &id).await,
             None => Ok(None),

@@ -6,6 +6,7 @@
 //! state) and drops it when the `TestDb` goes out of scope, even on panic.
 #![allow(dead_code)]
 
+pub mod link;
 pub mod nats;
 pub mod server;
 

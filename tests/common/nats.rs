@@ -6,6 +6,10 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use stockledger::domain::RecordedEvent;
+use stockledger::relay;
+use stockledger::store::{Cursor, Store};
+
 pub struct NatsServer {
     pub port: u16,
     store: PathBuf,
@@ -98,4 +102,68 @@ pub async fn start_relay(
         cancel.clone(),
     ));
     (cancel, task)
+}
+
+/// Every event of the log, in safe commit order.
+pub async fn log(store: &Store) -> Vec<RecordedEvent> {
+    let mut all = Vec::new();
+    let mut after = Cursor::START;
+    loop {
+        let page = store.log_batch(after, 10_000).await.unwrap();
+        if page.events.is_empty() {
+            return all;
+        }
+        after = page.next;
+        all.extend(page.events);
+    }
+}
+
+/// The message ids of the broker stream `stream`, each with the cursor its
+/// payload carries, in stream order.
+pub async fn stream_ids(nats: &NatsServer, stream: &str) -> Vec<String> {
+    let js = nats.client().await;
+    let Ok(mut s) = js.get_stream(stream).await else {
+        return Vec::new();
+    };
+    let state = s.info().await.unwrap().state.clone();
+    let mut ids = Vec::new();
+    for seq in state.first_sequence..=state.last_sequence {
+        if state.messages == 0 {
+            break;
+        }
+        let m = s.get_raw_message(seq).await.unwrap();
+        let id = m
+            .headers
+            .get(async_nats::header::NATS_MESSAGE_ID)
+            .unwrap()
+            .as_str()
+            .to_owned();
+        let cursor = relay::cursor_of(&m.payload).expect("a payload with its cursor");
+        ids.push(format!("{id}@{cursor}"));
+    }
+    ids
+}
+
+/// What `stream_ids` must give for `log`.
+pub fn expected(log: &[RecordedEvent]) -> Vec<String> {
+    log.iter()
+        .map(|e| format!("{}@{}", relay::message_id(e), Cursor::of(e)))
+        .collect()
+}
+
+/// Waits until the broker stream holds the whole log, then asserts it holds
+/// it exactly: every event once, in commit order, with no gap.
+pub async fn assert_exact(store: &Store, nats: &NatsServer, stream: &str) {
+    let want = expected(&log(store).await);
+    super::eventually("the stream holds the whole log", || async {
+        stream_ids(nats, stream).await.len() >= want.len()
+    })
+    .await;
+    let got = stream_ids(nats, stream).await;
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "the stream holds every event, no more"
+    );
+    assert_eq!(got, want, "in commit order, each once");
 }
