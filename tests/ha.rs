@@ -390,7 +390,7 @@ async fn write_one(
     let ack = |stream: String, event: &'static str| {
         tally.acknowledged.lock().unwrap().push((stream, event));
     };
-    if i % 4 == 0 {
+    if i.is_multiple_of(4) {
         let id = format!("w{w}-in-{i}");
         let body = json!({"receipt_id": id, "sku": sku(i), "quantity": 8});
         match send(
@@ -412,7 +412,7 @@ async fn write_one(
     }
     let id = format!("w{w}-{i}");
     let mut lines = vec![json!({"sku": sku(i), "quantity": 1 + i % 2})];
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         lines.push(json!({"sku": sku(i + 1), "quantity": 1}));
     }
     let body = json!({"reservation_id": id, "order_id": id, "lines": lines});
@@ -428,7 +428,7 @@ async fn write_one(
             return;
         }
     }
-    let (step, event) = if i % 2 == 0 {
+    let (step, event) = if i.is_multiple_of(2) {
         ("confirm", "ReservationConfirmed")
     } else {
         ("release", "ReservationReleased")

@@ -95,36 +95,12 @@ pub(crate) async fn execute_batch(
         if attempt_no > 0 && Instant::now() >= deadline {
             break;
         }
-        // No connection (the primary is gone, a standby is being promoted,
-        // the server restarts): wait for one until the deadline. Nothing was
-        // tried, so this is not an attempt; the deadline bounds it.
-        let client = match pool::get(pool).await {
-            Ok(client) => client,
-            Err(StoreError::Unavailable(why)) if Instant::now() < deadline => {
-                debug!(%why, "no database connection; waiting for one");
-                (recovering, last) = (true, why);
-                tokio::time::sleep(Duration::from_millis(RECONNECT_PAUSE_MS)).await;
-                continue;
-            }
-            Err(e) => return Err(e),
+        let Some(client) =
+            connection_for_attempt(pool, deadline, &mut recovering, &mut last).await?
+        else {
+            tokio::time::sleep(Duration::from_millis(RECONNECT_PAUSE_MS)).await;
+            continue;
         };
-        if recovering {
-            match readiness::can_commit(&client).await {
-                Ok(true) => recovering = false,
-                not_yet => {
-                    last = match not_yet {
-                        Err(e) => Cause::with_source("asking whether a commit can finish", e),
-                        Ok(_) => "no synchronous standby is streaming yet".into(),
-                    };
-                    if Instant::now() >= deadline {
-                        return Err(StoreError::Unavailable(last));
-                    }
-                    drop(client);
-                    tokio::time::sleep(Duration::from_millis(RECONNECT_PAUSE_MS)).await;
-                    continue;
-                }
-            }
-        }
         attempt_no += 1;
         let mut guard = Unfinished(Some(client));
         let mut attempt = Attempt::default();
@@ -173,6 +149,50 @@ pub(crate) async fn execute_batch(
         attempts: attempt_no,
         last,
     })
+}
+
+/// A connection for the next attempt, or `None` to pause and ask again.
+///
+/// No connection (the primary is gone, a standby is being promoted, the
+/// server restarts): wait for one until the deadline. Nothing was tried, so
+/// this is not an attempt; the deadline bounds it. After a lost connection
+/// (`recovering`) the server must also show that a commit can finish
+/// (`readiness`) before the batch takes its locks.
+async fn connection_for_attempt(
+    pool: &Pool,
+    deadline: Instant,
+    recovering: &mut bool,
+    last: &mut Cause,
+) -> Result<Option<Object>, StoreError> {
+    let client = match pool::get(pool).await {
+        Ok(client) => client,
+        Err(StoreError::Unavailable(why)) if Instant::now() < deadline => {
+            debug!(%why, "no database connection; waiting for one");
+            (*recovering, *last) = (true, why);
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    if !*recovering {
+        return Ok(Some(client));
+    }
+    match readiness::can_commit(&client).await {
+        Ok(true) => {
+            *recovering = false;
+            Ok(Some(client))
+        }
+        not_yet => {
+            *last = match not_yet {
+                Err(e) => Cause::with_source("asking whether a commit can finish", e),
+                Ok(_) => "no synchronous standby is streaming yet".into(),
+            };
+            if Instant::now() >= deadline {
+                let why = std::mem::replace(last, "the deadline passed".into());
+                return Err(StoreError::Unavailable(why));
+            }
+            Ok(None)
+        }
+    }
 }
 
 /// Takes a connection out of the pool for good; dropping it closes it.

@@ -276,7 +276,7 @@ fn run_aside(shared: &Arc<Shared>, job: Job) {
         answer_guarded(vec![job], |commands| async move {
             let mut answers = Vec::with_capacity(1);
             for command in &commands {
-                let answer = single(&shared, command).await;
+                let answer = single(shared, command).await;
                 shared.suspects.learn(&command.0, &answer);
                 answers.push(answer);
             }
