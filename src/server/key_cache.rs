@@ -77,16 +77,20 @@ mod tests {
     use super::*;
     use crate::store::keys::Role;
 
-    #[test]
-    fn made_up_keys_never_push_a_live_key_out_of_the_cache() {
-        let cache = KeyCache::new(Duration::from_secs(60));
-        let key = ApiKey {
+    fn live_key() -> ApiKey {
+        ApiKey {
             id: uuid::Uuid::new_v4(),
             name: "good".into(),
             role: Role::Writer,
             created_at: chrono::Utc::now(),
             revoked_at: None,
-        };
+        }
+    }
+
+    #[test]
+    fn made_up_keys_never_push_a_live_key_out_of_the_cache() {
+        let cache = KeyCache::new(Duration::from_secs(60));
+        let key = live_key();
         cache.put("good".into(), Some((key, "good".into())));
         for i in 0..(MAX_CACHED_KEYS * 2) {
             cache.put(format!("bad{i}"), None);
@@ -102,13 +106,7 @@ mod tests {
     #[test]
     fn a_live_key_outlasts_its_time_to_live_as_a_fallback_but_not_a_revoked_one() {
         let cache = KeyCache::new(Duration::from_millis(1));
-        let key = ApiKey {
-            id: uuid::Uuid::new_v4(),
-            name: "good".into(),
-            role: Role::Writer,
-            created_at: chrono::Utc::now(),
-            revoked_at: None,
-        };
+        let key = live_key();
         cache.put("good".into(), Some((key, "good".into())));
         std::thread::sleep(Duration::from_millis(20));
         assert!(cache.get("good").is_none(), "looked up again when possible");
