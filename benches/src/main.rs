@@ -7,6 +7,7 @@
 
 mod commands;
 mod database;
+mod ha;
 mod output;
 mod projections;
 mod relay;
@@ -53,6 +54,9 @@ enum Cmd {
     /// The event relay: the whole benchmark log published to NATS JetStream,
     /// then the relay's lag under load.
     Relay(relay::RelayArgs),
+    /// stockledger on a Patroni cluster with synchronous replication: its
+    /// throughput against a single node, and failovers under load.
+    Ha(ha::HaArgs),
     /// The server `commands` measures over HTTP, in a process of its own.
     #[command(hide = true)]
     Serve(serve::ServeArgs),
@@ -68,6 +72,7 @@ async fn main() -> ExitCode {
         Cmd::Projections(a) => projections::run(a, database_url, &printer).await,
         Cmd::Commands(a) => commands::run(a, database_url, &printer).await,
         Cmd::Relay(a) => relay::run(a, database_url, &printer).await,
+        Cmd::Ha(a) => ha::run(a, &printer).await,
         Cmd::Serve(a) => serve::run(a, database_url).await,
     };
     match result {

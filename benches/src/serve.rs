@@ -24,6 +24,9 @@ pub struct ServeArgs {
     /// Database connections of the server's pool.
     #[arg(long)]
     pool_size: usize,
+    /// The server's request timeout; its commands' deadline follows from it.
+    #[arg(long, default_value_t = stockledger::limits::DEFAULT_REQUEST_TIMEOUT_MS)]
+    request_timeout_ms: u64,
 }
 
 pub async fn run(args: ServeArgs, database_url: Option<&str>) -> anyhow::Result<()> {
@@ -33,6 +36,7 @@ pub async fn run(args: ServeArgs, database_url: Option<&str>) -> anyhow::Result<
     let shutdown = CancellationToken::new();
     let server_config = ServerConfig {
         dev: true,
+        request_timeout: std::time::Duration::from_millis(args.request_timeout_ms),
         run_projections: false,
         run_expiry: false,
         // No rate limit: the benchmark is the only caller.

@@ -39,18 +39,22 @@ pub struct HttpSender {
 
 impl HttpTarget {
     /// Starts the server process on database `database` (created and
-    /// migrated) with a pool of `pool_size` connections, and waits until it
-    /// listens.
+    /// migrated) with a pool of `pool_size` connections and a request
+    /// timeout of `request_timeout_ms` (its commands' deadline follows from
+    /// it), and waits until it listens.
     pub async fn start(
         database_url: Option<&str>,
         database: &str,
         pool_size: usize,
+        request_timeout_ms: u64,
     ) -> anyhow::Result<HttpTarget> {
         let exe = std::env::current_exe()?;
         let mut command = tokio::process::Command::new(exe);
         command
             .args(["serve", "--database", database, "--pool-size"])
             .arg(pool_size.to_string())
+            .arg("--request-timeout-ms")
+            .arg(request_timeout_ms.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true);
@@ -112,14 +116,29 @@ impl HttpTarget {
 impl HttpSender {
     /// Sends `cmd`: a 2xx is done, a 4xx a refusal, anything else a failure.
     pub fn send(&self, cmd: &Command) -> impl Future<Output = Sent> + Send + 'static {
+        let answer = self.post(cmd);
+        async move {
+            match answer.await {
+                Ok(status) if status.is_success() => Sent::Ok,
+                Ok(status) if status.is_client_error() => Sent::Refused,
+                _ => Sent::Failed,
+            }
+        }
+    }
+
+    /// Sends `cmd` and returns the status of the answer (its body is read
+    /// and dropped), or the error of a request that got none.
+    pub fn post(
+        &self,
+        cmd: &Command,
+    ) -> impl Future<Output = Result<reqwest::StatusCode, reqwest::Error>> + Send + 'static {
         let (path, body) = request(cmd);
         let req = self.client.post(format!("{}{path}", self.base)).json(&body);
         async move {
-            match req.send().await {
-                Ok(r) if r.status().is_success() => Sent::Ok,
-                Ok(r) if r.status().is_client_error() => Sent::Refused,
-                _ => Sent::Failed,
-            }
+            let r = req.send().await?;
+            let status = r.status();
+            r.bytes().await?;
+            Ok(status)
         }
     }
 }

@@ -3,11 +3,11 @@
 //! designs measured in the same run; Markdown tables on stdout and SVG charts.
 
 mod baseline_runs;
-mod http;
+pub(crate) mod http;
 mod report;
 mod rig;
 mod runs;
-mod workload;
+pub(crate) mod workload;
 
 use clap::{Args as ClapArgs, ValueEnum};
 use stockledger_bench::load::RunStats;

@@ -45,7 +45,13 @@ impl Rig {
         };
         Ok(Rig {
             store: Arc::new(plain.grouped(group)),
-            http: HttpTarget::start(database_url, &args.database, args.pool_size).await?,
+            http: HttpTarget::start(
+                database_url,
+                &args.database,
+                args.pool_size,
+                stockledger::limits::DEFAULT_REQUEST_TIMEOUT_MS,
+            )
+            .await?,
             baseline_pool: pool::build(config, args.pool_size)?,
         })
     }

@@ -57,7 +57,15 @@ pub struct Workload {
 
 impl Workload {
     pub fn new(scenario: Scenario, via: Via, callers: usize) -> Workload {
-        let tag = format!("{}-{}-{callers}", scenario.name(), via.name());
+        Workload::tagged(
+            scenario,
+            format!("{}-{}-{callers}", scenario.name(), via.name()),
+        )
+    }
+
+    /// A run whose ids start with `tag`: runs that must not replay each
+    /// other's commands take different tags.
+    pub fn tagged(scenario: Scenario, tag: String) -> Workload {
         Workload {
             scenario,
             flash_item: format!("flash-{tag}"),
