@@ -13,5 +13,6 @@ pub mod limits;
 pub mod projection;
 pub mod read_model;
 pub mod relay;
+pub mod seal;
 pub mod server;
 pub mod store;

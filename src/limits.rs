@@ -393,3 +393,19 @@ pub const EVENT_STREAM_HEARTBEAT_SECONDS: u64 = 15;
 
 /// `GET /v1/events/stream`: events read from the log per look.
 pub const EVENT_STREAM_BATCH: i64 = 500;
+
+/// Sealer: most events chained and sealed as one block. A proof carries a
+/// Merkle path of log2 of this (12 hashes) plus one entry per later block.
+pub const SEAL_BLOCK_MAX_EVENTS: i64 = 4_096;
+
+/// Sealer: how often it looks for events to seal. Events that arrive in
+/// between go into one block, so a busy log gets full blocks and a quiet one
+/// waits at most this long for its seal.
+pub const SEAL_INTERVAL_MS: u64 = 1_000;
+
+/// `verify`: most findings listed; past it they are only counted.
+pub const MAX_VERIFY_FINDINGS: usize = 100;
+
+/// `prove`: most later blocks a proof walks to its digest. A proof for an
+/// event older than this many blocks is refused (take a digest nearer to it).
+pub const MAX_PROOF_LATER_BLOCKS: i64 = 100_000;

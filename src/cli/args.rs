@@ -70,6 +70,28 @@ pub enum Cmd {
     /// Replay the whole log and compare with the balances and every read model.
     /// Exit 0 when everything agrees, 4 when a difference is found.
     Audit,
+    /// Chain and seal every event not sealed yet (a server's sealer does
+    /// this by itself; this is for a ledger without one).
+    Seal,
+    /// Print the latest seal as a digest to keep outside the database
+    /// (`--json` writes the file `verify --digest` and `prove` read).
+    Digest,
+    /// Recompute the chain and the seals from the log and check them, and a
+    /// digest kept outside. Exit 0 when everything matches, 5 when not.
+    Verify {
+        /// A digest file (`stockledger digest --json`).
+        #[arg(long)]
+        digest: Option<String>,
+    },
+    /// Print a proof (JSON) that the event at POSITION is in the log under a
+    /// digest (the latest, or --digest FILE).
+    Prove {
+        position: i64,
+        #[arg(long)]
+        digest: Option<String>,
+    },
+    /// Check a proof file without a database. Exit 0 when it holds, 5 when not.
+    VerifyProof { file: String },
     /// An order's or an item's event timeline.
     History(HistoryArgs),
     /// Read the log in safe commit order.

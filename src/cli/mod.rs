@@ -1,7 +1,9 @@
 //! Command-line arguments and dispatch.
 //!
 //! Exit codes: 0 success (replays included), 3 business rejection,
-//! 2 usage error or `INVALID_ARGUMENT`, 1 anything else.
+//! 2 usage error or `INVALID_ARGUMENT`, 4 the audit found differences, 5
+//! `verify` or `verify-proof` found the log or a proof tampered with, 1
+//! anything else.
 
 mod args;
 mod chaos;
@@ -10,6 +12,7 @@ mod demo;
 mod output;
 mod read_models;
 mod relay;
+mod seal;
 mod serve;
 
 use std::process::ExitCode;
@@ -28,6 +31,8 @@ pub enum Failure {
     Rejected(Rejection),
     /// The audit found differences (exit 4); the report is already printed.
     AuditDifferences,
+    /// `verify` or `verify-proof` found tampering (exit 5); already printed.
+    TamperFound,
     Other(anyhow::Error),
 }
 
@@ -58,6 +63,7 @@ pub async fn run(args: Args) -> ExitCode {
             ExitCode::from(exit_code(r.code()))
         }
         Err(Failure::AuditDifferences) => ExitCode::from(4),
+        Err(Failure::TamperFound) => ExitCode::from(5),
         Err(Failure::Other(e)) => {
             printer.error(&e);
             ExitCode::from(1)
@@ -185,6 +191,17 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
                 return Err(Failure::AuditDifferences);
             }
         }
+        Cmd::Seal => seal::seal_now(&open(database_url, printer).await?, printer).await?,
+        Cmd::Digest => seal::digest(&open(database_url, printer).await?, printer).await?,
+        Cmd::Verify { digest } => {
+            let store = open(database_url, printer).await?;
+            seal::verify(&store, digest.as_deref(), printer).await?
+        }
+        Cmd::Prove { position, digest } => {
+            let store = open(database_url, printer).await?;
+            seal::prove(&store, position, digest.as_deref(), printer).await?
+        }
+        Cmd::VerifyProof { file } => seal::verify_proof(&file, printer)?,
         Cmd::History(a) => {
             let query = a.validate()?;
             let store = open(database_url, printer).await?;

@@ -34,6 +34,10 @@ pub struct ServeArgs {
     /// Do not run the expiry worker here.
     #[arg(long, env = "STOCKLEDGER_NO_EXPIRY")]
     no_expiry: bool,
+    /// Do not run the sealer here (run `stockledger seal` elsewhere, or
+    /// another server's sealer: one runs per database).
+    #[arg(long, env = "STOCKLEDGER_NO_SEALER")]
+    no_sealer: bool,
     /// Run the event relay here too (one runs per stream and database,
     /// whichever process holds its lock), publishing to --nats-url.
     #[arg(long, env = "STOCKLEDGER_RELAY")]
@@ -101,6 +105,7 @@ pub async fn serve(
         key_cache: Duration::from_secs(args.key_cache_seconds),
         run_projections: !args.no_projections,
         run_expiry: !args.no_expiry,
+        run_sealer: !args.no_sealer,
         expiry_interval: Duration::from_millis(args.expiry_interval_ms),
         expiry_batch: args.expiry_batch,
         relay: args.relay.then(|| {

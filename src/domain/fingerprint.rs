@@ -33,16 +33,17 @@ impl Canonical {
     }
 
     fn finish(self) -> String {
-        hex(&self.0.finalize())
+        hex_bytes(&self.0.finalize())
     }
 }
 
 /// Lower-case hex SHA-256 of `bytes`; also used for migration checksums and key hashes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
+    hex_bytes(&Sha256::digest(bytes))
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lower-case hex of `bytes`.
+pub fn hex_bytes(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {

@@ -1,6 +1,6 @@
 //! `stockledger serve`: the HTTP API of `shared/design/http-api.md`, with the
-//! projection workers and the expiry worker in the same process (each can be
-//! switched off for deployments that run them apart).
+//! projection workers, the expiry worker and the sealer in the same process
+//! (each can be switched off for deployments that run them apart).
 //!
 //! The world is passed in: `serve` takes a bound listener, a store, the
 //! connection settings for LISTEN, its settings and a shutdown token. On
@@ -73,6 +73,13 @@ pub async fn serve(
             listen,
             workers.clone(),
             worker::WorkerConfig::default(),
+        ));
+    }
+    if config.run_sealer {
+        tasks.spawn(crate::seal::sealer::run(
+            store.pool().clone(),
+            crate::seal::sealer::default_interval(),
+            workers.clone(),
         ));
     }
     let store_for_relay = store.clone();

@@ -13,7 +13,7 @@ use crate::server::auth::{Can, ToAudit, ToRead};
 use crate::server::error::ApiError;
 use crate::server::json::{ApiPath, ApiQuery};
 use crate::server::openapi::{
-    ErrorBody, EventsPage, OrderResponse, ProjectionsResponse, ReservationResponse, StockResponse,
+    DigestResponse, ErrorBody, EventsPage, OrderResponse, ProjectionsResponse, ReservationResponse, StockResponse,
 };
 use crate::server::params::{OrderPath, ReservationPath, SkuPath};
 use crate::server::AppState;
@@ -204,6 +204,21 @@ pub async fn events(
         "events": page.events.iter().map(event_json).collect::<Vec<_>>(),
         "next": page.next.to_string(),
     })))
+}
+
+#[utoipa::path(get, path = "/v1/digest", operation_id = "getDigest", tag = "reads",
+    responses((status = 200, description = "the latest seal of the log, to keep outside the database (docs/auditing.md)", body = DigestResponse),
+              (status = 404, description = "NOT_FOUND: nothing is sealed yet", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn digest(State(s): State<AppState>, _: Can<ToAudit>) -> Result<Json<Value>, ApiError> {
+    match s.store.digest().await? {
+        Some(d) => Ok(Json(serde_json::to_value(d).expect("a digest serialises"))),
+        None => Err(Rejection::NotFound {
+            what: "seal",
+            key: "latest".into(),
+        }
+        .into()),
+    }
 }
 
 #[utoipa::path(get, path = "/v1/projections", operation_id = "listProjections", tag = "reads",

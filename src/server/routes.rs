@@ -52,6 +52,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/events", get(reads::events))
         .route("/v1/events/stream", get(stream::events_stream))
         .route("/v1/projections", get(reads::projections))
+        .route("/v1/digest", get(reads::digest))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

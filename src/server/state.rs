@@ -28,6 +28,8 @@ pub struct ServerConfig {
     pub key_cache: Duration,
     pub run_projections: bool,
     pub run_expiry: bool,
+    /// Run the sealer (tamper evidence) in this process.
+    pub run_sealer: bool,
     pub expiry_interval: Duration,
     pub expiry_batch: i64,
     /// Run the event relay in this process: the broker's URL and the relay's
@@ -50,6 +52,7 @@ impl Default for ServerConfig {
             key_cache: Duration::from_secs(DEFAULT_KEY_CACHE_SECONDS),
             run_projections: true,
             run_expiry: true,
+            run_sealer: true,
             expiry_interval: Duration::from_millis(DEFAULT_EXPIRY_INTERVAL_MS),
             expiry_batch: MAX_EXPIRIES_PER_PASS,
             relay: None,

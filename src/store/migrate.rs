@@ -61,6 +61,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "relay",
         sql: include_str!("../../schema/0008_relay.sql"),
     },
+    Migration {
+        version: 9,
+        name: "seals",
+        sql: include_str!("../../schema/0009_seals.sql"),
+    },
 ];
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (

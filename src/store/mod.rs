@@ -17,7 +17,7 @@ pub mod pool;
 mod queries;
 pub mod read;
 mod readiness;
-mod rows;
+pub(crate) mod rows;
 mod statements;
 mod write;
 

@@ -153,6 +153,13 @@ impl Store {
         reservation_totals::totals(&client).await
     }
 
+    /// The latest seal as a digest (docs/auditing.md); `None` before the
+    /// first block is sealed.
+    pub async fn digest(&self) -> Result<Option<crate::seal::Digest>, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        crate::seal::digest::latest(&client).await
+    }
+
     /// Every read model's checkpoint, lag and state.
     pub async fn projection_status(&self) -> Result<Vec<ProjectionStatus>, StoreError> {
         let client = pool::get(&self.pool).await?;

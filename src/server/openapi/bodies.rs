@@ -174,6 +174,28 @@ pub struct ProjectionsResponse {
     pub projections: Vec<serde_json::Map<String, serde_json::Value>>,
 }
 
+/// The latest seal (`stockledger digest --json` prints the same).
+#[derive(Serialize, ToSchema)]
+pub struct DigestResponse {
+    /// `stockledger-digest/v1`.
+    pub format: String,
+    /// The block sealed last (from 1).
+    #[schema(minimum = 1)]
+    pub block: i64,
+    /// The chain row and log position it ends at.
+    #[schema(minimum = 1)]
+    pub last_seq: i64,
+    #[schema(minimum = 1)]
+    pub last_position: i64,
+    /// The chain hash at `last_seq`, 64 lower-case hex digits.
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    pub chain_head: String,
+    /// The block's seal hash, 64 lower-case hex digits.
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    pub seal: String,
+    pub sealed_at: chrono::DateTime<chrono::Utc>,
+}
+
 /// `/healthz` and `/readyz` when all is well.
 #[derive(Serialize, ToSchema)]
 pub struct Status {

@@ -16,7 +16,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 pub use bodies::{
-    AdjustmentResponse, AsOf, ErrorBody, Event, EventsPage, HistoryEntry, Line, OrderResponse,
+    AdjustmentResponse, AsOf, DigestResponse, ErrorBody, Event, EventsPage, HistoryEntry, Line, OrderResponse,
     ProjectionsResponse, ReceiptResponse, ReservationResponse, ReservationState, Status,
     StockResponse,
 };
@@ -51,6 +51,7 @@ impl Modify for BearerAuth {
         crate::server::reads::events,
         crate::server::stream::events_stream,
         crate::server::reads::projections,
+        crate::server::reads::digest,
         crate::server::ops::healthz,
         crate::server::ops::readyz,
         crate::server::ops::metrics,
@@ -59,7 +60,8 @@ impl Modify for BearerAuth {
     components(schemas(
         ErrorBody, Line, ReceiptResponse, AdjustmentResponse, Event, ReservationResponse, AsOf, StockResponse,
         HistoryEntry, OrderResponse, EventsPage, ProjectionsResponse, ReceiveRequest, AdjustRequest,
-        ReserveRequest, LineRequest, ConfirmBody, ReleaseBody, ReservationState, Status
+        ReserveRequest, LineRequest, ConfirmBody, ReleaseBody, ReservationState, Status,
+        DigestResponse
     )),
     modifiers(&BearerAuth, &SharedResponses),
     tags((name = "commands", description = "Append to the log; idempotent by id"),

@@ -1,0 +1,175 @@
+//! The auditor's commands: `seal`, `digest`, `verify`, `prove` and
+//! `verify-proof` (docs/auditing.md). `verify-proof` touches no database.
+
+use std::time::Instant;
+
+use serde_json::json;
+use stockledger::seal::{self, Digest, Finding};
+use stockledger::store::Store;
+
+use super::output::Printer;
+use super::Failure;
+
+/// Seals what is not sealed yet, unless a sealer runs elsewhere (a server),
+/// which will; says which.
+async fn catch_up(store: &Store, printer: &Printer) -> Result<(), Failure> {
+    match seal::sealer::catch_up(store.pool()).await? {
+        Some(0) | None => {}
+        Some(n) => printer.note(&format!("sealed {n} events")),
+    }
+    Ok(())
+}
+
+pub async fn seal_now(store: &Store, printer: &Printer) -> Result<(), Failure> {
+    let sealed = seal::sealer::catch_up(store.pool()).await?;
+    let text = match sealed {
+        Some(n) => format!("sealed {n} events"),
+        None => "another sealer runs (a server): it seals the log".to_owned(),
+    };
+    printer.value(&json!({"sealed": sealed, "elsewhere": sealed.is_none()}), &text);
+    Ok(())
+}
+
+fn digest_text(d: &Digest) -> String {
+    format!(
+        "block {} through chain row {} (log position {}), sealed {}\nchain head {}\nseal       {}\nkeep it: stockledger digest --json > digest.json",
+        d.block, d.last_seq, d.last_position, d.sealed_at, d.chain_head, d.seal
+    )
+}
+
+pub async fn digest(store: &Store, printer: &Printer) -> Result<(), Failure> {
+    catch_up(store, printer).await?;
+    let client = stockledger::store::pool::get(store.pool()).await?;
+    match seal::digest::latest(&client).await? {
+        Some(d) => printer.value(&serde_json::to_value(&d).expect("json"), &digest_text(&d)),
+        None => printer.value(&json!(null), "nothing is sealed yet: the log is empty"),
+    }
+    Ok(())
+}
+
+/// Reads a digest file as `digest --json` wrote it.
+pub fn read_digest(path: &str) -> Result<Digest, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+    Ok(Digest::parse(&text).map_err(|e| anyhow::anyhow!("{path}: {e}"))?)
+}
+
+fn finding_text(f: &Finding) -> String {
+    match f {
+        Finding::EventMissing { chain_seq, position } => {
+            format!("chain row {chain_seq}: the event at position {position} is gone from the log")
+        }
+        Finding::EventAltered {
+            chain_seq,
+            position,
+            stream,
+            seq,
+            ..
+        } => format!(
+            "chain row {chain_seq}: the event at position {position} ({stream} #{seq}) was changed after it was sealed"
+        ),
+        Finding::EventUndecodable {
+            chain_seq,
+            position,
+            why,
+        } => format!("chain row {chain_seq}: the event at position {position} no longer reads as an event: {why}"),
+        Finding::OutOfOrder { chain_seq, position } => format!(
+            "chain row {chain_seq}: the event at position {position} no longer follows the one before in commit order"
+        ),
+        Finding::ChainGap { expected, found } => {
+            format!("chain rows {expected} to {} are gone", found - 1)
+        }
+        Finding::Uncovered { position } => format!(
+            "the event at position {position} is not in the chain, though events after it are: it was inserted later"
+        ),
+        Finding::SealBroken { block, what } => format!("block {block}: {what}"),
+        Finding::DigestMismatch { block, what } => format!("the digest (block {block}): {what}"),
+        Finding::DigestNotInLog {
+            block,
+            sealed_blocks,
+        } => format!(
+            "the digest names block {block}, but the log has {sealed_blocks} sealed blocks: sealed events are gone"
+        ),
+    }
+}
+
+/// Exit 0 when everything matches, 5 on any finding.
+pub async fn verify(store: &Store, digest: Option<&str>, printer: &Printer) -> Result<(), Failure> {
+    let digest = digest.map(read_digest).transpose()?;
+    catch_up(store, printer).await?;
+    let started = Instant::now();
+    let report = seal::verify::verify(store.pool(), digest.as_ref()).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    let mut text = format!(
+        "verify: {} events in {} blocks; {:.2} s ({:.0} events/s); {} not sealed yet",
+        report.events,
+        report.blocks,
+        seconds,
+        report.events as f64 / seconds.max(1e-9),
+        report.unsealed
+    );
+    match report.digest_matches {
+        Some(true) => text.push_str("\ndigest: the log still hashes to it"),
+        Some(false) => text.push_str("\ndigest: DOES NOT MATCH"),
+        None => {}
+    }
+    for f in &report.findings {
+        text.push_str(&format!("\n  {}", finding_text(f)));
+    }
+    if report.more > 0 {
+        text.push_str(&format!("\n  ... and {} more", report.more));
+    }
+    text.push_str(if report.clean() {
+        "\nclean"
+    } else {
+        "\nTAMPERED: the log is not the one that was sealed"
+    });
+    let mut value = serde_json::to_value(&report).expect("json");
+    value["clean"] = json!(report.clean());
+    value["seconds"] = json!(seconds);
+    printer.value(&value, &text);
+    if report.clean() {
+        Ok(())
+    } else {
+        Err(Failure::TamperFound)
+    }
+}
+
+/// Prints the proof for the event at `position` (always JSON: it is a file).
+pub async fn prove(
+    store: &Store,
+    position: i64,
+    digest: Option<&str>,
+    printer: &Printer,
+) -> Result<(), Failure> {
+    let digest = digest.map(read_digest).transpose()?;
+    catch_up(store, printer).await?;
+    let proof = seal::proof::prove(store.pool(), position, digest)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    println!("{}", serde_json::to_string_pretty(&proof).expect("json"));
+    Ok(())
+}
+
+/// Checks a proof file offline. Exit 0 when it holds, 5 when it does not.
+pub fn verify_proof(path: &str, printer: &Printer) -> Result<(), Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+    let proof: seal::Proof =
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{path}: not a proof: {e}"))?;
+    match seal::proof::check(&proof) {
+        Ok(()) => {
+            let text = format!(
+                "the event at position {} is in the log under the digest of block {} (seal {})",
+                proof.event["position"], proof.digest.block, proof.digest.seal
+            );
+            printer.value(&json!({"valid": true, "digest": proof.digest}), &text);
+            Ok(())
+        }
+        Err(e) => {
+            printer.value(
+                &json!({"valid": false, "why": e.to_string()}),
+                &format!("INVALID: {e}"),
+            );
+            Err(Failure::TamperFound)
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! The hashes of the tamper-evidence chain, as docs/auditing.md specifies
+//! them, so that anyone can re-implement the check. Pure functions: no I/O,
+//! no clock.
+//!
+//! - leaf = SHA-256(0x00 ‖ canonical JSON of the event)
+//! - chain: c₀ = 32 zero bytes, cᵢ = SHA-256(0x02 ‖ cᵢ₋₁ ‖ leafᵢ)
+//! - Merkle root of a block's leaves: RFC 6962's Merkle Tree Hash (interior
+//!   nodes SHA-256(0x01 ‖ left ‖ right), the split at the largest power of
+//!   two below the count)
+//! - seal: s₀ = 32 zero bytes, s_b = SHA-256(0x03 ‖ s_b₋₁ ‖ be64(b) ‖
+//!   be64(first) ‖ be64(last) ‖ root_b ‖ c_last)
+//!
+//! The one-byte prefixes keep the four kinds of hash apart: no leaf can pass
+//! for a node, a chain link or a seal.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+/// A SHA-256 hash.
+pub type Hash = [u8; 32];
+
+/// Where the chain and the seal chain start.
+pub const ZERO: Hash = [0; 32];
+
+const LEAF: u8 = 0x00;
+const NODE: u8 = 0x01;
+const LINK: u8 = 0x02;
+const SEAL: u8 = 0x03;
+
+/// The fields of an event that its leaf covers, as `GET /v1/events` serves
+/// them.
+pub const LEAF_FIELDS: [&str; 7] = [
+    "data",
+    "metadata",
+    "position",
+    "recorded_at",
+    "seq",
+    "stream",
+    "type",
+];
+
+/// Why an event (from a proof file, say) cannot be encoded.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum EncodeError {
+    #[error("the event has no field `{0}`")]
+    Missing(&'static str),
+    #[error("`recorded_at` is not an RFC 3339 time")]
+    BadTime,
+    #[error("a number in the event is not a whole number")]
+    NotWhole,
+}
+
+/// The canonical encoding of `event` (an object with at least
+/// `LEAF_FIELDS`): those fields alone, `recorded_at` rewritten as UTC with
+/// six fractional digits, as canonical JSON (`write_canonical`).
+pub fn canonical_event(event: &Value) -> Result<Vec<u8>, EncodeError> {
+    let mut kept = Map::new();
+    for field in LEAF_FIELDS {
+        let v = event.get(field).ok_or(EncodeError::Missing(field))?;
+        kept.insert(field.to_owned(), v.clone());
+    }
+    let time = kept["recorded_at"].as_str().ok_or(EncodeError::BadTime)?;
+    let time = DateTime::parse_from_rfc3339(time).map_err(|_| EncodeError::BadTime)?;
+    kept["recorded_at"] = Value::String(micros_utc(time.with_timezone(&Utc)));
+    let mut out = Vec::with_capacity(256);
+    write_canonical(&Value::Object(kept), &mut out)?;
+    Ok(out)
+}
+
+/// A time as the canonical encoding writes it: `2026-12-01T19:44:21.875780Z`.
+pub fn micros_utc(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// Canonical JSON (RFC 8785 for the values an event holds): no white space,
+/// object keys sorted by their UTF-16 code units, strings escaped as
+/// RFC 8785 says (`"`, `\`, and control characters; `\b \t \n \f \r` short,
+/// the rest `\u00xx`), whole numbers in decimal. Fractions are refused: no
+/// event holds one.
+pub fn write_canonical(v: &Value, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Value::Number(n) => {
+            if !(n.is_i64() || n.is_u64()) {
+                return Err(EncodeError::NotWhole);
+            }
+            out.extend_from_slice(n.to_string().as_bytes());
+        }
+        Value::String(s) => write_string(s, out),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out)?;
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+            out.push(b'{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_string(k, out);
+                out.push(b':');
+                write_canonical(&map[k], out)?;
+            }
+            out.push(b'}');
+        }
+    }
+    Ok(())
+}
+
+fn write_string(s: &str, out: &mut Vec<u8>) {
+    out.push(b'"');
+    for c in s.chars() {
+        match c {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            '\u{08}' => out.extend_from_slice(b"\\b"),
+            '\t' => out.extend_from_slice(b"\\t"),
+            '\n' => out.extend_from_slice(b"\\n"),
+            '\u{0c}' => out.extend_from_slice(b"\\f"),
+            '\r' => out.extend_from_slice(b"\\r"),
+            c if (c as u32) < 0x20 => {
+                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes());
+            }
+            c => {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+    }
+    out.push(b'"');
+}
+
+/// The leaf hash of an event's canonical encoding.
+pub fn leaf(canonical: &[u8]) -> Hash {
+    let mut h = Sha256::new();
+    h.update([LEAF]);
+    h.update(canonical);
+    h.finalize().into()
+}
+
+/// The chain hash after `previous`, for an event with leaf hash `leaf`.
+pub fn link(previous: &Hash, leaf: &Hash) -> Hash {
+    let mut h = Sha256::new();
+    h.update([LINK]);
+    h.update(previous);
+    h.update(leaf);
+    h.finalize().into()
+}
+
+fn node(left: &Hash, right: &Hash) -> Hash {
+    let mut h = Sha256::new();
+    h.update([NODE]);
+    h.update(left);
+    h.update(right);
+    h.finalize().into()
+}
+
+/// The largest power of two below `n` (n ≥ 2).
+fn split(n: usize) -> usize {
+    debug_assert!(n >= 2);
+    1 << (usize::BITS - 1 - (n - 1).leading_zeros())
+}
+
+/// RFC 6962's Merkle Tree Hash of `leaves` (already leaf hashes). A block
+/// is never empty; the empty tree's hash is SHA-256 of nothing, as there.
+pub fn merkle_root(leaves: &[Hash]) -> Hash {
+    match leaves.len() {
+        0 => Sha256::digest([]).into(),
+        1 => leaves[0],
+        n => {
+            let k = split(n);
+            node(&merkle_root(&leaves[..k]), &merkle_root(&leaves[k..]))
+        }
+    }
+}
+
+/// RFC 6962's audit path of leaf `m` among `leaves`: the siblings from the
+/// leaf up to the root.
+pub fn merkle_path(m: usize, leaves: &[Hash]) -> Vec<Hash> {
+    let n = leaves.len();
+    if n <= 1 {
+        return Vec::new();
+    }
+    let k = split(n);
+    let (mut path, sibling) = if m < k {
+        (merkle_path(m, &leaves[..k]), merkle_root(&leaves[k..]))
+    } else {
+        (merkle_path(m - k, &leaves[k..]), merkle_root(&leaves[..k]))
+    };
+    path.push(sibling);
+    path
+}
+
+/// The root that audit path `path` leads to from `leaf`, leaf `m` of `n`;
+/// `None` when the path's length does not fit the tree.
+pub fn root_from_path(m: usize, n: usize, leaf: &Hash, path: &[Hash]) -> Option<Hash> {
+    if m >= n {
+        return None;
+    }
+    if n == 1 {
+        return path.is_empty().then_some(*leaf);
+    }
+    let k = split(n);
+    let (sibling, rest) = path.split_last()?;
+    Some(if m < k {
+        node(&root_from_path(m, k, leaf, rest)?, sibling)
+    } else {
+        node(sibling, &root_from_path(m - k, n - k, leaf, rest)?)
+    })
+}
+
+/// What a seal covers, and the seal hash before it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SealFields {
+    pub block: i64,
+    pub first_seq: i64,
+    pub last_seq: i64,
+    pub merkle_root: Hash,
+    pub chain_head: Hash,
+}
+
+/// The seal hash of block `fields` after seal hash `previous`.
+pub fn seal(previous: &Hash, fields: &SealFields) -> Hash {
+    let mut h = Sha256::new();
+    h.update([SEAL]);
+    h.update(previous);
+    h.update(fields.block.to_be_bytes());
+    h.update(fields.first_seq.to_be_bytes());
+    h.update(fields.last_seq.to_be_bytes());
+    h.update(fields.merkle_root);
+    h.update(fields.chain_head);
+    h.finalize().into()
+}
+
+/// Lower-case hex.
+pub fn hex(h: &Hash) -> String {
+    crate::domain::fingerprint::hex_bytes(h)
+}
+
+/// A hash from 64 hex digits.
+pub fn from_hex(s: &str) -> Option<Hash> {
+    if s.len() != 64 || !s.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+/// A hash from a database column (`bytea` of 32 bytes, by the schema's CHECK).
+pub fn from_bytes(b: &[u8]) -> Option<Hash> {
+    b.try_into().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(quantity: i64) -> Value {
+        json!({
+            "position": 7, "stream": "receipt:IN-1", "seq": 1, "type": "StockReceived",
+            "data": {"sku": "apple", "location": "default", "quantity": quantity},
+            "metadata": {"command_id": "00000000-0000-0000-0000-000000000000", "actor": "t"},
+            "recorded_at": "2026-12-01T19:44:21.8757Z",
+            "cursor": "1:7",
+        })
+    }
+
+    #[test]
+    fn the_canonical_encoding_sorts_keys_drops_extra_fields_and_fixes_the_time() {
+        let bytes = canonical_event(&event(5)).unwrap();
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            r#"{"data":{"location":"default","quantity":5,"sku":"apple"},"metadata":{"actor":"t","command_id":"00000000-0000-0000-0000-000000000000"},"position":7,"recorded_at":"2026-12-01T19:44:21.875700Z","seq":1,"stream":"receipt:IN-1","type":"StockReceived"}"#
+        );
+        // The same moment written in another zone encodes alike.
+        let mut other = event(5);
+        other["recorded_at"] = json!("2026-12-01T20:44:21.875700+01:00");
+        assert_eq!(canonical_event(&other), canonical_event(&event(5)));
+        let mut missing = event(5);
+        missing.as_object_mut().unwrap().remove("seq");
+        assert_eq!(canonical_event(&missing), Err(EncodeError::Missing("seq")));
+    }
+
+    #[test]
+    fn strings_are_escaped_as_rfc_8785_says() {
+        let mut out = Vec::new();
+        write_canonical(&json!("a\"b\\c\n\u{01}é/\u{7f}"), &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"a\\\"b\\\\c\\n\\u0001é/\u{7f}\""
+        );
+        assert_eq!(
+            write_canonical(&json!(1.5), &mut Vec::new()),
+            Err(EncodeError::NotWhole)
+        );
+    }
+
+    #[test]
+    fn a_changed_quantity_changes_the_leaf_and_every_link_after_it() {
+        let a = leaf(&canonical_event(&event(5)).unwrap());
+        let b = leaf(&canonical_event(&event(6)).unwrap());
+        assert_ne!(a, b);
+        assert_ne!(link(&ZERO, &a), link(&ZERO, &b));
+        assert_ne!(link(&ZERO, &a), a, "a link is not its leaf");
+    }
+
+    /// RFC 6962's own example tree has seven leaves; every audit path of
+    /// every tree up to 40 leaves leads back to its root, and no other.
+    #[test]
+    fn every_audit_path_leads_to_the_root() {
+        let leaves: Vec<Hash> = (0..40u8).map(|i| leaf(&[i])).collect();
+        for n in 1..=leaves.len() {
+            let tree = &leaves[..n];
+            let root = merkle_root(tree);
+            for m in 0..n {
+                let path = merkle_path(m, tree);
+                assert!(path.len() <= 6);
+                assert_eq!(root_from_path(m, n, &tree[m], &path), Some(root), "{m} of {n}");
+                let wrong = leaf(b"not in the tree");
+                assert_ne!(root_from_path(m, n, &wrong, &path), Some(root));
+                if n > 1 {
+                    assert_ne!(root_from_path((m + 1) % n, n, &tree[m], &path), Some(root));
+                }
+            }
+        }
+        assert_eq!(merkle_root(&leaves[..1]), leaves[0]);
+        assert_eq!(root_from_path(0, 2, &leaves[0], &[]), None, "too short a path");
+    }
+
+    #[test]
+    fn a_seal_covers_its_previous_seal_and_every_field() {
+        let f = SealFields {
+            block: 1,
+            first_seq: 1,
+            last_seq: 4,
+            merkle_root: leaf(b"r"),
+            chain_head: leaf(b"c"),
+        };
+        let s = seal(&ZERO, &f);
+        assert_ne!(seal(&leaf(b"x"), &f), s);
+        assert_ne!(seal(&ZERO, &SealFields { last_seq: 5, ..f.clone() }), s);
+        assert_ne!(seal(&ZERO, &SealFields { block: 2, ..f.clone() }), s);
+        assert_eq!(from_hex(&hex(&s)), Some(s));
+        assert_eq!(from_hex("zz"), None);
+    }
+}

@@ -1,0 +1,253 @@
+//! Proofs: that one event is in the log under a digest, checked without a
+//! database. A proof carries the event as `GET /v1/events` serves it, its
+//! Merkle audit path to its block's root, its block's seal fields, and every
+//! later block's seal fields up to the digest's block; the check recomputes
+//! the seal hashes from the event up and must arrive at the digest's seal.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::limits::MAX_PROOF_LATER_BLOCKS;
+use crate::seal::chain::{self, Hash, SealFields};
+use crate::seal::digest::Digest;
+use crate::seal::sealer::leaf_of;
+use crate::store::read::event_json;
+use crate::store::rows::{recorded_event, EVENT_COLUMNS};
+use crate::store::{pool, StoreError};
+
+/// The `format` every proof carries.
+pub const PROOF_FORMAT: &str = "stockledger-proof/v1";
+
+/// A block's seal fields as a proof carries them (hashes in hex).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealedBlock {
+    pub block: i64,
+    pub first_seq: i64,
+    pub last_seq: i64,
+    pub merkle_root: String,
+    pub chain_head: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proof {
+    pub format: String,
+    /// The event, as `GET /v1/events` serves it.
+    pub event: Value,
+    /// Its row in the chain.
+    pub chain_seq: i64,
+    /// Its block, and the seal hash before that block.
+    pub block: SealedBlock,
+    pub previous_seal: String,
+    /// The siblings from the event's leaf up to its block's Merkle root.
+    pub path: Vec<String>,
+    /// Every later block up to the digest's, in order.
+    pub later: Vec<SealedBlock>,
+    pub digest: Digest,
+}
+
+/// Why a proof does not hold.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ProofError {
+    #[error("not a proof of this format (expected {PROOF_FORMAT})")]
+    Format,
+    #[error("the event cannot be encoded: {0}")]
+    Event(#[from] chain::EncodeError),
+    #[error("a hash in the proof is not 64 hex digits")]
+    BadHash,
+    #[error("the event's chain row {0} is not in its block")]
+    NotInBlock(i64),
+    #[error("the event and its path do not lead to the block's Merkle root: the event is not the one sealed")]
+    NotUnderRoot,
+    #[error("the blocks from the event's to the digest's do not follow on from each other")]
+    Broken,
+    #[error("the seals do not lead to the digest's seal hash")]
+    NotUnderDigest,
+}
+
+/// Why no proof can be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ProveError {
+    #[error("no event at position {0} is sealed yet")]
+    NotSealed(i64),
+    #[error("the digest names block {0}, which this log does not have")]
+    DigestNotInLog(i64),
+    #[error("the event is in block {block}, after the digest's block {digest_block}: take a newer digest")]
+    AfterDigest { block: i64, digest_block: i64 },
+    #[error("the event is {0} blocks before the digest, more than a proof walks ({MAX_PROOF_LATER_BLOCKS}): take a digest nearer to it")]
+    TooFar(i64),
+    #[error("the log no longer matches block {0}'s seal: run `stockledger verify`")]
+    Altered(i64),
+    #[error("no block is sealed yet")]
+    NothingSealed,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl SealedBlock {
+    fn fields(&self) -> Result<SealFields, ProofError> {
+        let hash = |s: &str| chain::from_hex(s).ok_or(ProofError::BadHash);
+        Ok(SealFields {
+            block: self.block,
+            first_seq: self.first_seq,
+            last_seq: self.last_seq,
+            merkle_root: hash(&self.merkle_root)?,
+            chain_head: hash(&self.chain_head)?,
+        })
+    }
+
+    fn from_row(r: &tokio_postgres::Row) -> SealedBlock {
+        let hex = |i: usize| crate::domain::fingerprint::hex_bytes(r.get::<_, &[u8]>(i));
+        SealedBlock {
+            block: r.get(0),
+            first_seq: r.get(1),
+            last_seq: r.get(2),
+            merkle_root: hex(3),
+            chain_head: hex(4),
+        }
+    }
+}
+
+/// Checks `proof` on its own: the event's leaf, up its path to its block's
+/// root, that block's seal, and every later seal, must come to the digest's
+/// seal hash. Pure: no database, no clock.
+pub fn check(proof: &Proof) -> Result<(), ProofError> {
+    if proof.format != PROOF_FORMAT {
+        return Err(ProofError::Format);
+    }
+    let leaf = chain::leaf(&chain::canonical_event(&proof.event)?);
+    let block = proof.block.fields()?;
+    if proof.chain_seq < block.first_seq || proof.chain_seq > block.last_seq {
+        return Err(ProofError::NotInBlock(proof.chain_seq));
+    }
+    let path: Vec<Hash> = proof
+        .path
+        .iter()
+        .map(|h| chain::from_hex(h).ok_or(ProofError::BadHash))
+        .collect::<Result<_, _>>()?;
+    let m = (proof.chain_seq - block.first_seq) as usize;
+    let n = (block.last_seq - block.first_seq + 1) as usize;
+    if chain::root_from_path(m, n, &leaf, &path) != Some(block.merkle_root) {
+        return Err(ProofError::NotUnderRoot);
+    }
+    let previous = chain::from_hex(&proof.previous_seal).ok_or(ProofError::BadHash)?;
+    let mut seal = chain::seal(&previous, &block);
+    let mut before = block;
+    for later in &proof.later {
+        let fields = later.fields()?;
+        if fields.block != before.block + 1 || fields.first_seq != before.last_seq + 1 {
+            return Err(ProofError::Broken);
+        }
+        seal = chain::seal(&seal, &fields);
+        before = fields;
+    }
+    let (_, digest_seal) = proof.digest.hashes().map_err(|_| ProofError::BadHash)?;
+    if before.block != proof.digest.block || seal != digest_seal {
+        return Err(ProofError::NotUnderDigest);
+    }
+    Ok(())
+}
+
+/// Makes the proof that the event at `position` is under `digest` (the
+/// latest seal when `None`), after checking that its block still matches
+/// its seal.
+pub async fn prove(
+    pool: &deadpool_postgres::Pool,
+    position: i64,
+    digest: Option<Digest>,
+) -> Result<Proof, ProveError> {
+    let mut client = pool::get(pool).await?;
+    let tx = client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await
+        .map_err(StoreError::from)?;
+    let q = |e: tokio_postgres::Error| ProveError::Store(e.into());
+    let digest = match digest {
+        Some(d) => d,
+        None => crate::seal::digest::latest(&tx)
+            .await?
+            .ok_or(ProveError::NothingSealed)?,
+    };
+    let chain_seq: i64 = tx
+        .query_opt("SELECT seq FROM event_chain WHERE position = $1", &[&position])
+        .await
+        .map_err(q)?
+        .ok_or(ProveError::NotSealed(position))?
+        .get(0);
+    let seal_columns = "block, first_seq, last_seq, merkle_root, chain_head, previous";
+    let row = tx
+        .query_opt(
+            &format!("SELECT {seal_columns} FROM seals WHERE first_seq <= $1 AND last_seq >= $1"),
+            &[&chain_seq],
+        )
+        .await
+        .map_err(q)?
+        .ok_or(ProveError::NotSealed(position))?;
+    let block = SealedBlock::from_row(&row);
+    let previous_seal = crate::domain::fingerprint::hex_bytes(row.get::<_, &[u8]>(5));
+    if block.block > digest.block {
+        return Err(ProveError::AfterDigest {
+            block: block.block,
+            digest_block: digest.block,
+        });
+    }
+    if digest.block - block.block > MAX_PROOF_LATER_BLOCKS {
+        return Err(ProveError::TooFar(digest.block - block.block));
+    }
+    let later: Vec<SealedBlock> = tx
+        .query(
+            &format!("SELECT {seal_columns} FROM seals WHERE block > $1 AND block <= $2 ORDER BY block"),
+            &[&block.block, &digest.block],
+        )
+        .await
+        .map_err(q)?
+        .iter()
+        .map(SealedBlock::from_row)
+        .collect();
+    if later.last().map_or(block.block, |b| b.block) != digest.block {
+        return Err(ProveError::DigestNotInLog(digest.block));
+    }
+    let rows = tx
+        .query(
+            &format!(
+                "SELECT e.* FROM event_chain c
+                 LEFT JOIN (SELECT {EVENT_COLUMNS} FROM events) e ON e.position = c.position
+                 WHERE c.seq BETWEEN $1 AND $2 ORDER BY c.seq"
+            ),
+            &[&block.first_seq, &block.last_seq],
+        )
+        .await
+        .map_err(q)?;
+    tx.commit().await.map_err(q)?;
+    let mut leaves = Vec::with_capacity(rows.len());
+    let mut event = None;
+    for r in &rows {
+        if r.get::<_, Option<i64>>(0).is_none() {
+            return Err(ProveError::Altered(block.block));
+        }
+        let e = recorded_event(r).map_err(|_| ProveError::Altered(block.block))?;
+        leaves.push(leaf_of(&e)?);
+        if e.position == position {
+            event = Some(event_json(&e));
+        }
+    }
+    let sealed_root = chain::from_hex(&block.merkle_root).expect("hex we wrote");
+    let expected = (block.last_seq - block.first_seq + 1) as usize;
+    let Some(event) = event.filter(|_| leaves.len() == expected && chain::merkle_root(&leaves) == sealed_root)
+    else {
+        return Err(ProveError::Altered(block.block));
+    };
+    let m = (chain_seq - block.first_seq) as usize;
+    Ok(Proof {
+        format: PROOF_FORMAT.to_owned(),
+        event,
+        chain_seq,
+        path: chain::merkle_path(m, &leaves).iter().map(chain::hex).collect(),
+        block,
+        previous_seal,
+        later,
+        digest,
+    })
+}

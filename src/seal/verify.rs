@@ -1,0 +1,444 @@
+//! `verify`: recomputes the chain and every seal from the log, in one
+//! snapshot, and holds them against what the sealer stored and against a
+//! digest kept outside.
+//!
+//! Two recomputations run side by side. The *checked* one starts each link
+//! from the hash the chain table stores for the row before, so every
+//! altered event is named on its own, not only the first. The *pure* one
+//! never looks at stored hashes: it is what the log alone hashes to, and is
+//! what a digest is held against. An attacker who rewrites events, chain
+//! rows and seals consistently passes the first and fails the second.
+
+use std::pin::pin;
+
+use futures_util::TryStreamExt;
+use serde::Serialize;
+use tokio_postgres::{IsolationLevel, Row};
+
+use crate::limits::MAX_VERIFY_FINDINGS;
+use crate::seal::chain::{self, Hash, SealFields, ZERO};
+use crate::seal::digest::{self, Digest};
+use crate::seal::sealer::leaf_of;
+use crate::store::rows::{recorded_event, EVENT_COLUMNS};
+use crate::store::{pool, StoreError};
+
+/// What does not match, each naming where.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Finding {
+    /// A chained event is no longer in the log.
+    EventMissing { chain_seq: i64, position: i64 },
+    /// The event's content no longer hashes to its chain row: it was
+    /// changed after it was sealed.
+    EventAltered {
+        chain_seq: i64,
+        position: i64,
+        stream: String,
+        seq: u32,
+        sealed_hash: String,
+        now_hash: String,
+    },
+    /// The event's row no longer decodes as an event at all.
+    EventUndecodable {
+        chain_seq: i64,
+        position: i64,
+        why: String,
+    },
+    /// The event no longer follows the one before it in safe commit order:
+    /// the log was reordered.
+    OutOfOrder { chain_seq: i64, position: i64 },
+    /// Chain rows are missing before this one.
+    ChainGap { expected: i64, found: i64 },
+    /// An event below the sealed cursor that the chain does not cover:
+    /// inserted after its neighbours were sealed.
+    Uncovered { position: i64 },
+    /// A seal that does not agree with the chain it covers, or with the
+    /// seal before it.
+    SealBroken { block: i64, what: String },
+    /// The log no longer hashes to the digest given.
+    DigestMismatch { block: i64, what: String },
+    /// The digest names a block the log does not have.
+    DigestNotInLog { block: i64, sealed_blocks: i64 },
+}
+
+/// What `verify` found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Chain rows and seals checked.
+    pub events: u64,
+    pub blocks: u64,
+    /// The latest seal as stored.
+    pub head: Option<Digest>,
+    /// Events in the log not sealed yet (above the sealed cursor).
+    pub unsealed: i64,
+    /// Whether a digest was given and the log still hashes to it.
+    pub digest_matches: Option<bool>,
+    /// The first `MAX_VERIFY_FINDINGS` findings in chain order; `more`
+    /// counts the rest.
+    pub findings: Vec<Finding>,
+    pub more: u64,
+}
+
+impl Report {
+    pub fn clean(&self) -> bool {
+        self.findings.is_empty() && self.digest_matches != Some(false)
+    }
+
+    fn found(&mut self, f: Finding) {
+        if self.findings.len() < MAX_VERIFY_FINDINGS {
+            self.findings.push(f);
+        } else {
+            self.more += 1;
+        }
+    }
+}
+
+/// A seal as stored.
+struct StoredSeal {
+    fields: SealFields,
+    previous: Hash,
+    hash: Hash,
+}
+
+/// The pure recomputation: the chain hash and the seal hash the log alone
+/// gives, or `None` once an event is missing (nothing after it can be
+/// recomputed).
+struct Pure {
+    chain: Option<Hash>,
+    seal: Option<Hash>,
+}
+
+/// Walks the chain in order; one block's leaves at a time.
+struct Walk {
+    report: Report,
+    seals: Vec<StoredSeal>,
+    digest: Option<(Digest, Hash, Hash)>,
+    /// Index into `seals` of the block being walked.
+    block: usize,
+    leaves: Vec<Option<Hash>>,
+    expected_seq: i64,
+    /// The stored hash of the row before (the checked chain's base).
+    stored_before: Hash,
+    pure: Pure,
+    cursor_before: Option<(i64, i64)>,
+}
+
+fn hash_of(row: &Row, i: usize, what: &str) -> Result<Hash, StoreError> {
+    chain::from_bytes(row.get(i))
+        .ok_or_else(|| StoreError::Corrupt(format!("{what} is not 32 bytes").into()))
+}
+
+async fn load_seals(client: &deadpool_postgres::Transaction<'_>) -> Result<Vec<StoredSeal>, StoreError> {
+    let rows = client
+        .query(
+            "SELECT block, first_seq, last_seq, merkle_root, chain_head, previous, hash
+             FROM seals ORDER BY block",
+            &[],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(StoredSeal {
+                fields: SealFields {
+                    block: r.get(0),
+                    first_seq: r.get(1),
+                    last_seq: r.get(2),
+                    merkle_root: hash_of(r, 3, "a merkle root")?,
+                    chain_head: hash_of(r, 4, "a chain head")?,
+                },
+                previous: hash_of(r, 5, "a previous seal")?,
+                hash: hash_of(r, 6, "a seal")?,
+            })
+        })
+        .collect()
+}
+
+/// Recomputes the chain and the seals from the log and checks them, and
+/// `digest` when given. One REPEATABLE READ snapshot, so a sealer running
+/// meanwhile changes nothing it sees.
+pub async fn verify(
+    pool: &deadpool_postgres::Pool,
+    digest: Option<&Digest>,
+) -> Result<Report, StoreError> {
+    let mut client = pool::get(pool).await?;
+    let tx = client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?;
+    let seals = load_seals(&tx).await?;
+    let head = digest::latest(&tx).await?;
+    let digest = match digest {
+        Some(d) => {
+            let (h, s) = d
+                .hashes()
+                .map_err(|e| StoreError::Corrupt(format!("the digest: {e}").into()))?;
+            Some((d.clone(), h, s))
+        }
+        None => None,
+    };
+    let mut walk = Walk {
+        report: Report {
+            events: 0,
+            blocks: 0,
+            head,
+            unsealed: 0,
+            digest_matches: digest.as_ref().map(|_| true),
+            findings: Vec::new(),
+            more: 0,
+        },
+        seals,
+        digest,
+        block: 0,
+        leaves: Vec::new(),
+        expected_seq: 1,
+        stored_before: ZERO,
+        pure: Pure {
+            chain: Some(ZERO),
+            seal: Some(ZERO),
+        },
+        cursor_before: None,
+    };
+    walk.check_seal_links();
+    let sql = format!(
+        "SELECT e.*, c.seq, c.position, c.hash FROM event_chain c
+         LEFT JOIN (SELECT {EVENT_COLUMNS} FROM events) e ON e.position = c.position
+         ORDER BY c.seq"
+    );
+    let rows = tx.query_raw(&sql, std::iter::empty::<i64>()).await?;
+    let mut rows = pin!(rows);
+    while let Some(row) = rows.try_next().await? {
+        walk.row(&row)?;
+    }
+    walk.finish_chain();
+    walk.uncovered(&tx).await?;
+    tx.commit().await?;
+    Ok(walk.report)
+}
+
+impl Walk {
+    /// Each stored seal against the one before it: numbered from 1, its
+    /// rows following on, its `previous` the stored hash before, its own
+    /// hash over its fields.
+    fn check_seal_links(&mut self) {
+        let mut before: Option<&StoredSeal> = None;
+        let mut found = Vec::new();
+        for (i, s) in self.seals.iter().enumerate() {
+            let block = s.fields.block;
+            let (want_block, want_first, want_previous) = match before {
+                None => (1, 1, ZERO),
+                Some(b) => (b.fields.block + 1, b.fields.last_seq + 1, b.hash),
+            };
+            if block != want_block || i as i64 + 1 != block {
+                found.push((block, format!("block {block} where block {want_block} belongs")));
+            }
+            if s.fields.first_seq != want_first {
+                found.push((block, format!("starts at chain row {} instead of {want_first}", s.fields.first_seq)));
+            }
+            if s.previous != want_previous {
+                found.push((block, "its previous seal hash is not the stored hash of the block before".into()));
+            }
+            if chain::seal(&s.previous, &s.fields) != s.hash {
+                found.push((block, "its hash does not cover its own fields".into()));
+            }
+            before = Some(s);
+        }
+        for (block, what) in found {
+            self.report.found(Finding::SealBroken { block, what });
+        }
+    }
+
+    fn row(&mut self, row: &Row) -> Result<(), StoreError> {
+        let seq: i64 = row.get(12);
+        let position: i64 = row.get(13);
+        let stored = hash_of(row, 14, "a chain hash")?;
+        self.report.events += 1;
+        if seq != self.expected_seq {
+            self.report.found(Finding::ChainGap {
+                expected: self.expected_seq,
+                found: seq,
+            });
+            // The pure chain cannot bridge rows that are gone.
+            self.pure.chain = None;
+        }
+        self.expected_seq = seq + 1;
+        let leaf = self.leaf(row, seq, position);
+        match leaf {
+            Some(leaf) => {
+                if chain::link(&self.stored_before, &leaf) != stored {
+                    let e = recorded_event(row)?;
+                    self.report.found(Finding::EventAltered {
+                        chain_seq: seq,
+                        position,
+                        stream: e.stream.to_string(),
+                        seq: e.seq,
+                        sealed_hash: chain::hex(&stored),
+                        now_hash: chain::hex(&chain::link(&self.stored_before, &leaf)),
+                    });
+                }
+                self.pure.chain = self.pure.chain.map(|c| chain::link(&c, &leaf));
+            }
+            None => self.pure.chain = None,
+        }
+        self.stored_before = stored;
+        self.leaves.push(leaf);
+        self.end_of_block(seq, stored);
+        Ok(())
+    }
+
+    /// The event's leaf, or `None` (and a finding) when it is missing or
+    /// cannot be read; checks its place in safe commit order too.
+    fn leaf(&mut self, row: &Row, seq: i64, position: i64) -> Option<Hash> {
+        if row.get::<_, Option<i64>>(0).is_none() {
+            self.report.found(Finding::EventMissing {
+                chain_seq: seq,
+                position,
+            });
+            return None;
+        }
+        let e = match recorded_event(row) {
+            Ok(e) => e,
+            Err(err) => {
+                self.report.found(Finding::EventUndecodable {
+                    chain_seq: seq,
+                    position,
+                    why: err.to_string(),
+                });
+                return None;
+            }
+        };
+        let cursor = (e.tx_id, e.position);
+        if self.cursor_before.is_some_and(|before| before >= cursor) {
+            self.report.found(Finding::OutOfOrder {
+                chain_seq: seq,
+                position,
+            });
+        }
+        self.cursor_before = Some(cursor);
+        leaf_of(&e).ok()
+    }
+
+    /// At the last row of a block: its Merkle root and chain head against
+    /// the seal, the pure seal hash, and the digest when it names this block.
+    fn end_of_block(&mut self, seq: i64, stored: Hash) {
+        let Some(s) = self.seals.get(self.block) else {
+            return;
+        };
+        if seq < s.fields.last_seq {
+            return;
+        }
+        let block = s.fields.block;
+        let leaves: Option<Vec<Hash>> = self.leaves.drain(..).collect();
+        let mut found = Vec::new();
+        let root = leaves.as_deref().map(chain::merkle_root);
+        if root.is_some_and(|r| r != s.fields.merkle_root) {
+            found.push(Finding::SealBroken {
+                block,
+                what: "the Merkle root of its events is not the one sealed".into(),
+            });
+        }
+        if seq != s.fields.last_seq || stored != s.fields.chain_head {
+            found.push(Finding::SealBroken {
+                block,
+                what: "its chain head is not the chain hash at its last row".into(),
+            });
+        }
+        let pure_fields = match (root, self.pure.chain) {
+            (Some(merkle_root), Some(chain_head)) => Some(SealFields {
+                merkle_root,
+                chain_head,
+                ..s.fields.clone()
+            }),
+            _ => None,
+        };
+        self.pure.seal = match (self.pure.seal, pure_fields) {
+            (Some(previous), Some(fields)) => Some(chain::seal(&previous, &fields)),
+            _ => None,
+        };
+        if let Some((d, head, seal)) = &self.digest {
+            if d.block == block {
+                let what = if d.last_seq != s.fields.last_seq {
+                    Some(format!("the digest ends at chain row {}, the block at {}", d.last_seq, s.fields.last_seq))
+                } else if self.pure.chain != Some(*head) {
+                    Some("the log up to the digest no longer hashes to its chain head: it was changed after the digest was taken".to_owned())
+                } else if self.pure.seal != Some(*seal) {
+                    Some("the seals up to the digest no longer hash to its seal".to_owned())
+                } else {
+                    None
+                };
+                if let Some(what) = what {
+                    self.report.digest_matches = Some(false);
+                    found.push(Finding::DigestMismatch { block, what });
+                }
+            }
+        }
+        for f in found {
+            self.report.found(f);
+        }
+        self.report.blocks += 1;
+        self.block += 1;
+    }
+
+    /// After the last row: seals with no rows, rows with no seal, and a
+    /// digest beyond the log.
+    fn finish_chain(&mut self) {
+        if !self.leaves.is_empty() {
+            self.report.found(Finding::SealBroken {
+                block: self.seals.len() as i64 + 1,
+                what: format!("{} chain rows after the last seal", self.leaves.len()),
+            });
+        }
+        let rowless: Vec<(i64, i64)> = self.seals[self.block.min(self.seals.len())..]
+            .iter()
+            .map(|s| (s.fields.block, s.fields.last_seq))
+            .collect();
+        for (block, last) in rowless {
+            self.report.found(Finding::SealBroken {
+                block,
+                what: format!("it covers chain rows up to {last} that are not there"),
+            });
+        }
+        if let Some((d, _, _)) = &self.digest {
+            let sealed = self.seals.len() as i64;
+            if d.block > sealed || d.block < 1 {
+                self.report.digest_matches = Some(false);
+                self.report.found(Finding::DigestNotInLog {
+                    block: d.block,
+                    sealed_blocks: sealed,
+                });
+            }
+        }
+    }
+
+    /// Events the chain does not cover: below the sealed cursor, an
+    /// insertion; above it, not sealed yet.
+    async fn uncovered(&mut self, tx: &deadpool_postgres::Transaction<'_>) -> Result<(), StoreError> {
+        let limit = MAX_VERIFY_FINDINGS as i64;
+        let row = tx
+            .query_one(
+                "WITH head AS (SELECT last_tx_id, last_position FROM seals ORDER BY block DESC LIMIT 1),
+                 loose AS (
+                     SELECT e.position, coalesce(
+                         (e.tx_id::text::bigint, e.position) <= (h.last_tx_id, h.last_position),
+                         false) AS below
+                     FROM events e LEFT JOIN head h ON true
+                     WHERE NOT EXISTS (SELECT 1 FROM event_chain c WHERE c.position = e.position))
+                 SELECT count(*) FILTER (WHERE NOT below),
+                        count(*) FILTER (WHERE below),
+                        coalesce((array_agg(position ORDER BY position) FILTER (WHERE below))[1:$1::bigint::int],
+                                 '{}')
+                 FROM loose",
+                &[&limit],
+            )
+            .await?;
+        self.report.unsealed = row.get(0);
+        let below: i64 = row.get(1);
+        let listed: Vec<i64> = row.get(2);
+        for position in &listed {
+            self.report.found(Finding::Uncovered { position: *position });
+        }
+        self.report.more += (below - listed.len() as i64).max(0) as u64;
+        Ok(())
+    }
+}
