@@ -56,7 +56,7 @@ async fn rebuild_while_writes_go_on() {
     };
     for &p in ALL {
         let mut batches = 0;
-        let report = rebuild::rebuild(db.store.pool(), p, 10, |_| batches += 1)
+        let report = rebuild::rebuild(db.owner_store().pool(), p, 10, |_| batches += 1)
             .await
             .unwrap();
         assert!(batches > 3, "{}: filled in several batches", p.name());
@@ -93,7 +93,7 @@ async fn an_interrupted_rebuild_leaves_the_live_copy_untouched() {
     db.project_all().await;
     let p = stockledger::projection::by_name("order_view").unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let pool = db.store.pool().clone();
+    let pool = db.owner_store().pool().clone();
     let running = tokio::spawn(async move {
         rebuild::rebuild(&pool, p, 5, move |progress| {
             let _ = tx.send(progress.events);
@@ -119,7 +119,7 @@ async fn an_interrupted_rebuild_leaves_the_live_copy_untouched() {
     db.project_all().await;
     db.assert_audit_clean().await;
 
-    rebuild::rebuild(db.store.pool(), p, 5, |_| {})
+    rebuild::rebuild(db.owner_store().pool(), p, 5, |_| {})
         .await
         .unwrap();
     let s = status::status_of(&**client, p).await.unwrap();
@@ -140,7 +140,7 @@ async fn one_rebuild_per_projection_at_a_time() {
         )
         .await
         .unwrap();
-    let err = rebuild::rebuild(db.store.pool(), p, 10, |_| {})
+    let err = rebuild::rebuild(db.owner_store().pool(), p, 10, |_| {})
         .await
         .unwrap_err();
     assert!(

@@ -91,7 +91,10 @@ async fn an_untouched_log_verifies_against_its_digest() {
     let report = verify(&db, Some(&d)).await;
     assert!(report.clean(), "{:?}", report.findings);
     assert_eq!(report.digest_matches, Some(true));
-    assert_eq!((report.events, report.blocks, report.unsealed), (d.last_seq as u64, 2, 0));
+    assert_eq!(
+        (report.events, report.blocks, report.unsealed),
+        (d.last_seq as u64, 2, 0)
+    );
     let (code, doc) = verify_cli(&db, &d);
     assert_eq!((code, doc["clean"].clone()), (0, serde_json::json!(true)));
 }
@@ -140,10 +143,17 @@ async fn a_deleted_event_is_found() {
         report.findings
     );
     // Deleting its chain row too leaves a gap in the chain.
-    as_superuser(&db, &format!("DELETE FROM event_chain WHERE position = {at}")).await;
+    as_superuser(
+        &db,
+        &format!("DELETE FROM event_chain WHERE position = {at}"),
+    )
+    .await;
     let report = verify(&db, None).await;
     assert!(
-        report.findings.iter().any(|f| matches!(f, Finding::ChainGap { .. })),
+        report
+            .findings
+            .iter()
+            .any(|f| matches!(f, Finding::ChainGap { .. })),
         "{:?}",
         report.findings
     );
@@ -190,7 +200,11 @@ async fn an_event_inserted_among_sealed_ones_is_found() {
     )
     .await;
     // Back-dated below the sealed cursor, as if it had always been there.
-    as_superuser(&db, &format!("UPDATE events SET tx_id = '3' WHERE position = {at}")).await;
+    as_superuser(
+        &db,
+        &format!("UPDATE events SET tx_id = '3' WHERE position = {at}"),
+    )
+    .await;
     let report = verify(&db, None).await;
     assert_eq!(report.findings, vec![Finding::Uncovered { position: at }]);
 }
@@ -200,7 +214,9 @@ async fn a_block_rewritten_with_recomputed_hashes_is_caught_by_an_older_digest()
     let db = sealed_ledger().await;
     let kept = digest(&db).await;
     let at = position_of(&db, &receipt_stream("in-1"), 1).await;
-    let first_block: Vec<i64> = db.column("SELECT last_seq FROM seals WHERE block = 1").await;
+    let first_block: Vec<i64> = db
+        .column("SELECT last_seq FROM seals WHERE block = 1")
+        .await;
     // The careful forger: the event changed, then the chain and every seal
     // thrown away and sealed anew in blocks of the same sizes, so that
     // everything the database holds agrees and the head has the same shape.
@@ -213,7 +229,9 @@ async fn a_block_rewritten_with_recomputed_hashes_is_caught_by_an_older_digest()
     )
     .await;
     let client = db.store.pool().get().await.unwrap();
-    seal::sealer::seal_once(&client, first_block[0]).await.unwrap();
+    seal::sealer::seal_once(&client, first_block[0])
+        .await
+        .unwrap();
     seal::sealer::seal_once(&client, 1000).await.unwrap();
     drop(client);
     let forged = digest(&db).await;
@@ -224,7 +242,10 @@ async fn a_block_rewritten_with_recomputed_hashes_is_caught_by_an_older_digest()
     let report = verify(&db, Some(&kept)).await;
     assert_eq!(report.digest_matches, Some(false));
     assert!(
-        matches!(&report.findings[..], [Finding::DigestMismatch { block: 2, .. }]),
+        matches!(
+            &report.findings[..],
+            [Finding::DigestMismatch { block: 2, .. }]
+        ),
         "{:?}",
         report.findings
     );
@@ -261,7 +282,9 @@ async fn a_proof_holds_offline_and_fails_for_an_altered_event() {
     let first = digest(&db).await;
     // A proof against the first digest; then one against a later digest,
     // which walks the blocks sealed since.
-    let proof = seal::proof::prove(db.store.pool(), at, Some(first.clone())).await.unwrap();
+    let proof = seal::proof::prove(db.store.pool(), at, Some(first.clone()))
+        .await
+        .unwrap();
     seal::proof::check(&proof).unwrap();
     db.receive("in-4", "kiwi", 1).await;
     seal_all(&db).await;
@@ -277,7 +300,10 @@ async fn a_proof_holds_offline_and_fails_for_an_altered_event() {
     assert_eq!(seal::proof::check(&moved), Err(ProofError::NotUnderRoot));
     let mut other_digest = later.clone();
     other_digest.digest = first;
-    assert_eq!(seal::proof::check(&other_digest), Err(ProofError::NotUnderDigest));
+    assert_eq!(
+        seal::proof::check(&other_digest),
+        Err(ProofError::NotUnderDigest)
+    );
     // The command line checks a file without any database.
     let file = std::env::temp_dir().join(format!("{}-proof.json", db.name));
     for (p, code) in [(&later, 0), (&altered, 5)] {
@@ -288,13 +314,25 @@ async fn a_proof_holds_offline_and_fails_for_an_altered_event() {
             .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(code), "{}", String::from_utf8_lossy(&out.stdout));
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
     }
     let _ = std::fs::remove_file(&file);
     // And no proof is made from a block the log no longer matches.
-    as_superuser(&db, &format!("UPDATE events SET quantities = '{{9,1}}' WHERE position = {at}")).await;
+    as_superuser(
+        &db,
+        &format!("UPDATE events SET quantities = '{{9,1}}' WHERE position = {at}"),
+    )
+    .await;
     let refused = seal::proof::prove(db.store.pool(), at, None).await;
-    assert!(matches!(refused, Err(seal::proof::ProveError::Altered(1))), "{refused:?}");
+    assert!(
+        matches!(refused, Err(seal::proof::ProveError::Altered(1))),
+        "{refused:?}"
+    );
 }
 
 #[tokio::test]
@@ -308,12 +346,44 @@ async fn the_sealer_waits_for_open_writers_and_seals_each_event_once() {
     let held = raw_receipt(&tx, "held", "apple", 1).await;
     db.receive("in-2", "pear", 10).await;
     seal_all(&db).await;
-    assert_eq!(digest(&db).await.last_seq, 1, "only what precedes the open writer");
+    assert_eq!(
+        digest(&db).await.last_seq,
+        1,
+        "only what precedes the open writer"
+    );
     tx.commit().await.unwrap();
     seal_all(&db).await;
-    let positions: Vec<i64> = db.column("SELECT position FROM event_chain ORDER BY seq").await;
+    let positions: Vec<i64> = db
+        .column("SELECT position FROM event_chain ORDER BY seq")
+        .await;
     assert_eq!(positions.len(), 3);
     assert!(positions.contains(&held));
     let report = verify(&db, Some(&digest(&db).await)).await;
     assert!(report.clean(), "{:?}", report.findings);
+}
+
+#[tokio::test]
+async fn the_server_seals_as_it_goes_and_serves_the_digest_to_auditors() {
+    let mut server = common::server::TestServer::start(common::server::test_config()).await;
+    let (status, body) = server.get("/v1/digest", "auditor").await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (404, serde_json::json!("NOT_FOUND"))
+    );
+    let receipt = serde_json::json!({"receipt_id": "in-1", "sku": "apple", "quantity": 5});
+    assert_eq!(server.post("/v1/stock/receipts", receipt).await.0, 201);
+    eventually("the server's sealer seals the receipt", || async {
+        server.get("/v1/digest", "auditor").await.0 == 200
+    })
+    .await;
+    let (_, body) = server.get("/v1/digest", "auditor").await;
+    let d = Digest::parse(&body.to_string()).unwrap();
+    assert_eq!((d.block, d.last_seq), (1, 1));
+    assert_eq!(server.get("/v1/digest", "admin").await.0, 200);
+    for role in ["writer", "reader"] {
+        assert_eq!(server.get("/v1/digest", role).await.0, 403, "{role}");
+    }
+    let report = verify(&server.db, Some(&d)).await;
+    assert!(report.clean(), "{:?}", report.findings);
+    server.stop().await;
 }

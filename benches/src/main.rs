@@ -7,10 +7,12 @@
 
 mod commands;
 mod database;
+mod flash;
 mod ha;
 mod output;
 mod projections;
 mod relay;
+mod seal;
 mod serve;
 
 use std::process::ExitCode;
@@ -54,6 +56,9 @@ enum Cmd {
     /// The event relay: the whole benchmark log published to NATS JetStream,
     /// then the relay's lag under load.
     Relay(relay::RelayArgs),
+    /// Tamper evidence on the benchmark log: sealing it from scratch,
+    /// verifying it, and the sealer beside a flash sale.
+    Seal(seal::SealArgs),
     /// stockledger on a Patroni cluster with synchronous replication: its
     /// throughput against a single node, and failovers under load.
     Ha(ha::HaArgs),
@@ -72,6 +77,7 @@ async fn main() -> ExitCode {
         Cmd::Projections(a) => projections::run(a, database_url, &printer).await,
         Cmd::Commands(a) => commands::run(a, database_url, &printer).await,
         Cmd::Relay(a) => relay::run(a, database_url, &printer).await,
+        Cmd::Seal(a) => seal::run(a, database_url, &printer).await,
         Cmd::Ha(a) => ha::run(a, &printer).await,
         Cmd::Serve(a) => serve::run(a, database_url).await,
     };

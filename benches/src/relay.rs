@@ -7,18 +7,16 @@
 //! server with JetStream (`--nats-url`). The stream it publishes to is its
 //! own and is deleted at the end.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args as ClapArgs;
 use serde_json::json;
-use stockledger::domain::{Command, CommandContext, LineRequest, ReceiveRequest, ReserveRequest};
 use stockledger::relay::{self, RelayConfig};
 use stockledger::store::{pool, Store};
 use tokio_util::sync::CancellationToken;
 
 use crate::database::bench_database;
+use crate::flash::FlashSale;
 use crate::output::{markdown_table, Printer};
 use crate::projections::count_events;
 
@@ -143,58 +141,15 @@ struct Load {
 }
 
 async fn load_phase(store: &Store, stream: &str, args: &RelayArgs) -> anyhow::Result<Load> {
-    let grouped = store.grouped(Default::default());
-    let stop = Arc::new(AtomicBool::new(false));
-    let run = std::process::id();
-    // The flash sale: every writer reserves one unit of the same hot item,
-    // one new order after another (enough stock that none is refused).
-    let hot = format!("relay-bench-hot-{run}");
-    let stock: Command = ReceiveRequest {
-        receipt_id: format!("relay-bench-stock-{run}"),
-        sku: hot.clone(),
-        location: None,
-        quantity: i64::from(stockledger::limits::MAX_QUANTITY),
-    }
-    .validate()?;
-    grouped
-        .execute(stock, CommandContext::new("bench"))
-        .await??;
-    let mut writers = tokio::task::JoinSet::new();
-    for w in 0..args.writers {
-        let (s, stop, hot) = (grouped.clone(), stop.clone(), hot.clone());
-        writers.spawn(async move {
-            let mut n = 0i64;
-            while !stop.load(Ordering::Relaxed) {
-                let id = format!("relay-bench-{run}-{w}-{n}");
-                let cmd: Command = ReserveRequest {
-                    reservation_id: id.clone(),
-                    order_id: id,
-                    lines: vec![LineRequest {
-                        sku: hot.clone(),
-                        location: None,
-                        quantity: 1,
-                    }],
-                    ttl_seconds: None,
-                }
-                .validate()
-                .expect("a valid reservation");
-                s.execute(cmd, CommandContext::new("bench")).await??;
-                n += 1;
-            }
-            anyhow::Ok(n)
-        });
-    }
+    let tag = format!("relay-bench-{}", std::process::id());
+    let sale = FlashSale::start(store, &tag, args.writers).await?;
     let started = Instant::now();
     let mut lags = Vec::new();
     while started.elapsed() < Duration::from_secs(args.seconds) {
         tokio::time::sleep(SAMPLE_EVERY).await;
         lags.push(lag(store, stream).await?);
     }
-    stop.store(true, Ordering::Relaxed);
-    let mut written = 0;
-    while let Some(n) = writers.join_next().await {
-        written += n??;
-    }
+    let written = sale.stop().await?;
     let seconds = started.elapsed().as_secs_f64();
     let stopped = Instant::now();
     let total = count_events(store).await?;

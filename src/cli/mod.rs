@@ -177,10 +177,15 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
             relay::relay(&store, args, printer).await?;
         }
         Cmd::Projections { command } => {
-            let store = open(database_url, printer).await?;
             match command {
-                ProjectionsCmd::Status => read_models::status(&store, printer).await?,
+                ProjectionsCmd::Status => {
+                    read_models::status(&open(database_url, printer).await?, printer).await?
+                }
+                // A rebuild creates and swaps tables: the owner's work.
                 ProjectionsCmd::Rebuild { name, all } => {
+                    let (store, _) = db::open_owner(database_url)
+                        .await
+                        .map_err(anyhow::Error::from)?;
                     read_models::rebuild_cmd(&store, name, all, printer).await?
                 }
             }

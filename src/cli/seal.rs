@@ -26,7 +26,10 @@ pub async fn seal_now(store: &Store, printer: &Printer) -> Result<(), Failure> {
         Some(n) => format!("sealed {n} events"),
         None => "another sealer runs (a server): it seals the log".to_owned(),
     };
-    printer.value(&json!({"sealed": sealed, "elsewhere": sealed.is_none()}), &text);
+    printer.value(
+        &json!({"sealed": sealed, "elsewhere": sealed.is_none()}),
+        &text,
+    );
     Ok(())
 }
 
@@ -39,8 +42,7 @@ fn digest_text(d: &Digest) -> String {
 
 pub async fn digest(store: &Store, printer: &Printer) -> Result<(), Failure> {
     catch_up(store, printer).await?;
-    let client = stockledger::store::pool::get(store.pool()).await?;
-    match seal::digest::latest(&client).await? {
+    match store.digest().await? {
         Some(d) => printer.value(&serde_json::to_value(&d).expect("json"), &digest_text(&d)),
         None => printer.value(&json!(null), "nothing is sealed yet: the log is empty"),
     }

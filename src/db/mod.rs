@@ -15,6 +15,11 @@ use cluster::{ClusterError, PrivateCluster, Started};
 /// The database the private cluster serves commands from.
 pub const PRIVATE_DATABASE: &str = "stockledger";
 
+/// The login the private cluster's commands and workers connect as: a
+/// member of the service role, which may append to the log but not change
+/// it. Migrations and rebuilds run as the cluster's superuser (`owner`).
+pub const PRIVATE_SERVICE_LOGIN: &str = "stockledger_app";
+
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
     #[error("DATABASE_URL is not a valid connection string")]
@@ -129,13 +134,33 @@ pub async fn open(database_url: Option<&str>) -> Result<(Store, Server), DbError
     open_with_pool(database_url, DEFAULT_POOL_SIZE).await
 }
 
-/// `open` with a pool of `pool_size` connections.
+/// `open` with a pool of `pool_size` connections. On the private cluster
+/// the store connects as `PRIVATE_SERVICE_LOGIN` once the migrations (as
+/// the superuser) are done; on `DATABASE_URL` as the URL says.
 pub async fn open_with_pool(
     database_url: Option<&str>,
     pool_size: usize,
 ) -> Result<(Store, Server), DbError> {
     let server = server(database_url).await?;
-    let store = Store::new(pool::build(server.config.clone(), pool_size)?);
+    let owner = Store::new(pool::build(server.config.clone(), 2)?);
+    owner.migrate().await?;
+    if server.started.is_none() {
+        let store = Store::new(pool::build(server.config.clone(), pool_size)?);
+        return Ok((store, server));
+    }
+    let admin = crate::store::pool::get(owner.pool()).await?;
+    crate::store::roles::ensure_service_login(&**admin, PRIVATE_SERVICE_LOGIN).await?;
+    let mut config = server.config.clone();
+    config.user(PRIVATE_SERVICE_LOGIN);
+    Ok((Store::new(pool::build(config, pool_size)?), server))
+}
+
+/// A migrated store that acts as the owner: the server's own connection
+/// settings (`DATABASE_URL` must then name a member of the owner role), or
+/// the private cluster's superuser. For rebuilds.
+pub async fn open_owner(database_url: Option<&str>) -> Result<(Store, Server), DbError> {
+    let server = server(database_url).await?;
+    let store = Store::new(pool::build(server.config.clone(), DEFAULT_POOL_SIZE)?);
     store.migrate().await?;
     Ok((store, server))
 }

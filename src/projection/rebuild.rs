@@ -176,6 +176,9 @@ async fn fill_copies(
 /// Drops any copy left by an earlier, interrupted rebuild and creates an empty one.
 async fn prepare_copy(client: &mut ClientWrapper, p: &dyn ReadModel) -> Result<(), StoreError> {
     let tx = client.transaction().await?;
+    // The copy is the owner's, as the live tables are (the service may
+    // write it, by the owner's default privileges).
+    crate::store::roles::act_as_owner(&*tx).await?;
     let mut sql = format!("CREATE SCHEMA IF NOT EXISTS {REBUILD_SCHEMA};");
     for t in p.tables() {
         sql.push_str(&format!("DROP TABLE IF EXISTS {REBUILD_SCHEMA}.{t};"));
@@ -203,6 +206,7 @@ async fn swap(client: &mut ClientWrapper, p: &dyn ReadModel) -> Result<(i64, Cur
     // Read before the transaction begins (see store/horizon.rs).
     let horizon = crate::store::horizon::safe_horizon(client).await?;
     let tx = client.transaction().await?;
+    crate::store::roles::act_as_owner(&*tx).await?;
     lock_checkpoint(&tx, p, Slot::Live).await?.ok_or_else(|| {
         StoreError::Database(format!("projection {} has no live checkpoint", p.name()).into())
     })?;
@@ -245,10 +249,13 @@ async fn swap(client: &mut ClientWrapper, p: &dyn ReadModel) -> Result<(i64, Cur
     )
     .await?;
     tx.commit().await?;
+    let tx = client.transaction().await?;
+    crate::store::roles::act_as_owner(&*tx).await?;
     let mut drop_retired = String::new();
     for t in p.tables() {
         drop_retired.push_str(&format!("DROP TABLE IF EXISTS {RETIRED_SCHEMA}.{t};"));
     }
-    client.batch_execute(&drop_retired).await?;
+    tx.batch_execute(&drop_retired).await?;
+    tx.commit().await?;
     Ok((caught_up, cursor))
 }

@@ -329,7 +329,11 @@ mod tests {
             for m in 0..n {
                 let path = merkle_path(m, tree);
                 assert!(path.len() <= 6);
-                assert_eq!(root_from_path(m, n, &tree[m], &path), Some(root), "{m} of {n}");
+                assert_eq!(
+                    root_from_path(m, n, &tree[m], &path),
+                    Some(root),
+                    "{m} of {n}"
+                );
                 let wrong = leaf(b"not in the tree");
                 assert_ne!(root_from_path(m, n, &wrong, &path), Some(root));
                 if n > 1 {
@@ -338,7 +342,11 @@ mod tests {
             }
         }
         assert_eq!(merkle_root(&leaves[..1]), leaves[0]);
-        assert_eq!(root_from_path(0, 2, &leaves[0], &[]), None, "too short a path");
+        assert_eq!(
+            root_from_path(0, 2, &leaves[0], &[]),
+            None,
+            "too short a path"
+        );
     }
 
     #[test]
@@ -352,8 +360,26 @@ mod tests {
         };
         let s = seal(&ZERO, &f);
         assert_ne!(seal(&leaf(b"x"), &f), s);
-        assert_ne!(seal(&ZERO, &SealFields { last_seq: 5, ..f.clone() }), s);
-        assert_ne!(seal(&ZERO, &SealFields { block: 2, ..f.clone() }), s);
+        assert_ne!(
+            seal(
+                &ZERO,
+                &SealFields {
+                    last_seq: 5,
+                    ..f.clone()
+                }
+            ),
+            s
+        );
+        assert_ne!(
+            seal(
+                &ZERO,
+                &SealFields {
+                    block: 2,
+                    ..f.clone()
+                }
+            ),
+            s
+        );
         assert_eq!(from_hex(&hex(&s)), Some(s));
         assert_eq!(from_hex("zz"), None);
     }

@@ -171,7 +171,10 @@ pub async fn prove(
             .ok_or(ProveError::NothingSealed)?,
     };
     let chain_seq: i64 = tx
-        .query_opt("SELECT seq FROM event_chain WHERE position = $1", &[&position])
+        .query_opt(
+            "SELECT seq FROM event_chain WHERE position = $1",
+            &[&position],
+        )
         .await
         .map_err(q)?
         .ok_or(ProveError::NotSealed(position))?
@@ -198,7 +201,9 @@ pub async fn prove(
     }
     let later: Vec<SealedBlock> = tx
         .query(
-            &format!("SELECT {seal_columns} FROM seals WHERE block > $1 AND block <= $2 ORDER BY block"),
+            &format!(
+                "SELECT {seal_columns} FROM seals WHERE block > $1 AND block <= $2 ORDER BY block"
+            ),
             &[&block.block, &digest.block],
         )
         .await
@@ -235,7 +240,8 @@ pub async fn prove(
     }
     let sealed_root = chain::from_hex(&block.merkle_root).expect("hex we wrote");
     let expected = (block.last_seq - block.first_seq + 1) as usize;
-    let Some(event) = event.filter(|_| leaves.len() == expected && chain::merkle_root(&leaves) == sealed_root)
+    let Some(event) =
+        event.filter(|_| leaves.len() == expected && chain::merkle_root(&leaves) == sealed_root)
     else {
         return Err(ProveError::Altered(block.block));
     };
@@ -244,7 +250,10 @@ pub async fn prove(
         format: PROOF_FORMAT.to_owned(),
         event,
         chain_seq,
-        path: chain::merkle_path(m, &leaves).iter().map(chain::hex).collect(),
+        path: chain::merkle_path(m, &leaves)
+            .iter()
+            .map(chain::hex)
+            .collect(),
         block,
         previous_seal,
         later,

@@ -128,7 +128,9 @@ fn hash_of(row: &Row, i: usize, what: &str) -> Result<Hash, StoreError> {
         .ok_or_else(|| StoreError::Corrupt(format!("{what} is not 32 bytes").into()))
 }
 
-async fn load_seals(client: &deadpool_postgres::Transaction<'_>) -> Result<Vec<StoredSeal>, StoreError> {
+async fn load_seals(
+    client: &deadpool_postgres::Transaction<'_>,
+) -> Result<Vec<StoredSeal>, StoreError> {
     let rows = client
         .query(
             "SELECT block, first_seq, last_seq, merkle_root, chain_head, previous, hash
@@ -231,13 +233,25 @@ impl Walk {
                 Some(b) => (b.fields.block + 1, b.fields.last_seq + 1, b.hash),
             };
             if block != want_block || i as i64 + 1 != block {
-                found.push((block, format!("block {block} where block {want_block} belongs")));
+                found.push((
+                    block,
+                    format!("block {block} where block {want_block} belongs"),
+                ));
             }
             if s.fields.first_seq != want_first {
-                found.push((block, format!("starts at chain row {} instead of {want_first}", s.fields.first_seq)));
+                found.push((
+                    block,
+                    format!(
+                        "starts at chain row {} instead of {want_first}",
+                        s.fields.first_seq
+                    ),
+                ));
             }
             if s.previous != want_previous {
-                found.push((block, "its previous seal hash is not the stored hash of the block before".into()));
+                found.push((
+                    block,
+                    "its previous seal hash is not the stored hash of the block before".into(),
+                ));
             }
             if chain::seal(&s.previous, &s.fields) != s.hash {
                 found.push((block, "its hash does not cover its own fields".into()));
@@ -359,7 +373,10 @@ impl Walk {
         if let Some((d, head, seal)) = &self.digest {
             if d.block == block {
                 let what = if d.last_seq != s.fields.last_seq {
-                    Some(format!("the digest ends at chain row {}, the block at {}", d.last_seq, s.fields.last_seq))
+                    Some(format!(
+                        "the digest ends at chain row {}, the block at {}",
+                        d.last_seq, s.fields.last_seq
+                    ))
                 } else if self.pure.chain != Some(*head) {
                     Some("the log up to the digest no longer hashes to its chain head: it was changed after the digest was taken".to_owned())
                 } else if self.pure.seal != Some(*seal) {
@@ -413,7 +430,10 @@ impl Walk {
 
     /// Events the chain does not cover: below the sealed cursor, an
     /// insertion; above it, not sealed yet.
-    async fn uncovered(&mut self, tx: &deadpool_postgres::Transaction<'_>) -> Result<(), StoreError> {
+    async fn uncovered(
+        &mut self,
+        tx: &deadpool_postgres::Transaction<'_>,
+    ) -> Result<(), StoreError> {
         let limit = MAX_VERIFY_FINDINGS as i64;
         let row = tx
             .query_one(
@@ -436,7 +456,9 @@ impl Walk {
         let below: i64 = row.get(1);
         let listed: Vec<i64> = row.get(2);
         for position in &listed {
-            self.report.found(Finding::Uncovered { position: *position });
+            self.report.found(Finding::Uncovered {
+                position: *position,
+            });
         }
         self.report.more += (below - listed.len() as i64).max(0) as u64;
         Ok(())

@@ -13,7 +13,8 @@ use crate::server::auth::{Can, ToAudit, ToRead};
 use crate::server::error::ApiError;
 use crate::server::json::{ApiPath, ApiQuery};
 use crate::server::openapi::{
-    DigestResponse, ErrorBody, EventsPage, OrderResponse, ProjectionsResponse, ReservationResponse, StockResponse,
+    DigestResponse, ErrorBody, EventsPage, OrderResponse, ProjectionsResponse, ReservationResponse,
+    StockResponse,
 };
 use crate::server::params::{OrderPath, ReservationPath, SkuPath};
 use crate::server::AppState;

@@ -9,6 +9,7 @@ use tokio_postgres::Client;
 use crate::domain::fingerprint::sha256_hex;
 use crate::limits::MIGRATION_STATEMENT_TIMEOUT_MS;
 use crate::store::error::Cause;
+use crate::store::roles;
 use crate::store::StoreError;
 
 /// Advisory lock key held while migrating ("stockledger" in ASCII, truncated).
@@ -66,6 +67,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "seals",
         sql: include_str!("../../schema/0009_seals.sql"),
     },
+    Migration {
+        version: 10,
+        name: "roles",
+        sql: include_str!("../../schema/0010_roles.sql"),
+    },
 ];
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -95,7 +101,15 @@ pub async fn migrate_through(client: &mut Client, last: i32) -> Result<Vec<i32>,
 }
 
 async fn migrate_locked(client: &mut Client, last: i32) -> Result<Vec<i32>, StoreError> {
-    client.batch_execute(CREATE_TABLE).await?;
+    // Only when missing: the service role may not create tables, and a
+    // current schema must not need it to.
+    let exists: bool = client
+        .query_one("SELECT to_regclass('schema_migrations') IS NOT NULL", &[])
+        .await?
+        .get(0);
+    if !exists {
+        client.batch_execute(CREATE_TABLE).await?;
+    }
     let applied: Vec<(i32, String)> = client
         .query("SELECT version, checksum FROM schema_migrations", &[])
         .await?
@@ -119,6 +133,9 @@ async fn migrate_locked(client: &mut Client, last: i32) -> Result<Vec<i32>, Stor
             "SET LOCAL statement_timeout = {MIGRATION_STATEMENT_TIMEOUT_MS}"
         ))
         .await?;
+        if m.version >= roles::FIRST_OWNED_MIGRATION {
+            roles::act_as_owner(&tx).await?;
+        }
         tx.batch_execute(m.sql).await.map_err(|e| {
             StoreError::Migration(Cause::with_source(format!("{} ({})", m.version, m.name), e))
         })?;
@@ -131,8 +148,12 @@ async fn migrate_locked(client: &mut Client, last: i32) -> Result<Vec<i32>, Stor
         done.push(m.version);
     }
     // Projections are part of the schema: their live tables are created
-    // under the same lock, so two starting processes cannot race.
-    crate::projection::install_live(client).await?;
+    // under the same lock, so two starting processes cannot race, and as
+    // the owner, so that the service may write them.
+    let tx = client.transaction().await?;
+    roles::act_as_owner(&tx).await?;
+    crate::projection::install_live(&tx).await?;
+    tx.commit().await?;
     Ok(done)
 }
 

@@ -17,6 +17,7 @@ pub mod pool;
 mod queries;
 pub mod read;
 mod readiness;
+pub mod roles;
 pub(crate) mod rows;
 mod statements;
 mod write;

@@ -37,6 +37,9 @@ async fn server() -> tokio_postgres::Config {
         .clone()
 }
 
+/// The login every test store connects as (a member of the service role).
+pub const SERVICE_LOGIN: &str = "stockledger_test_service";
+
 pub struct TestDb {
     pub store: Store,
     pub name: String,
@@ -68,18 +71,34 @@ impl TestDb {
             .expect("create test database");
         let mut config = admin.clone();
         config.dbname(&name);
-        let store = Store::new(pool::build(config.clone(), size).expect("pool"));
         let (mut client, conn) = config.connect(NoTls).await.expect("connect");
         tokio::spawn(conn);
         stockledger::store::migrate::migrate_through(&mut client, last)
             .await
             .expect("migrate");
+        // The store connects as the service does in production: a login in
+        // the service role, which may append to the log but not change it
+        // (from schema 10 on; before it, as the superuser).
+        let mut service = config.clone();
+        if last >= 10 {
+            stockledger::store::roles::ensure_service_login(&client, SERVICE_LOGIN)
+                .await
+                .expect("the service login");
+            service.user(SERVICE_LOGIN);
+        }
+        let store = Store::new(pool::build(service, size).expect("pool"));
         TestDb {
             store,
             name,
             config,
             admin,
         }
+    }
+
+    /// A store that connects as the superuser, who acts as the owner: for
+    /// rebuilds, which create and swap tables.
+    pub fn owner_store(&self) -> Store {
+        Store::new(pool::build(self.config.clone(), 8).expect("pool"))
     }
 
     /// A raw connection to the test database, for looking behind the store.

@@ -16,9 +16,9 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 pub use bodies::{
-    AdjustmentResponse, AsOf, DigestResponse, ErrorBody, Event, EventsPage, HistoryEntry, Line, OrderResponse,
-    ProjectionsResponse, ReceiptResponse, ReservationResponse, ReservationState, Status,
-    StockResponse,
+    AdjustmentResponse, AsOf, DigestResponse, ErrorBody, Event, EventsPage, HistoryEntry, Line,
+    OrderResponse, ProjectionsResponse, ReceiptResponse, ReservationResponse, ReservationState,
+    Status, StockResponse,
 };
 
 use crate::domain::{AdjustRequest, LineRequest, ReceiveRequest, ReserveRequest};
