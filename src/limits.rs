@@ -409,3 +409,9 @@ pub const MAX_VERIFY_FINDINGS: usize = 100;
 /// `prove`: most later blocks a proof walks to its digest. A proof for an
 /// event older than this many blocks is refused (take a digest nearer to it).
 pub const MAX_PROOF_LATER_BLOCKS: i64 = 100_000;
+
+/// `verify`: chain rows read and hashed as one window, and connections
+/// reading windows side by side (in one shared snapshot). A window's rows
+/// and events are held in memory while it is checked, so this bounds it.
+pub const VERIFY_WINDOW_ROWS: i64 = 20_000;
+pub const VERIFY_READERS: usize = 2;

@@ -387,3 +387,28 @@ async fn the_server_seals_as_it_goes_and_serves_the_digest_to_auditors() {
     assert!(report.clean(), "{:?}", report.findings);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn verify_reads_in_windows_side_by_side_and_misses_nothing() {
+    let db = sealed_ledger().await;
+    let d = digest(&db).await;
+    let at = position_of(&db, &res_stream("r2"), 1).await;
+    for window in [1, 2, 3, 100] {
+        let report = seal::verify::verify_in_windows(db.store.pool(), Some(&d), window)
+            .await
+            .unwrap();
+        assert!(report.clean(), "window {window}: {:?}", report.findings);
+        assert_eq!(report.events, d.last_seq as u64);
+    }
+    as_superuser(&db, &format!("DELETE FROM events WHERE position = {at}")).await;
+    for window in [1, 2, 3, 100] {
+        let report = seal::verify::verify_in_windows(db.store.pool(), Some(&d), window)
+            .await
+            .unwrap();
+        assert!(
+            matches!(report.findings[0], Finding::EventMissing { position, .. } if position == at),
+            "window {window}: {:?}",
+            report.findings
+        );
+    }
+}

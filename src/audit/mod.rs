@@ -104,26 +104,9 @@ async fn compare_in_snapshot(
     targets: Vec<Target>,
     balances: bool,
 ) -> Result<replay::Outcome, StoreError> {
-    let id: String = tx
-        .query_one("SELECT pg_export_snapshot()", &[])
-        .await?
-        .get(0);
-    // A snapshot id is the server's (hex digits and dashes); check before quoting it.
-    if !id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
-        return Err(StoreError::Database(
-            format!("unexpected snapshot id {id:?}").into(),
-        ));
-    }
-    let in_snapshot = |pool: Pool, id: String| async move {
-        let client = pool::get(&pool).await?;
-        let client = deadpool_postgres::Object::take(client);
-        client
-            .batch_execute(&format!(
-                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '{id}'"
-            ))
-            .await?;
-        Ok::<_, StoreError>(client)
-    };
+    let id = crate::store::snapshot::export(tx).await?;
+    let in_snapshot =
+        |pool: Pool, id: String| async move { crate::store::snapshot::join(&pool, &id).await };
     let tables = {
         let (pool, id, targets) = (pool.clone(), id.clone(), targets.clone());
         tokio::spawn(async move {

@@ -68,6 +68,39 @@ pub fn canonical_event(event: &Value) -> Result<Vec<u8>, EncodeError> {
     Ok(out)
 }
 
+/// The fields of an event that its leaf covers, as the log gives them.
+pub struct EventFields<'a> {
+    pub position: i64,
+    pub stream: &'a str,
+    pub seq: u32,
+    pub event_type: &'a str,
+    pub data: &'a Value,
+    pub metadata: &'a Value,
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// `canonical_event` of the event `fields` describe, written straight from
+/// them (no object to build and sort: the keys are written in their sorted
+/// order). The same bytes, which a test holds it to.
+pub fn canonical_fields(f: &EventFields<'_>, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    out.extend_from_slice(b"{\"data\":");
+    write_canonical(f.data, out)?;
+    out.extend_from_slice(b",\"metadata\":");
+    write_canonical(f.metadata, out)?;
+    out.extend_from_slice(b",\"position\":");
+    write_integer(i128::from(f.position), out);
+    out.extend_from_slice(b",\"recorded_at\":");
+    write_string(&micros_utc(f.recorded_at), out);
+    out.extend_from_slice(b",\"seq\":");
+    write_integer(i128::from(f.seq), out);
+    out.extend_from_slice(b",\"stream\":");
+    write_string(f.stream, out);
+    out.extend_from_slice(b",\"type\":");
+    write_string(f.event_type, out);
+    out.push(b'}');
+    Ok(())
+}
+
 /// A time as the canonical encoding writes it: `2026-12-01T19:44:21.875780Z`.
 pub fn micros_utc(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
@@ -83,10 +116,13 @@ pub fn write_canonical(v: &Value, out: &mut Vec<u8>) -> Result<(), EncodeError> 
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         Value::Number(n) => {
-            if !(n.is_i64() || n.is_u64()) {
+            if let Some(i) = n.as_i64() {
+                write_integer(i128::from(i), out);
+            } else if let Some(u) = n.as_u64() {
+                write_integer(i128::from(u), out);
+            } else {
                 return Err(EncodeError::NotWhole);
             }
-            out.extend_from_slice(n.to_string().as_bytes());
         }
         Value::String(s) => write_string(s, out),
         Value::Array(items) => {
@@ -100,16 +136,28 @@ pub fn write_canonical(v: &Value, out: &mut Vec<u8>) -> Result<(), EncodeError> 
             out.push(b']');
         }
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
             out.push(b'{');
-            for (i, k) in keys.into_iter().enumerate() {
+            // serde_json's map is usually ordered by bytes already, which is
+            // the canonical order for the keys an event has: then no sort.
+            let in_order = map
+                .keys()
+                .zip(map.keys().skip(1))
+                .all(|(a, b)| key_order(a, b).is_lt());
+            let mut sorted: Vec<(&String, &Value)>;
+            let entries: &mut dyn Iterator<Item = (&String, &Value)> = if in_order {
+                &mut map.iter()
+            } else {
+                sorted = map.iter().collect();
+                sorted.sort_by(|a, b| key_order(a.0, b.0));
+                &mut sorted.into_iter()
+            };
+            for (i, (k, v)) in entries.enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
                 write_string(k, out);
                 out.push(b':');
-                write_canonical(&map[k], out)?;
+                write_canonical(v, out)?;
             }
             out.push(b'}');
         }
@@ -117,26 +165,61 @@ pub fn write_canonical(v: &Value, out: &mut Vec<u8>) -> Result<(), EncodeError> 
     Ok(())
 }
 
-fn write_string(s: &str, out: &mut Vec<u8>) {
-    out.push(b'"');
-    for c in s.chars() {
-        match c {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            '\u{08}' => out.extend_from_slice(b"\\b"),
-            '\t' => out.extend_from_slice(b"\\t"),
-            '\n' => out.extend_from_slice(b"\\n"),
-            '\u{0c}' => out.extend_from_slice(b"\\f"),
-            '\r' => out.extend_from_slice(b"\\r"),
-            c if (c as u32) < 0x20 => {
-                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes());
-            }
-            c => {
-                let mut buf = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-            }
+/// RFC 8785's order of keys: by UTF-16 code units (for ASCII, by bytes).
+fn key_order(a: &str, b: &str) -> std::cmp::Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        a.as_bytes().cmp(b.as_bytes())
+    } else {
+        a.encode_utf16().cmp(b.encode_utf16())
+    }
+}
+
+/// A whole number in decimal, without allocating.
+fn write_integer(n: i128, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 40];
+    let mut at = digits.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
         }
     }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+fn write_string(s: &str, out: &mut Vec<u8>) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut plain = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            b'\t' => b"\\t",
+            b'\n' => b"\\n",
+            0x0c => b"\\f",
+            b'\r' => b"\\r",
+            0..=0x1f => &[],
+            _ => continue,
+        };
+        // Everything before this byte goes out as it is (UTF-8 included:
+        // the bytes that need escaping are all ASCII).
+        out.extend_from_slice(&bytes[plain..i]);
+        if escape.is_empty() {
+            out.extend_from_slice(format!("\\u{b:04x}").as_bytes());
+        } else {
+            out.extend_from_slice(escape);
+        }
+        plain = i + 1;
+    }
+    out.extend_from_slice(&bytes[plain..]);
     out.push(b'"');
 }
 
@@ -296,12 +379,49 @@ mod tests {
     }
 
     #[test]
+    fn the_fields_encode_as_the_served_event_does() {
+        let served = event(5);
+        let fields = EventFields {
+            position: 7,
+            stream: "receipt:IN-1",
+            seq: 1,
+            event_type: "StockReceived",
+            data: &served["data"],
+            metadata: &served["metadata"],
+            recorded_at: DateTime::parse_from_rfc3339("2026-12-01T19:44:21.8757Z")
+                .unwrap()
+                .with_timezone(&Utc),
+        };
+        let mut direct = Vec::new();
+        canonical_fields(&fields, &mut direct).unwrap();
+        assert_eq!(direct, canonical_event(&served).unwrap());
+    }
+
+    #[test]
     fn strings_are_escaped_as_rfc_8785_says() {
         let mut out = Vec::new();
-        write_canonical(&json!("a\"b\\c\n\u{01}é/\u{7f}"), &mut out).unwrap();
+        write_canonical(&json!("a\"b\\c\n\u{01}é/\u{7f}\u{1f}x"), &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "\"a\\\"b\\\\c\\n\\u0001é/\u{7f}\""
+            "\"a\\\"b\\\\c\\n\\u0001é/\u{7f}\\u001fx\""
+        );
+        let mut numbers = Vec::new();
+        write_canonical(
+            &json!([0, -12, 9007199254740993_u64, i64::MIN]),
+            &mut numbers,
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(numbers).unwrap(),
+            "[0,-12,9007199254740993,-9223372036854775808]"
+        );
+        // Keys out of order are sorted (serde_json keeps them sorted, but a
+        // map that preserves insertion order would not).
+        let mut keys = Vec::new();
+        write_canonical(&json!({"b": 1, "a": {"d": 2, "c": 3}}), &mut keys).unwrap();
+        assert_eq!(
+            String::from_utf8(keys).unwrap(),
+            r#"{"a":{"c":3,"d":2},"b":1}"#
         );
         assert_eq!(
             write_canonical(&json!(1.5), &mut Vec::new()),

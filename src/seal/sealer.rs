@@ -14,7 +14,7 @@ use tracing::{info, warn};
 use crate::domain::RecordedEvent;
 use crate::limits::{SEAL_BLOCK_MAX_EVENTS, SEAL_INTERVAL_MS};
 use crate::seal::chain::{self, Hash, SealFields, ZERO};
-use crate::store::read::{self, event_json, Cursor};
+use crate::store::read::{self, Cursor};
 use crate::store::{pool, StoreError};
 
 const RUNNER_LOCK: &str = "SELECT pg_try_advisory_lock(hashtextextended('stockledger:sealer', 0))";
@@ -65,12 +65,28 @@ async fn head(client: &ClientWrapper) -> Result<Head, StoreError> {
     })
 }
 
-/// The leaf hash of an event as the log holds it.
+/// The leaf hash of an event as the log holds it: the canonical encoding of
+/// the event as `GET /v1/events` serves it (`read::event_json`).
 pub fn leaf_of(e: &RecordedEvent) -> Result<Hash, StoreError> {
-    let bytes = chain::canonical_event(&event_json(e)).map_err(|err| {
-        StoreError::Corrupt(format!("event at position {}: {err}", e.position).into())
-    })?;
+    let stream = e.stream.to_string();
+    let (data, metadata) = (e.event.data(), serde_json::to_value(&e.metadata));
+    let metadata = metadata.map_err(|err| corrupt(e, err))?;
+    let fields = chain::EventFields {
+        position: e.position,
+        stream: &stream,
+        seq: e.seq,
+        event_type: e.event.type_name(),
+        data: &data,
+        metadata: &metadata,
+        recorded_at: e.recorded_at,
+    };
+    let mut bytes = Vec::with_capacity(512);
+    chain::canonical_fields(&fields, &mut bytes).map_err(|err| corrupt(e, err))?;
     Ok(chain::leaf(&bytes))
+}
+
+fn corrupt(e: &RecordedEvent, err: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(format!("event at position {}: {err}", e.position).into())
 }
 
 /// One pass: seals the next block of up to `max_events` events, if there

@@ -9,13 +9,10 @@
 //! what a digest is held against. An attacker who rewrites events, chain
 //! rows and seals consistently passes the first and fails the second.
 
-use std::pin::pin;
-
-use futures_util::TryStreamExt;
 use serde::Serialize;
 use tokio_postgres::{IsolationLevel, Row};
 
-use crate::limits::MAX_VERIFY_FINDINGS;
+use crate::limits::{MAX_VERIFY_FINDINGS, VERIFY_READERS, VERIFY_WINDOW_ROWS};
 use crate::seal::chain::{self, Hash, SealFields, ZERO};
 use crate::seal::digest::{self, Digest};
 use crate::seal::sealer::leaf_of;
@@ -156,12 +153,23 @@ async fn load_seals(
 }
 
 /// Recomputes the chain and the seals from the log and checks them, and
-/// `digest` when given. One REPEATABLE READ snapshot, so a sealer running
-/// meanwhile changes nothing it sees.
+/// `digest` when given. One REPEATABLE READ snapshot, shared by
+/// `VERIFY_READERS` connections that read and hash windows of the chain side
+/// by side (`window`); this task walks the windows in order.
 pub async fn verify(
     pool: &deadpool_postgres::Pool,
     digest: Option<&Digest>,
 ) -> Result<Report, StoreError> {
+    verify_in_windows(pool, digest, VERIFY_WINDOW_ROWS).await
+}
+
+/// `verify` with windows of `window_rows` chain rows (tests use small ones).
+pub async fn verify_in_windows(
+    pool: &deadpool_postgres::Pool,
+    digest: Option<&Digest>,
+    window_rows: i64,
+) -> Result<Report, StoreError> {
+    let window_rows = window_rows.clamp(1, VERIFY_WINDOW_ROWS);
     let mut client = pool::get(pool).await?;
     let tx = client
         .build_transaction()
@@ -180,43 +188,132 @@ pub async fn verify(
         }
         None => None,
     };
-    let mut walk = Walk {
-        report: Report {
-            events: 0,
-            blocks: 0,
-            head,
-            unsealed: 0,
-            digest_matches: digest.as_ref().map(|_| true),
-            findings: Vec::new(),
-            more: 0,
-        },
-        seals,
-        digest,
-        block: 0,
-        leaves: Vec::new(),
-        expected_seq: 1,
-        stored_before: ZERO,
-        pure: Pure {
-            chain: Some(ZERO),
-            seal: Some(ZERO),
-        },
-        cursor_before: None,
-    };
+    let last_seq: i64 = tx
+        .query_one("SELECT coalesce(max(seq), 0) FROM event_chain", &[])
+        .await?
+        .get(0);
+    let mut walk = Walk::new(seals, head, digest);
     walk.check_seal_links();
-    let sql = format!(
-        "SELECT e.*, c.seq, c.position, c.hash FROM event_chain c
-         LEFT JOIN (SELECT {EVENT_COLUMNS} FROM events) e ON e.position = c.position
-         ORDER BY c.seq"
-    );
-    let rows = tx.query_raw(&sql, std::iter::empty::<i64>()).await?;
-    let mut rows = pin!(rows);
-    while let Some(row) = rows.try_next().await? {
-        walk.row(&row)?;
+    let id = crate::store::snapshot::export(&tx).await?;
+    let windows = (last_seq + window_rows - 1) / window_rows;
+    let mut readers = Vec::new();
+    for part in 0..VERIFY_READERS {
+        // Room for one window ahead: memory stays bounded.
+        let (send, receive) = tokio::sync::mpsc::channel(1);
+        let (pool, id) = (pool.clone(), id.clone());
+        tokio::spawn(async move {
+            let client = match crate::store::snapshot::join(&pool, &id).await {
+                Ok(c) => c,
+                Err(e) => return drop(send.send(Err(e)).await),
+            };
+            let mut w = part as i64;
+            while w < windows {
+                let rows = window(&client, 1 + w * window_rows, window_rows).await;
+                let failed = rows.is_err();
+                if send.send(rows).await.is_err() || failed {
+                    return;
+                }
+                w += VERIFY_READERS as i64;
+            }
+        });
+        readers.push(receive);
+    }
+    for w in 0..windows {
+        let rows = readers[w as usize % VERIFY_READERS]
+            .recv()
+            .await
+            .ok_or_else(|| StoreError::Database("a verify reader stopped".into()))??;
+        rows.into_iter().for_each(|r| walk.row(r));
     }
     walk.finish_chain();
     walk.uncovered(&tx).await?;
     tx.commit().await?;
     Ok(walk.report)
+}
+
+/// What the log holds at one chain row, hashed.
+enum Found {
+    Missing,
+    Undecodable(String),
+    Event {
+        leaf: Hash,
+        cursor: (i64, i64),
+        stream: String,
+        seq: u32,
+    },
+}
+
+/// One chain row and what the log holds there.
+struct ChainRow {
+    seq: i64,
+    position: i64,
+    stored: Result<Hash, String>,
+    found: Found,
+}
+
+/// Chain rows `from .. from + rows` with their events, hashed:
+/// the rows by their primary key, then the events in the rows' range of
+/// positions by theirs (commit order and positions differ only a little,
+/// so the range holds few others, which are passed over).
+async fn window(
+    client: &deadpool_postgres::ClientWrapper,
+    from: i64,
+    rows: i64,
+) -> Result<Vec<ChainRow>, StoreError> {
+    let chain = client
+        .query(
+            "SELECT seq, position, hash FROM event_chain WHERE seq >= $1 AND seq < $2 ORDER BY seq",
+            &[&from, &(from + rows)],
+        )
+        .await?;
+    let mut rows: Vec<ChainRow> = chain
+        .iter()
+        .map(|r| ChainRow {
+            seq: r.get(0),
+            position: r.get(1),
+            stored: chain::from_bytes(r.get(2)).ok_or_else(|| "not 32 bytes".to_owned()),
+            found: Found::Missing,
+        })
+        .collect();
+    let (Some(low), Some(high)) = (
+        rows.iter().map(|r| r.position).min(),
+        rows.iter().map(|r| r.position).max(),
+    ) else {
+        return Ok(rows);
+    };
+    let at: rustc_hash::FxHashMap<i64, usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.position, i))
+        .collect();
+    let events = client
+        .query(
+            &format!("SELECT {EVENT_COLUMNS} FROM events WHERE position BETWEEN $1 AND $2"),
+            &[&low, &high],
+        )
+        .await?;
+    for e in &events {
+        if let Some(&i) = at.get(&e.get::<_, i64>(0)) {
+            rows[i].found = found(e);
+        }
+    }
+    Ok(rows)
+}
+
+fn found(row: &Row) -> Found {
+    let e = match recorded_event(row) {
+        Ok(e) => e,
+        Err(err) => return Found::Undecodable(err.to_string()),
+    };
+    match leaf_of(&e) {
+        Ok(leaf) => Found::Event {
+            leaf,
+            cursor: (e.tx_id, e.position),
+            stream: e.stream.to_string(),
+            seq: e.seq,
+        },
+        Err(err) => Found::Undecodable(err.to_string()),
+    }
 }
 
 impl Walk {
@@ -263,10 +360,37 @@ impl Walk {
         }
     }
 
-    fn row(&mut self, row: &Row) -> Result<(), StoreError> {
-        let seq: i64 = row.get(12);
-        let position: i64 = row.get(13);
-        let stored = hash_of(row, 14, "a chain hash")?;
+    fn new(
+        seals: Vec<StoredSeal>,
+        head: Option<Digest>,
+        digest: Option<(Digest, Hash, Hash)>,
+    ) -> Walk {
+        Walk {
+            report: Report {
+                events: 0,
+                blocks: 0,
+                head,
+                unsealed: 0,
+                digest_matches: digest.as_ref().map(|_| true),
+                findings: Vec::new(),
+                more: 0,
+            },
+            seals,
+            digest,
+            block: 0,
+            leaves: Vec::new(),
+            expected_seq: 1,
+            stored_before: ZERO,
+            pure: Pure {
+                chain: Some(ZERO),
+                seal: Some(ZERO),
+            },
+            cursor_before: None,
+        }
+    }
+
+    fn row(&mut self, row: ChainRow) {
+        let ChainRow { seq, position, .. } = row;
         self.report.events += 1;
         if seq != self.expected_seq {
             self.report.found(Finding::ChainGap {
@@ -277,60 +401,67 @@ impl Walk {
             self.pure.chain = None;
         }
         self.expected_seq = seq + 1;
-        let leaf = self.leaf(row, seq, position);
-        match leaf {
-            Some(leaf) => {
-                if chain::link(&self.stored_before, &leaf) != stored {
-                    let e = recorded_event(row)?;
-                    self.report.found(Finding::EventAltered {
-                        chain_seq: seq,
-                        position,
-                        stream: e.stream.to_string(),
-                        seq: e.seq,
-                        sealed_hash: chain::hex(&stored),
-                        now_hash: chain::hex(&chain::link(&self.stored_before, &leaf)),
-                    });
-                }
-                self.pure.chain = self.pure.chain.map(|c| chain::link(&c, &leaf));
+        let stored = match row.stored {
+            Ok(h) => h,
+            Err(why) => {
+                let what = format!("chain row {seq}: its hash is {why}");
+                self.report.found(Finding::SealBroken {
+                    block: self.block as i64 + 1,
+                    what,
+                });
+                ZERO
             }
-            None => self.pure.chain = None,
-        }
-        self.stored_before = stored;
-        self.leaves.push(leaf);
-        self.end_of_block(seq, stored);
-        Ok(())
-    }
-
-    /// The event's leaf, or `None` (and a finding) when it is missing or
-    /// cannot be read; checks its place in safe commit order too.
-    fn leaf(&mut self, row: &Row, seq: i64, position: i64) -> Option<Hash> {
-        if row.get::<_, Option<i64>>(0).is_none() {
-            self.report.found(Finding::EventMissing {
-                chain_seq: seq,
-                position,
-            });
-            return None;
-        }
-        let e = match recorded_event(row) {
-            Ok(e) => e,
-            Err(err) => {
+        };
+        let leaf = match row.found {
+            Found::Missing => {
+                self.report.found(Finding::EventMissing {
+                    chain_seq: seq,
+                    position,
+                });
+                None
+            }
+            Found::Undecodable(why) => {
                 self.report.found(Finding::EventUndecodable {
                     chain_seq: seq,
                     position,
-                    why: err.to_string(),
+                    why,
                 });
-                return None;
+                None
+            }
+            Found::Event {
+                leaf,
+                cursor,
+                stream,
+                seq: stream_seq,
+            } => {
+                if self.cursor_before.is_some_and(|before| before >= cursor) {
+                    self.report.found(Finding::OutOfOrder {
+                        chain_seq: seq,
+                        position,
+                    });
+                }
+                self.cursor_before = Some(cursor);
+                let now = chain::link(&self.stored_before, &leaf);
+                if now != stored {
+                    self.report.found(Finding::EventAltered {
+                        chain_seq: seq,
+                        position,
+                        stream,
+                        seq: stream_seq,
+                        sealed_hash: chain::hex(&stored),
+                        now_hash: chain::hex(&now),
+                    });
+                }
+                Some(leaf)
             }
         };
-        let cursor = (e.tx_id, e.position);
-        if self.cursor_before.is_some_and(|before| before >= cursor) {
-            self.report.found(Finding::OutOfOrder {
-                chain_seq: seq,
-                position,
-            });
-        }
-        self.cursor_before = Some(cursor);
-        leaf_of(&e).ok()
+        self.pure.chain = match (self.pure.chain, leaf) {
+            (Some(c), Some(l)) => Some(chain::link(&c, &l)),
+            _ => None,
+        };
+        self.stored_before = stored;
+        self.leaves.push(leaf);
+        self.end_of_block(seq, stored);
     }
 
     /// At the last row of a block: its Merkle root and chain head against

@@ -19,6 +19,7 @@ pub mod read;
 mod readiness;
 pub mod roles;
 pub(crate) mod rows;
+pub mod snapshot;
 mod statements;
 mod write;
 
