@@ -176,37 +176,18 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
             )?;
             relay::relay(&store, args, printer).await?;
         }
-        Cmd::Projections { command } => {
-            match command {
-                ProjectionsCmd::Status => {
-                    read_models::status(&open(database_url, printer).await?, printer).await?
-                }
-                // A rebuild creates and swaps tables: the owner's work.
-                ProjectionsCmd::Rebuild { name, all } => {
-                    let (store, _) = db::open_owner(database_url)
-                        .await
-                        .map_err(anyhow::Error::from)?;
-                    read_models::rebuild_cmd(&store, name, all, printer).await?
-                }
-            }
-        }
+        Cmd::Projections { command } => projections(command, database_url, printer).await?,
         Cmd::Audit => {
             let store = open(database_url, printer).await?;
             if !read_models::audit(&store, printer).await? {
                 return Err(Failure::AuditDifferences);
             }
         }
-        Cmd::Seal => seal::seal_now(&open(database_url, printer).await?, printer).await?,
-        Cmd::Digest => seal::digest(&open(database_url, printer).await?, printer).await?,
-        Cmd::Verify { digest } => {
-            let store = open(database_url, printer).await?;
-            seal::verify(&store, digest.as_deref(), printer).await?
-        }
-        Cmd::Prove { position, digest } => {
-            let store = open(database_url, printer).await?;
-            seal::prove(&store, position, digest.as_deref(), printer).await?
-        }
-        Cmd::VerifyProof { file } => seal::verify_proof(&file, printer)?,
+        c @ (Cmd::Seal
+        | Cmd::Digest
+        | Cmd::Verify { .. }
+        | Cmd::Prove { .. }
+        | Cmd::VerifyProof { .. }) => seal::dispatch(c, database_url, printer).await?,
         Cmd::History(a) => {
             let query = a.validate()?;
             let store = open(database_url, printer).await?;
@@ -230,6 +211,26 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
         }
     }
     Ok(())
+}
+
+/// `projections status` and `projections rebuild`.
+async fn projections(
+    command: ProjectionsCmd,
+    database_url: Option<&str>,
+    printer: &Printer,
+) -> Result<(), Failure> {
+    match command {
+        ProjectionsCmd::Status => {
+            read_models::status(&open(database_url, printer).await?, printer).await
+        }
+        // A rebuild creates and swaps tables: the owner's work.
+        ProjectionsCmd::Rebuild { name, all } => {
+            let (store, _) = db::open_owner(database_url)
+                .await
+                .map_err(anyhow::Error::from)?;
+            read_models::rebuild_cmd(&store, name, all, printer).await
+        }
+    }
 }
 
 /// Sends one validated command and prints its answer.

@@ -7,8 +7,31 @@ use serde_json::json;
 use stockledger::seal::{self, Digest, Finding};
 use stockledger::store::Store;
 
+use super::args::Cmd;
 use super::output::Printer;
-use super::Failure;
+use super::{open, Failure};
+
+/// Runs one of the auditor's commands (others are not this module's).
+pub async fn dispatch(
+    cmd: Cmd,
+    database_url: Option<&str>,
+    printer: &Printer,
+) -> Result<(), Failure> {
+    match cmd {
+        Cmd::VerifyProof { file } => verify_proof(&file, printer),
+        Cmd::Seal => seal_now(&open(database_url, printer).await?, printer).await,
+        Cmd::Digest => digest(&open(database_url, printer).await?, printer).await,
+        Cmd::Verify { digest } => {
+            let store = open(database_url, printer).await?;
+            verify(&store, digest.as_deref(), printer).await
+        }
+        Cmd::Prove { position, digest } => {
+            let store = open(database_url, printer).await?;
+            prove(&store, position, digest.as_deref(), printer).await
+        }
+        other => unreachable!("not an auditor's command: {other:?}"),
+    }
+}
 
 /// Seals what is not sealed yet, unless a sealer runs elsewhere (a server),
 /// which will; says which.

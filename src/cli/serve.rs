@@ -94,6 +94,12 @@ pub async fn serve(
 ) -> Result<(), Failure> {
     let (store, server) = super::open_with_pool(database_url, args.pool_size, printer).await?;
     let store = super::with_reads(store, args.read_database_url.as_deref(), args.pool_size)?;
+    if store.connected_as_superuser().await? {
+        tracing::warn!(
+            "connected as a superuser: a bug or a stolen connection string could rewrite the log; \
+             connect as a login in stockledger_service (docs/auditing.md, \"Roles\")"
+        );
+    }
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;

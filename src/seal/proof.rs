@@ -149,7 +149,7 @@ pub fn check(proof: &Proof) -> Result<(), ProofError> {
 
 /// Makes the proof that the event at `position` is under `digest` (the
 /// latest seal when `None`), after checking that its block still matches
-/// its seal.
+/// its seal. One REPEATABLE READ snapshot.
 pub async fn prove(
     pool: &deadpool_postgres::Pool,
     position: i64,
@@ -163,33 +163,13 @@ pub async fn prove(
         .start()
         .await
         .map_err(StoreError::from)?;
-    let q = |e: tokio_postgres::Error| ProveError::Store(e.into());
     let digest = match digest {
         Some(d) => d,
         None => crate::seal::digest::latest(&tx)
             .await?
             .ok_or(ProveError::NothingSealed)?,
     };
-    let chain_seq: i64 = tx
-        .query_opt(
-            "SELECT seq FROM event_chain WHERE position = $1",
-            &[&position],
-        )
-        .await
-        .map_err(q)?
-        .ok_or(ProveError::NotSealed(position))?
-        .get(0);
-    let seal_columns = "block, first_seq, last_seq, merkle_root, chain_head, previous";
-    let row = tx
-        .query_opt(
-            &format!("SELECT {seal_columns} FROM seals WHERE first_seq <= $1 AND last_seq >= $1"),
-            &[&chain_seq],
-        )
-        .await
-        .map_err(q)?
-        .ok_or(ProveError::NotSealed(position))?;
-    let block = SealedBlock::from_row(&row);
-    let previous_seal = crate::domain::fingerprint::hex_bytes(row.get::<_, &[u8]>(5));
+    let (chain_seq, block, previous_seal) = locate(&tx, position).await?;
     if block.block > digest.block {
         return Err(ProveError::AfterDigest {
             block: block.block,
@@ -202,49 +182,20 @@ pub async fn prove(
     let later: Vec<SealedBlock> = tx
         .query(
             &format!(
-                "SELECT {seal_columns} FROM seals WHERE block > $1 AND block <= $2 ORDER BY block"
+                "SELECT {SEAL_COLUMNS} FROM seals WHERE block > $1 AND block <= $2 ORDER BY block"
             ),
             &[&block.block, &digest.block],
         )
         .await
-        .map_err(q)?
+        .map_err(StoreError::from)?
         .iter()
         .map(SealedBlock::from_row)
         .collect();
     if later.last().map_or(block.block, |b| b.block) != digest.block {
         return Err(ProveError::DigestNotInLog(digest.block));
     }
-    let rows = tx
-        .query(
-            &format!(
-                "SELECT e.* FROM event_chain c
-                 LEFT JOIN (SELECT {EVENT_COLUMNS} FROM events) e ON e.position = c.position
-                 WHERE c.seq BETWEEN $1 AND $2 ORDER BY c.seq"
-            ),
-            &[&block.first_seq, &block.last_seq],
-        )
-        .await
-        .map_err(q)?;
-    tx.commit().await.map_err(q)?;
-    let mut leaves = Vec::with_capacity(rows.len());
-    let mut event = None;
-    for r in &rows {
-        if r.get::<_, Option<i64>>(0).is_none() {
-            return Err(ProveError::Altered(block.block));
-        }
-        let e = recorded_event(r).map_err(|_| ProveError::Altered(block.block))?;
-        leaves.push(leaf_of(&e)?);
-        if e.position == position {
-            event = Some(event_json(&e));
-        }
-    }
-    let sealed_root = chain::from_hex(&block.merkle_root).expect("hex we wrote");
-    let expected = (block.last_seq - block.first_seq + 1) as usize;
-    let Some(event) =
-        event.filter(|_| leaves.len() == expected && chain::merkle_root(&leaves) == sealed_root)
-    else {
-        return Err(ProveError::Altered(block.block));
-    };
+    let (leaves, event) = block_leaves(&tx, &block, position).await?;
+    tx.commit().await.map_err(StoreError::from)?;
     let m = (chain_seq - block.first_seq) as usize;
     Ok(Proof {
         format: PROOF_FORMAT.to_owned(),
@@ -259,4 +210,74 @@ pub async fn prove(
         later,
         digest,
     })
+}
+
+const SEAL_COLUMNS: &str = "block, first_seq, last_seq, merkle_root, chain_head, previous";
+
+/// The chain row of the event at `position`, its block, and the seal hash
+/// before that block.
+async fn locate(
+    tx: &deadpool_postgres::Transaction<'_>,
+    position: i64,
+) -> Result<(i64, SealedBlock, String), ProveError> {
+    let chain_seq: i64 = tx
+        .query_opt(
+            "SELECT seq FROM event_chain WHERE position = $1",
+            &[&position],
+        )
+        .await
+        .map_err(StoreError::from)?
+        .ok_or(ProveError::NotSealed(position))?
+        .get(0);
+    let row = tx
+        .query_opt(
+            &format!("SELECT {SEAL_COLUMNS} FROM seals WHERE first_seq <= $1 AND last_seq >= $1"),
+            &[&chain_seq],
+        )
+        .await
+        .map_err(StoreError::from)?
+        .ok_or(ProveError::NotSealed(position))?;
+    let previous_seal = crate::domain::fingerprint::hex_bytes(row.get::<_, &[u8]>(5));
+    Ok((chain_seq, SealedBlock::from_row(&row), previous_seal))
+}
+
+/// Every leaf of `block`, recomputed from the log, and the event at
+/// `position` as served; refused when they no longer make the sealed root.
+async fn block_leaves(
+    tx: &deadpool_postgres::Transaction<'_>,
+    block: &SealedBlock,
+    position: i64,
+) -> Result<(Vec<Hash>, Value), ProveError> {
+    let rows = tx
+        .query(
+            &format!(
+                "SELECT e.* FROM event_chain c
+                 LEFT JOIN (SELECT {EVENT_COLUMNS} FROM events) e ON e.position = c.position
+                 WHERE c.seq BETWEEN $1 AND $2 ORDER BY c.seq"
+            ),
+            &[&block.first_seq, &block.last_seq],
+        )
+        .await
+        .map_err(StoreError::from)?;
+    let altered = || ProveError::Altered(block.block);
+    let mut leaves = Vec::with_capacity(rows.len());
+    let mut event = None;
+    for r in &rows {
+        if r.get::<_, Option<i64>>(0).is_none() {
+            return Err(altered());
+        }
+        let e = recorded_event(r).map_err(|_| altered())?;
+        leaves.push(leaf_of(&e)?);
+        if e.position == position {
+            event = Some(event_json(&e));
+        }
+    }
+    let sealed_root = chain::from_hex(&block.merkle_root).ok_or_else(altered)?;
+    let expected = (block.last_seq - block.first_seq + 1) as usize;
+    match event {
+        Some(e) if leaves.len() == expected && chain::merkle_root(&leaves) == sealed_root => {
+            Ok((leaves, e))
+        }
+        _ => Err(altered()),
+    }
 }

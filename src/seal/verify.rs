@@ -389,6 +389,16 @@ impl Walk {
         }
     }
 
+    /// A chain row's stored hash; a broken one is a finding (and zeros).
+    fn stored_hash(&mut self, seq: i64, stored: Result<Hash, String>) -> Hash {
+        stored.unwrap_or_else(|why| {
+            let what = format!("chain row {seq}: its hash is {why}");
+            let block = self.block as i64 + 1;
+            self.report.found(Finding::SealBroken { block, what });
+            ZERO
+        })
+    }
+
     fn row(&mut self, row: ChainRow) {
         let ChainRow { seq, position, .. } = row;
         self.report.events += 1;
@@ -401,17 +411,7 @@ impl Walk {
             self.pure.chain = None;
         }
         self.expected_seq = seq + 1;
-        let stored = match row.stored {
-            Ok(h) => h,
-            Err(why) => {
-                let what = format!("chain row {seq}: its hash is {why}");
-                self.report.found(Finding::SealBroken {
-                    block: self.block as i64 + 1,
-                    what,
-                });
-                ZERO
-            }
-        };
+        let stored = self.stored_hash(seq, row.stored);
         let leaf = match row.found {
             Found::Missing => {
                 self.report.found(Finding::EventMissing {
@@ -501,31 +501,34 @@ impl Walk {
             (Some(previous), Some(fields)) => Some(chain::seal(&previous, &fields)),
             _ => None,
         };
-        if let Some((d, head, seal)) = &self.digest {
-            if d.block == block {
-                let what = if d.last_seq != s.fields.last_seq {
-                    Some(format!(
-                        "the digest ends at chain row {}, the block at {}",
-                        d.last_seq, s.fields.last_seq
-                    ))
-                } else if self.pure.chain != Some(*head) {
-                    Some("the log up to the digest no longer hashes to its chain head: it was changed after the digest was taken".to_owned())
-                } else if self.pure.seal != Some(*seal) {
-                    Some("the seals up to the digest no longer hash to its seal".to_owned())
-                } else {
-                    None
-                };
-                if let Some(what) = what {
-                    self.report.digest_matches = Some(false);
-                    found.push(Finding::DigestMismatch { block, what });
-                }
-            }
+        if let Some(f) = self.check_digest(block, s.fields.last_seq) {
+            self.report.digest_matches = Some(false);
+            found.push(f);
         }
         for f in found {
             self.report.found(f);
         }
         self.report.blocks += 1;
         self.block += 1;
+    }
+
+    /// At the end of `block`: the digest, if it names this block, against
+    /// the pure recomputation.
+    fn check_digest(&self, block: i64, last_seq: i64) -> Option<Finding> {
+        let (d, head, seal) = self.digest.as_ref().filter(|(d, _, _)| d.block == block)?;
+        let what = if d.last_seq != last_seq {
+            format!(
+                "the digest ends at chain row {}, the block at {last_seq}",
+                d.last_seq
+            )
+        } else if self.pure.chain != Some(*head) {
+            "the log up to the digest no longer hashes to its chain head: it was changed after the digest was taken".to_owned()
+        } else if self.pure.seal != Some(*seal) {
+            "the seals up to the digest no longer hash to its seal".to_owned()
+        } else {
+            return None;
+        };
+        Some(Finding::DigestMismatch { block, what })
     }
 
     /// After the last row: seals with no rows, rows with no seal, and a

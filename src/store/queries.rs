@@ -153,6 +153,20 @@ impl Store {
         reservation_totals::totals(&client).await
     }
 
+    /// Whether this store's connections are a superuser's: then nothing but
+    /// a digest kept outside stops a bug or a stolen connection string from
+    /// rewriting the log (docs/auditing.md, "Roles").
+    pub async fn connected_as_superuser(&self) -> Result<bool, StoreError> {
+        let client = pool::get(&self.pool).await?;
+        let row = client
+            .query_one(
+                "SELECT rolsuper FROM pg_roles WHERE rolname = current_user",
+                &[],
+            )
+            .await?;
+        Ok(row.get(0))
+    }
+
     /// The latest seal as a digest (docs/auditing.md); `None` before the
     /// first block is sealed.
     pub async fn digest(&self) -> Result<Option<crate::seal::Digest>, StoreError> {
