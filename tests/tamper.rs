@@ -285,32 +285,88 @@ async fn a_proof_holds_offline_and_fails_for_an_altered_event() {
     let proof = seal::proof::prove(db.store.pool(), at, Some(first.clone()))
         .await
         .unwrap();
-    seal::proof::check(&proof).unwrap();
+    seal::proof::check(&proof, &first).unwrap();
     db.receive("in-4", "kiwi", 1).await;
     seal_all(&db).await;
+    let latest = digest(&db).await;
     let later = seal::proof::prove(db.store.pool(), at, None).await.unwrap();
     assert_eq!(later.later.len(), 2, "blocks 2 and 3 follow the event's");
-    seal::proof::check(&later).unwrap();
-    // Any change to the event, its path or the digest breaks it.
+    seal::proof::check(&later, &latest).unwrap();
+    // Any change to the event or its path breaks it.
     let mut altered = proof.clone();
     altered.event["data"]["lines"][0]["quantity"] = serde_json::json!(30);
-    assert_eq!(seal::proof::check(&altered), Err(ProofError::NotUnderRoot));
+    assert_eq!(
+        seal::proof::check(&altered, &first),
+        Err(ProofError::NotUnderRoot)
+    );
     let mut moved = proof.clone();
     moved.event["position"] = serde_json::json!(at + 1);
-    assert_eq!(seal::proof::check(&moved), Err(ProofError::NotUnderRoot));
-    let mut other_digest = later.clone();
-    other_digest.digest = first;
     assert_eq!(
-        seal::proof::check(&other_digest),
+        seal::proof::check(&moved, &first),
+        Err(ProofError::NotUnderRoot)
+    );
+    // A proof holds only against the digest it leads to.
+    assert_eq!(
+        seal::proof::check(&later, &first),
         Err(ProofError::NotUnderDigest)
     );
-    // The command line checks a file without any database.
+    let mut wrong_seal = first.clone();
+    wrong_seal.seal = latest.seal.clone();
+    assert_eq!(
+        seal::proof::check(&proof, &wrong_seal),
+        Err(ProofError::NotUnderDigest)
+    );
+    // A forgery that agrees with itself: a made-up event whose leaf is its
+    // block's root, a seal computed over it, and a digest to match, all in
+    // the file. Against the auditor's own digest it fails.
+    let mut forged = proof.clone();
+    forged.event["data"]["lines"][0]["quantity"] = serde_json::json!(999);
+    let leaf = seal::chain::leaf(&seal::chain::canonical_event(&forged.event).unwrap());
+    let fields = seal::chain::SealFields {
+        block: first.block,
+        first_seq: forged.chain_seq,
+        last_seq: forged.chain_seq,
+        merkle_root: leaf,
+        chain_head: seal::chain::from_hex(&first.chain_head).unwrap(),
+    };
+    let previous = seal::chain::ZERO;
+    forged.block = seal::proof::SealedBlock {
+        block: first.block,
+        first_seq: forged.chain_seq,
+        last_seq: forged.chain_seq,
+        merkle_root: seal::chain::hex(&leaf),
+        chain_head: first.chain_head.clone(),
+    };
+    forged.previous_seal = seal::chain::hex(&previous);
+    forged.path = Vec::new();
+    forged.later = Vec::new();
+    forged.digest.seal = seal::chain::hex(&seal::chain::seal(&previous, &fields));
+    forged.digest.last_seq = forged.chain_seq;
+    assert_eq!(
+        seal::proof::check(&forged, &forged.digest.clone()),
+        Ok(()),
+        "it agrees with itself"
+    );
+    assert_eq!(
+        seal::proof::check(&forged, &first),
+        Err(ProofError::NotUnderDigest)
+    );
+    // The command line checks a file without any database, against a
+    // digest file of the auditor's.
     let file = std::env::temp_dir().join(format!("{}-proof.json", db.name));
-    for (p, code) in [(&later, 0), (&altered, 5)] {
+    let kept = std::env::temp_dir().join(format!("{}-kept.json", db.name));
+    for (p, d, code) in [
+        (&later, &latest, 0),
+        (&altered, &first, 5),
+        (&forged, &first, 5),
+    ] {
         std::fs::write(&file, serde_json::to_string(p).unwrap()).unwrap();
+        std::fs::write(&kept, serde_json::to_string(d).unwrap()).unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_stockledger"))
             .arg("verify-proof")
             .arg(&file)
+            .arg("--digest")
+            .arg(&kept)
             .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
             .output()
             .unwrap();
@@ -321,6 +377,7 @@ async fn a_proof_holds_offline_and_fails_for_an_altered_event() {
             String::from_utf8_lossy(&out.stdout)
         );
     }
+    let _ = std::fs::remove_file(&kept);
     let _ = std::fs::remove_file(&file);
     // And no proof is made from a block the log no longer matches.
     as_superuser(

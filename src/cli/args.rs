@@ -90,8 +90,14 @@ pub enum Cmd {
         #[arg(long)]
         digest: Option<String>,
     },
-    /// Check a proof file without a database. Exit 0 when it holds, 5 when not.
-    VerifyProof { file: String },
+    /// Check a proof file without a database, against a digest you kept
+    /// (never the one inside the proof). Exit 0 when it holds, 5 when not.
+    VerifyProof {
+        file: String,
+        /// Your own copy of the digest (`stockledger digest --json`).
+        #[arg(long)]
+        digest: String,
+    },
     /// An order's or an item's event timeline.
     History(HistoryArgs),
     /// Read the log in safe commit order.

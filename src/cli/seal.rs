@@ -1,5 +1,6 @@
 //! The auditor's commands: `seal`, `digest`, `verify`, `prove` and
-//! `verify-proof` (docs/auditing.md). `verify-proof` touches no database.
+//! `verify-proof` (docs/auditing.md). Only `seal` writes; `verify-proof`
+//! touches no database.
 
 use std::time::Instant;
 
@@ -18,7 +19,7 @@ pub async fn dispatch(
     printer: &Printer,
 ) -> Result<(), Failure> {
     match cmd {
-        Cmd::VerifyProof { file } => verify_proof(&file, printer),
+        Cmd::VerifyProof { file, digest } => verify_proof(&file, &digest, printer),
         Cmd::Seal => seal_now(&open(database_url, printer).await?, printer).await,
         Cmd::Digest => digest(&open(database_url, printer).await?, printer).await,
         Cmd::Verify { digest } => {
@@ -27,20 +28,10 @@ pub async fn dispatch(
         }
         Cmd::Prove { position, digest } => {
             let store = open(database_url, printer).await?;
-            prove(&store, position, digest.as_deref(), printer).await
+            prove(&store, position, digest.as_deref()).await
         }
         other => unreachable!("not an auditor's command: {other:?}"),
     }
-}
-
-/// Seals what is not sealed yet, unless a sealer runs elsewhere (a server),
-/// which will; says which.
-async fn catch_up(store: &Store, printer: &Printer) -> Result<(), Failure> {
-    match seal::sealer::catch_up(store.pool()).await? {
-        Some(0) | None => {}
-        Some(n) => printer.note(&format!("sealed {n} events")),
-    }
-    Ok(())
 }
 
 pub async fn seal_now(store: &Store, printer: &Printer) -> Result<(), Failure> {
@@ -64,10 +55,12 @@ fn digest_text(d: &Digest) -> String {
 }
 
 pub async fn digest(store: &Store, printer: &Printer) -> Result<(), Failure> {
-    catch_up(store, printer).await?;
     match store.digest().await? {
         Some(d) => printer.value(&serde_json::to_value(&d).expect("json"), &digest_text(&d)),
-        None => printer.value(&json!(null), "nothing is sealed yet: the log is empty"),
+        None => printer.value(
+            &json!(null),
+            "nothing is sealed yet (a server's sealer seals as it goes; without one, run `stockledger seal`)",
+        ),
     }
     Ok(())
 }
@@ -120,7 +113,6 @@ fn finding_text(f: &Finding) -> String {
 /// Exit 0 when everything matches, 5 on any finding.
 pub async fn verify(store: &Store, digest: Option<&str>, printer: &Printer) -> Result<(), Failure> {
     let digest = digest.map(read_digest).transpose()?;
-    catch_up(store, printer).await?;
     let started = Instant::now();
     let report = seal::verify::verify(store.pool(), digest.as_ref()).await?;
     let seconds = started.elapsed().as_secs_f64();
@@ -160,14 +152,8 @@ pub async fn verify(store: &Store, digest: Option<&str>, printer: &Printer) -> R
 }
 
 /// Prints the proof for the event at `position` (always JSON: it is a file).
-pub async fn prove(
-    store: &Store,
-    position: i64,
-    digest: Option<&str>,
-    printer: &Printer,
-) -> Result<(), Failure> {
+pub async fn prove(store: &Store, position: i64, digest: Option<&str>) -> Result<(), Failure> {
     let digest = digest.map(read_digest).transpose()?;
-    catch_up(store, printer).await?;
     let proof = seal::proof::prove(store.pool(), position, digest)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -175,18 +161,20 @@ pub async fn prove(
     Ok(())
 }
 
-/// Checks a proof file offline. Exit 0 when it holds, 5 when it does not.
-pub fn verify_proof(path: &str, printer: &Printer) -> Result<(), Failure> {
+/// Checks a proof file offline against the auditor's own digest file.
+/// Exit 0 when it holds, 5 when it does not.
+pub fn verify_proof(path: &str, digest: &str, printer: &Printer) -> Result<(), Failure> {
     let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
     let proof: seal::Proof =
         serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{path}: not a proof: {e}"))?;
-    match seal::proof::check(&proof) {
+    let trusted = read_digest(digest)?;
+    match seal::proof::check(&proof, &trusted) {
         Ok(()) => {
             let text = format!(
                 "the event at position {} is in the log under the digest of block {} (seal {})",
-                proof.event["position"], proof.digest.block, proof.digest.seal
+                proof.event["position"], trusted.block, trusted.seal
             );
-            printer.value(&json!({"valid": true, "digest": proof.digest}), &text);
+            printer.value(&json!({"valid": true, "digest": trusted}), &text);
             Ok(())
         }
         Err(e) => {

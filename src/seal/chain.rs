@@ -332,7 +332,7 @@ pub fn hex(h: &Hash) -> String {
 
 /// A hash from 64 hex digits.
 pub fn from_hex(s: &str) -> Option<Hash> {
-    if s.len() != 64 || !s.is_ascii() {
+    if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     let mut out = [0u8; 32];

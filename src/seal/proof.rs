@@ -42,6 +42,8 @@ pub struct Proof {
     pub path: Vec<String>,
     /// Every later block up to the digest's, in order.
     pub later: Vec<SealedBlock>,
+    /// The digest the proof was made for: which one to check it against.
+    /// It is not trusted: `check` takes the auditor's own copy.
     pub digest: Digest,
 }
 
@@ -60,7 +62,7 @@ pub enum ProofError {
     NotUnderRoot,
     #[error("the blocks from the event's to the digest's do not follow on from each other")]
     Broken,
-    #[error("the seals do not lead to the digest's seal hash")]
+    #[error("the seals do not lead to the trusted digest's seal")]
     NotUnderDigest,
 }
 
@@ -107,10 +109,13 @@ impl SealedBlock {
     }
 }
 
-/// Checks `proof` on its own: the event's leaf, up its path to its block's
-/// root, that block's seal, and every later seal, must come to the digest's
-/// seal hash. Pure: no database, no clock.
-pub fn check(proof: &Proof) -> Result<(), ProofError> {
+/// Checks `proof` against `trusted`, a digest the auditor kept (never the
+/// one the proof file carries: anyone can make up an event and a digest that
+/// agree with each other). The event's leaf, up its path to its block's
+/// root, that block's seal, and every later seal, must come to the trusted
+/// digest's seal hash at its block, with its last chain row and chain head.
+/// Pure: no database, no clock.
+pub fn check(proof: &Proof, trusted: &Digest) -> Result<(), ProofError> {
     if proof.format != PROOF_FORMAT {
         return Err(ProofError::Format);
     }
@@ -124,8 +129,17 @@ pub fn check(proof: &Proof) -> Result<(), ProofError> {
         .iter()
         .map(|h| chain::from_hex(h).ok_or(ProofError::BadHash))
         .collect::<Result<_, _>>()?;
-    let m = (proof.chain_seq - block.first_seq) as usize;
-    let n = (block.last_seq - block.first_seq + 1) as usize;
+    // Bounds checked above and by `fields` (first ≤ chain_seq ≤ last).
+    let m = usize::try_from(proof.chain_seq - block.first_seq).map_err(|_| ProofError::Broken)?;
+    let n = usize::try_from(
+        block
+            .last_seq
+            .checked_sub(block.first_seq)
+            .ok_or(ProofError::Broken)?,
+    )
+    .map_err(|_| ProofError::Broken)?
+    .checked_add(1)
+    .ok_or(ProofError::Broken)?;
     if chain::root_from_path(m, n, &leaf, &path) != Some(block.merkle_root) {
         return Err(ProofError::NotUnderRoot);
     }
@@ -134,14 +148,21 @@ pub fn check(proof: &Proof) -> Result<(), ProofError> {
     let mut before = block;
     for later in &proof.later {
         let fields = later.fields()?;
-        if fields.block != before.block + 1 || fields.first_seq != before.last_seq + 1 {
+        if Some(fields.block) != before.block.checked_add(1)
+            || Some(fields.first_seq) != before.last_seq.checked_add(1)
+            || fields.last_seq < fields.first_seq
+        {
             return Err(ProofError::Broken);
         }
         seal = chain::seal(&seal, &fields);
         before = fields;
     }
-    let (_, digest_seal) = proof.digest.hashes().map_err(|_| ProofError::BadHash)?;
-    if before.block != proof.digest.block || seal != digest_seal {
+    let (trusted_head, trusted_seal) = trusted.hashes().map_err(|_| ProofError::BadHash)?;
+    if before.block != trusted.block
+        || before.last_seq != trusted.last_seq
+        || before.chain_head != trusted_head
+        || seal != trusted_seal
+    {
         return Err(ProofError::NotUnderDigest);
     }
     Ok(())
