@@ -42,6 +42,7 @@ async fn server_behind_proxy(dev: bool) -> (TestServer, Proxy) {
     let config = ServerConfig {
         run_projections: false,
         run_expiry: false,
+        run_sealer: false,
         dev,
         ..test_config()
     };
@@ -436,6 +437,7 @@ async fn arbitrary_bodies_get_typed_errors() {
     let s = TestServer::start(ServerConfig {
         run_projections: false,
         run_expiry: false,
+        run_sealer: false,
         ..test_config()
     })
     .await;

@@ -32,6 +32,7 @@ async fn caller_supplied_ids_cannot_forge_log_fields() {
     let s = TestServer::start(ServerConfig {
         run_projections: false,
         run_expiry: false,
+        run_sealer: false,
         ..test_config()
     })
     .await;

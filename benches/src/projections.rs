@@ -115,6 +115,25 @@ async fn fill_log(
     Ok(report)
 }
 
+/// The benchmark log this benchmark filled in `database`, for the benchmarks
+/// that run on it (relay, seal): a migrated store of `pool_size`
+/// connections, and its count of events (refused when there are none).
+pub(crate) async fn benchmark_log(
+    database_url: Option<&str>,
+    database: &str,
+    pool_size: usize,
+) -> anyhow::Result<(Store, i64)> {
+    let config = bench_database(database_url, database, false).await?;
+    let store = Store::new(pool::build(config, pool_size)?);
+    store.migrate().await?;
+    let events = count_events(&store).await?;
+    anyhow::ensure!(
+        events > 0,
+        "the database {database} has no log: run `projections` first"
+    );
+    Ok((store, events))
+}
+
 pub(crate) async fn count_events(store: &Store) -> anyhow::Result<i64> {
     let client = pool::get(store.pool()).await?;
     Ok(client

@@ -12,13 +12,12 @@ use std::time::{Duration, Instant};
 use clap::Args as ClapArgs;
 use serde_json::json;
 use stockledger::relay::{self, RelayConfig};
-use stockledger::store::{pool, Store};
+use stockledger::store::Store;
 use tokio_util::sync::CancellationToken;
 
-use crate::database::bench_database;
 use crate::flash::FlashSale;
 use crate::output::{markdown_table, Printer};
-use crate::projections::count_events;
+use crate::projections::{benchmark_log, count_events};
 
 /// How often the relay's standing is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
@@ -48,15 +47,7 @@ pub async fn run(
     database_url: Option<&str>,
     printer: &Printer,
 ) -> anyhow::Result<()> {
-    let config = bench_database(database_url, &args.database, false).await?;
-    let store = Store::new(pool::build(config, POOL_SIZE)?);
-    store.migrate().await?;
-    let events = count_events(&store).await?;
-    anyhow::ensure!(
-        events > 0,
-        "the database {} has no log: run `projections` first",
-        args.database
-    );
+    let (store, events) = benchmark_log(database_url, &args.database, POOL_SIZE).await?;
     let name = format!("BENCH_RELAY_{}", std::process::id());
     let js = relay::context(relay::connect(&args.nats_url).await?);
     let cancel = CancellationToken::new();

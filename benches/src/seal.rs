@@ -16,10 +16,9 @@ use stockledger::seal;
 use stockledger::store::{pool, Store};
 use tokio_util::sync::CancellationToken;
 
-use crate::database::bench_database;
 use crate::flash::FlashSale;
 use crate::output::{markdown_table, Printer};
-use crate::projections::count_events;
+use crate::projections::{benchmark_log, count_events};
 
 /// How often the sealer's lag is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
@@ -57,15 +56,7 @@ pub async fn run(
     database_url: Option<&str>,
     printer: &Printer,
 ) -> anyhow::Result<()> {
-    let config = bench_database(database_url, &args.database, false).await?;
-    let store = Store::new(pool::build(config, POOL_SIZE)?);
-    store.migrate().await?;
-    let events = count_events(&store).await?;
-    anyhow::ensure!(
-        events > 0,
-        "the database {} has no log: run `projections` first",
-        args.database
-    );
+    let (store, events) = benchmark_log(database_url, &args.database, POOL_SIZE).await?;
 
     forget_chain(&store).await?;
     printer.note(&format!("sealing {events} events from scratch..."));

@@ -39,6 +39,7 @@ pub async fn run(args: ServeArgs, database_url: Option<&str>) -> anyhow::Result<
         request_timeout: std::time::Duration::from_millis(args.request_timeout_ms),
         run_projections: false,
         run_expiry: false,
+        run_sealer: false,
         // No rate limit: the benchmark is the only caller.
         rate_limit_per_second: u32::MAX / 2,
         rate_limit_burst: u32::MAX / 2,

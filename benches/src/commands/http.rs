@@ -1,7 +1,7 @@
 //! The HTTP way in: the real server in a process of its own
 //! (`stockledger-bench serve`, this same executable), in development mode
-//! with its projection and expiry workers off, and the client that drives it
-//! over loopback from this process.
+//! with its projection and expiry workers and its sealer off, and the client
+//! that drives it over loopback from this process.
 
 use std::future::Future;
 use std::process::Stdio;
