@@ -19,6 +19,9 @@ async fn every_event_type(db: &TestDb) {
     db.receive("in-1", "apple", 10).await;
     db.receive("in-2", "pear", 5).await;
     db.run(adjust("adj-1", "apple", -2)).await.unwrap();
+    db.run(transfer("t-1", "apple", "default", "north", 3))
+        .await
+        .unwrap();
     db.run(reserve(
         "r-confirm",
         "o1",
@@ -105,7 +108,7 @@ async fn the_history_of_an_item_holds_every_event_that_moved_it() {
             }
         });
     }
-    assert_eq!(moved.len(), 2, "apple and pear");
+    assert_eq!(moved.len(), 3, "apple here and at north, and pear");
     let mut types = BTreeSet::new();
     for (item, want) in moved {
         let history = db.store.item_history(&item).await.unwrap();

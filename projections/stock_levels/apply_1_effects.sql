@@ -9,6 +9,8 @@ SELECT l.sku,
        l.location,
        sum(CASE e.type WHEN 'StockReceived' THEN l.quantity
                        WHEN 'StockAdjusted' THEN l.quantity
+                       -- Its lines are signed: the source's minus, the destination's plus.
+                       WHEN 'StockTransferred' THEN l.quantity
                        WHEN 'ReservationConfirmed' THEN -l.quantity
                        ELSE 0 END),
        sum(CASE e.type WHEN 'ReservationCreated' THEN l.quantity

@@ -232,7 +232,7 @@ impl Replay {
                 self.diffs
                     .push("events", key, "rule", "an allowed history", why);
             }),
-            StreamKind::Receipt | StreamKind::Adjustment => {
+            StreamKind::Receipt | StreamKind::Adjustment | StreamKind::Transfer => {
                 for e in valid {
                     let t = e.event.event_type();
                     if !stream.kind().allows(e.seq, t) {

@@ -46,6 +46,8 @@ pub enum Cmd {
     Receive(ReceiveArgs),
     /// Correct on-hand stock (count correction, damage, return to stock...).
     Adjust(AdjustArgs),
+    /// Move stock of a SKU from one location to another, all at once.
+    Transfer(TransferArgs),
     /// Reserve stock for an order: every line, or none.
     Reserve(ReserveArgs),
     /// Confirm a reservation (the order was paid).
@@ -127,6 +129,22 @@ pub struct ReceiveArgs {
     pub sku: String,
     #[arg(long)]
     pub location: Option<String>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub quantity: i64,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct TransferArgs {
+    #[arg(long)]
+    pub transfer_id: String,
+    #[arg(long)]
+    pub sku: String,
+    /// The location the stock leaves.
+    #[arg(long)]
+    pub from: String,
+    /// The location it arrives at.
+    #[arg(long)]
+    pub to: String,
     #[arg(long, allow_negative_numbers = true)]
     pub quantity: i64,
 }

@@ -3,7 +3,7 @@
 
 use stockledger::domain::{
     command, AdjustRequest, Command, Item, LineRequest, Location, OrderId, ReceiveRequest,
-    Rejection, ReserveRequest, Sku,
+    Rejection, ReserveRequest, Sku, TransferRequest,
 };
 use stockledger::limits::MAX_EVENTS_PER_READ;
 use stockledger::store::history::AsOf;
@@ -11,7 +11,7 @@ use stockledger::store::Cursor;
 
 use super::args::{
     AdjustArgs, ConfirmArgs, EventsArgs, HistoryArgs, ReceiveArgs, ReleaseArgs, ReserveArgs,
-    StockArgs,
+    StockArgs, TransferArgs,
 };
 
 impl ReceiveArgs {
@@ -34,6 +34,19 @@ impl AdjustArgs {
             location: self.location.clone(),
             delta: self.delta,
             reason: self.reason.clone(),
+        }
+        .validate()
+    }
+}
+
+impl TransferArgs {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        TransferRequest {
+            transfer_id: self.transfer_id.clone(),
+            sku: self.sku.clone(),
+            from_location: self.from.clone(),
+            to_location: self.to.clone(),
+            quantity: self.quantity,
         }
         .validate()
     }

@@ -153,6 +153,7 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
     match cmd {
         Cmd::Receive(a) => send(a.validate()?, database_url, printer).await?,
         Cmd::Adjust(a) => send(a.validate()?, database_url, printer).await?,
+        Cmd::Transfer(a) => send(a.validate()?, database_url, printer).await?,
         Cmd::Reserve(a) => send(a.validate()?, database_url, printer).await?,
         Cmd::Confirm(a) => send(a.validate()?, database_url, printer).await?,
         Cmd::Release(a) => send(a.validate()?, database_url, printer).await?,

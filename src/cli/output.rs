@@ -80,6 +80,12 @@ pub fn event_summary(e: &stockledger::domain::Event) -> String {
             delta,
             reason,
         } => format!("adjusted {delta:+} × {sku}@{location} ({reason})"),
+        StockTransferred {
+            sku,
+            from_location,
+            to_location,
+            quantity,
+        } => format!("moved {quantity} × {sku} from {from_location} to {to_location}"),
         ReservationCreated {
             order_id,
             lines: l,
@@ -137,6 +143,19 @@ impl Printer {
                 replayed,
             } => format!(
                 "adjustment {adjustment_id}: {delta:+} × {item} ({reason}){}",
+                if *replayed { " (replayed)" } else { "" }
+            ),
+            Outcome::Transferred {
+                transfer_id,
+                from,
+                to,
+                quantity,
+                replayed,
+            } => format!(
+                "transfer {transfer_id}: {quantity} × {} from {} to {}{}",
+                from.sku,
+                from.location,
+                to.location,
                 if *replayed { " (replayed)" } else { "" }
             ),
             Outcome::Reservation { view, replayed } => reservation_text(view, *replayed),

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::decide::LedgerState;
 use crate::domain::fingerprint;
-use crate::domain::ids::{AdjustmentId, Item, Location, OrderId, ReceiptId, ReservationId, Sku};
+use crate::domain::ids::{
+    AdjustmentId, Item, Location, OrderId, ReceiptId, ReservationId, Sku, TransferId,
+};
 use crate::domain::stream::StreamId;
 use crate::domain::Rejection;
 use crate::domain::{contract, number};
@@ -80,6 +82,24 @@ pub struct AdjustRequest {
     pub reason: String,
 }
 
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TransferRequest {
+    #[schema(schema_with = contract::id)]
+    pub transfer_id: String,
+    #[schema(schema_with = contract::id)]
+    pub sku: String,
+    /// Where the stock leaves; its available stock must cover the quantity.
+    #[schema(schema_with = contract::id)]
+    pub from_location: String,
+    /// Where it arrives; another location than `from_location`.
+    #[schema(schema_with = contract::id)]
+    pub to_location: String,
+    #[serde(deserialize_with = "number::whole")]
+    #[schema(schema_with = contract::quantity)]
+    pub quantity: i64,
+}
+
 // ---- validated commands -------------------------------------------------
 
 /// One normalised reservation line. In JSON it is `{sku, location, quantity}`.
@@ -140,6 +160,16 @@ pub struct Adjust {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub transfer_id: TransferId,
+    /// The same SKU at two different locations.
+    pub from: Item,
+    pub to: Item,
+    pub quantity: u32,
+    pub fingerprint: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reserve {
     pub reservation_id: ReservationId,
     pub order_id: OrderId,
@@ -153,6 +183,7 @@ pub struct Reserve {
 pub enum Command {
     Receive(Receive),
     Adjust(Adjust),
+    Transfer(Transfer),
     Reserve(Reserve),
     Confirm {
         reservation_id: ReservationId,
@@ -176,11 +207,11 @@ pub struct Touches {
     pub stream: StreamId,
     pub order: Option<OrderId>,
     pub items: Items,
-    /// An item whose first balance row the command may create: a receipt's or
-    /// an adjustment's may be the item's first event. (A reserve of an item
+    /// Items whose first balance row the command may create: a receipt's or
+    /// an adjustment's item, a transfer's destination. (A reserve of an item
     /// that was never received is refused, and the others move items that
     /// reservations already hold.)
-    pub may_create: Option<Item>,
+    pub may_create: Vec<Item>,
 }
 
 /// The items a command may move.
@@ -214,19 +245,25 @@ impl Command {
                 stream: StreamId::Receipt(r.receipt_id.clone()),
                 order: None,
                 items: Items::Named(vec![r.item.clone()]),
-                may_create: Some(r.item.clone()),
+                may_create: vec![r.item.clone()],
             },
             Command::Adjust(a) => Touches {
                 stream: StreamId::Adjustment(a.adjustment_id.clone()),
                 order: None,
                 items: Items::Named(vec![a.item.clone()]),
-                may_create: Some(a.item.clone()),
+                may_create: vec![a.item.clone()],
+            },
+            Command::Transfer(t) => Touches {
+                stream: StreamId::Transfer(t.transfer_id.clone()),
+                order: None,
+                items: Items::Named(vec![t.from.clone(), t.to.clone()]),
+                may_create: vec![t.to.clone()],
             },
             Command::Reserve(r) => Touches {
                 stream: StreamId::Reservation(r.reservation_id.clone()),
                 order: Some(r.order_id.clone()),
                 items: Items::Named(r.lines.iter().map(|l| l.item.clone()).collect()),
-                may_create: None,
+                may_create: Vec::new(),
             },
             Command::Confirm { reservation_id }
             | Command::Release { reservation_id, .. }
@@ -234,7 +271,7 @@ impl Command {
                 stream: StreamId::Reservation(reservation_id.clone()),
                 order: None,
                 items: Items::HeldBy(reservation_id.clone()),
-                may_create: None,
+                may_create: Vec::new(),
             },
         }
     }
@@ -249,6 +286,7 @@ impl Command {
         match self {
             Command::Receive(_) => "receive",
             Command::Adjust(_) => "adjust",
+            Command::Transfer(_) => "transfer",
             Command::Reserve(_) => "reserve",
             Command::Confirm { .. } => "confirm",
             Command::Release { .. } => "release",
@@ -327,6 +365,35 @@ impl AdjustRequest {
             item,
             delta,
             reason,
+            fingerprint,
+        }))
+    }
+}
+
+impl TransferRequest {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        let transfer_id = TransferId::parse("transfer_id", &self.transfer_id)?;
+        let from = Item {
+            sku: Sku::parse("sku", &self.sku)?,
+            location: Location::parse("from_location", &self.from_location)?,
+        };
+        let to = Item {
+            sku: from.sku.clone(),
+            location: Location::parse("to_location", &self.to_location)?,
+        };
+        if to.location == from.location {
+            return Err(Rejection::invalid(
+                "to_location",
+                "must be another location than from_location",
+            ));
+        }
+        let quantity = quantity("quantity", self.quantity)?;
+        let fingerprint = fingerprint::transfer(&from, &to, quantity);
+        Ok(Command::Transfer(Transfer {
+            transfer_id,
+            from,
+            to,
+            quantity,
             fingerprint,
         }))
     }

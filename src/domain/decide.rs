@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::domain::command::{Adjust, Command, Line, Receive, Reserve};
+use crate::domain::command::{Adjust, Command, Line, Receive, Reserve, Transfer};
 use crate::domain::event::{Balance, Event, TOMBSTONE_REASON};
 use crate::domain::ids::{Item, OrderId, ReservationId};
 use crate::domain::rejection::{Rejection, Shortfall};
@@ -95,6 +95,13 @@ pub enum Outcome {
         reason: String,
         replayed: bool,
     },
+    Transferred {
+        transfer_id: String,
+        from: Item,
+        to: Item,
+        quantity: u32,
+        replayed: bool,
+    },
     Reservation {
         view: ReservationView,
         replayed: bool,
@@ -111,6 +118,7 @@ impl Outcome {
         match self {
             Outcome::Received { replayed, .. }
             | Outcome::Adjusted { replayed, .. }
+            | Outcome::Transferred { replayed, .. }
             | Outcome::Reservation { replayed, .. } => *replayed,
             Outcome::NotDue { .. } => false,
         }
@@ -134,6 +142,15 @@ impl Outcome {
                 replayed,
             } => json!({"adjustment_id": adjustment_id, "sku": item.sku, "location": item.location,
                         "delta": delta, "reason": reason, "replayed": replayed}),
+            Outcome::Transferred {
+                transfer_id,
+                from,
+                to,
+                quantity,
+                replayed,
+            } => json!({"transfer_id": transfer_id, "sku": from.sku,
+                        "from_location": from.location, "to_location": to.location,
+                        "quantity": quantity, "replayed": replayed}),
             Outcome::Reservation { view, replayed } => {
                 let mut v = serde_json::to_value(view).expect("views serialise");
                 v["replayed"] = json!(replayed);
@@ -175,6 +192,7 @@ pub fn decide(
     match cmd {
         Command::Receive(r) => decide_receive(state, r, command_id),
         Command::Adjust(a) => decide_adjust(state, a, command_id),
+        Command::Transfer(t) => decide_transfer(state, t, command_id),
         Command::Reserve(r) => decide_reserve(state, r, command_id, now),
         Command::Confirm { reservation_id } => {
             let res = state.reservations.get(reservation_id).ok_or_else(|| {
@@ -256,6 +274,47 @@ fn decide_adjust(state: &LedgerState, a: &Adjust, command_id: Uuid) -> Result<De
     };
     Ok(Decision {
         events: vec![first_event(stream, event, &a.fingerprint)],
+        outcome: outcome(false),
+    })
+}
+
+/// A transfer moves available stock only: what open reservations hold at
+/// the source stays there. Nothing is in transit (docs/domain.md).
+fn decide_transfer(
+    state: &LedgerState,
+    t: &Transfer,
+    command_id: Uuid,
+) -> Result<Decision, Rejection> {
+    let stream = StreamId::Transfer(t.transfer_id.clone());
+    let outcome = |replayed| Outcome::Transferred {
+        transfer_id: t.transfer_id.to_string(),
+        from: t.from.clone(),
+        to: t.to.clone(),
+        quantity: t.quantity,
+        replayed,
+    };
+    if let Some(done) = replay_single(state, &stream, &t.fingerprint, command_id)? {
+        return Ok(Decision::answer(outcome(done)));
+    }
+    let available = state.balance(&t.from).available();
+    if available < i64::from(t.quantity) {
+        return Err(Rejection::InsufficientStock {
+            shortfalls: vec![Shortfall {
+                sku: t.from.sku.to_string(),
+                location: t.from.location.to_string(),
+                requested: i64::from(t.quantity),
+                available,
+            }],
+        });
+    }
+    let event = Event::StockTransferred {
+        sku: t.from.sku.clone(),
+        from_location: t.from.location.clone(),
+        to_location: t.to.location.clone(),
+        quantity: t.quantity,
+    };
+    Ok(Decision {
+        events: vec![first_event(stream, event, &t.fingerprint)],
         outcome: outcome(false),
     })
 }
@@ -539,7 +598,7 @@ pub fn apply(state: &mut LedgerState, decision: &Decision, command_id: Uuid, now
                 }
                 state.reservations.insert(id.clone(), next);
             }
-            StreamId::Receipt(_) | StreamId::Adjustment(_) => {
+            StreamId::Receipt(_) | StreamId::Adjustment(_) | StreamId::Transfer(_) => {
                 let fingerprint = e
                     .fingerprint
                     .clone()

@@ -337,3 +337,94 @@ fn receipts_and_adjustments_are_idempotent_and_checked() {
         .outcome
         .replayed());
 }
+
+fn transfer(id: &str, from: &str, to: &str, qty: i64) -> Command {
+    crate::domain::TransferRequest {
+        transfer_id: id.into(),
+        sku: "apple".into(),
+        from_location: from.into(),
+        to_location: to.into(),
+        quantity: qty,
+    }
+    .validate()
+    .unwrap()
+}
+
+fn apple_at(location: &str) -> Item {
+    Item {
+        sku: crate::domain::Sku::parse("sku", "apple").unwrap(),
+        location: crate::domain::Location::parse("location", location).unwrap(),
+    }
+}
+
+/// The transfer rows of the outcome table: moves available stock at once,
+/// replays by id, conflicts on another request, refuses a short source
+/// naming its shortfall, and never touches what reservations hold.
+#[test]
+fn a_transfer_moves_available_stock_only_once() {
+    let mut st = setup(Setup::Reserved); // apple@default: on_hand 10, reserved 2
+    let moved = run(&mut st, &transfer("t1", "default", "north", 5), t(1)).unwrap();
+    assert_eq!(moved.events.len(), 1);
+    assert_eq!(moved.events[0].stream.to_string(), "transfer:t1");
+    let at = |st: &LedgerState, l| st.balance(&apple_at(l));
+    assert_eq!(
+        (at(&st, "default").on_hand, at(&st, "default").reserved),
+        (5, 2)
+    );
+    assert_eq!(
+        (at(&st, "north").on_hand, at(&st, "north").reserved),
+        (5, 0)
+    );
+    // The same request again: a replay, nothing moves.
+    let again = run(&mut st, &transfer("t1", "default", "north", 5), t(2)).unwrap();
+    assert!(again.outcome.replayed() && again.events.is_empty());
+    // The same id for another request.
+    let other = run(&mut st, &transfer("t1", "default", "north", 4), t(2)).unwrap_err();
+    assert_eq!(other.code(), RejectionCode::IdempotencyConflict);
+    // More than the source has available (3 of its 5 are free): refused,
+    // naming the source and what it has.
+    let short = run(&mut st, &transfer("t2", "default", "south", 4), t(3)).unwrap_err();
+    assert_eq!(short.code(), RejectionCode::InsufficientStock);
+    let shortfall = &short.details()["shortfalls"][0];
+    assert_eq!(
+        (
+            shortfall["location"].clone(),
+            shortfall["requested"].clone(),
+            shortfall["available"].clone()
+        ),
+        (
+            serde_json::json!("default"),
+            serde_json::json!(4),
+            serde_json::json!(3)
+        )
+    );
+    // From a location that never had the SKU: nothing available.
+    let none = run(&mut st, &transfer("t3", "east", "west", 1), t(3)).unwrap_err();
+    assert_eq!(none.code(), RejectionCode::InsufficientStock);
+    assert_eq!(
+        at(&st, "default").on_hand + at(&st, "north").on_hand,
+        10,
+        "stock is moved, never made"
+    );
+}
+
+#[test]
+fn a_transfer_names_what_is_wrong_with_it() {
+    let bad = |from: &str, to: &str, qty: i64| {
+        crate::domain::TransferRequest {
+            transfer_id: "t".into(),
+            sku: "apple".into(),
+            from_location: from.into(),
+            to_location: to.into(),
+            quantity: qty,
+        }
+        .validate()
+        .unwrap_err()
+        .details()["field"]
+            .clone()
+    };
+    assert_eq!(bad("a", "a", 1), "to_location");
+    assert_eq!(bad("a", "b", 0), "quantity");
+    assert_eq!(bad("a b", "b", 1), "from_location");
+    assert_eq!(bad("a", "", 1), "to_location");
+}

@@ -29,6 +29,14 @@ pub enum Event {
         delta: i32,
         reason: String,
     },
+    /// Moves `quantity` of `sku` from one location to another at once: no
+    /// stock is in transit between them (docs/domain.md says why).
+    StockTransferred {
+        sku: Sku,
+        from_location: Location,
+        to_location: Location,
+        quantity: u32,
+    },
     ReservationCreated {
         order_id: OrderId,
         lines: Vec<Line>,
@@ -80,6 +88,7 @@ macro_rules! event_types {
 event_types!(
     StockReceived,
     StockAdjusted,
+    StockTransferred,
     ReservationCreated,
     ReservationConfirmed,
     ReservationReleased,
@@ -137,6 +146,7 @@ impl Event {
         match self {
             Event::StockReceived { .. } => EventType::StockReceived,
             Event::StockAdjusted { .. } => EventType::StockAdjusted,
+            Event::StockTransferred { .. } => EventType::StockTransferred,
             Event::ReservationCreated { .. } => EventType::ReservationCreated,
             Event::ReservationConfirmed { .. } => EventType::ReservationConfirmed,
             Event::ReservationReleased { .. } => EventType::ReservationReleased,
@@ -207,6 +217,32 @@ impl Event {
                     ..Default::default()
                 },
             ),
+            Event::StockTransferred {
+                sku,
+                from_location,
+                to_location,
+                quantity,
+            } => {
+                let at = |location: &Location| Item {
+                    sku: sku.clone(),
+                    location: location.clone(),
+                };
+                let moved = i64::from(*quantity);
+                f(
+                    &at(from_location),
+                    StockDelta {
+                        on_hand: -moved,
+                        ..Default::default()
+                    },
+                );
+                f(
+                    &at(to_location),
+                    StockDelta {
+                        on_hand: moved,
+                        ..Default::default()
+                    },
+                );
+            }
             Event::ReservationCreated { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
                 reserved: q,
                 ..Default::default()

@@ -78,6 +78,13 @@ pub fn adjustment(item: &Item, delta: i32, reason: &str) -> String {
     c.finish()
 }
 
+/// Fingerprint of a transfer: the SKU, both locations and the quantity.
+pub fn transfer(from: &Item, to: &Item, quantity: u32) -> String {
+    let mut c = Canonical::new("transfer/v1");
+    c.item(from).item(to).field(&quantity.to_be_bytes());
+    c.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

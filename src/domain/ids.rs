@@ -88,6 +88,10 @@ define_id!(
     /// Chosen by the caller for one stock correction.
     AdjustmentId
 );
+define_id!(
+    /// Chosen by the caller for one move of stock between locations.
+    TransferId
+);
 
 /// The location used when a command names none.
 pub const DEFAULT_LOCATION: &str = "default";

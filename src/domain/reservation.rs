@@ -235,7 +235,9 @@ impl Step<'_> {
             Event::ReservationReleased { .. }
             | Event::ReservationConfirmed { .. }
             | Event::ReservationExpired { .. } => Err(self.not_after("nothing")),
-            Event::StockReceived { .. } | Event::StockAdjusted { .. } => Err(self.foreign()),
+            Event::StockReceived { .. }
+            | Event::StockAdjusted { .. }
+            | Event::StockTransferred { .. } => Err(self.foreign()),
         }
     }
 
@@ -253,7 +255,9 @@ impl Step<'_> {
                 (ReservationState::Expired, Some(order_id), lines)
             }
             Event::ReservationCreated { .. } => return Err(self.not_after(p.state.as_str())),
-            Event::StockReceived { .. } | Event::StockAdjusted { .. } => return Err(self.foreign()),
+            Event::StockReceived { .. }
+            | Event::StockAdjusted { .. }
+            | Event::StockTransferred { .. } => return Err(self.foreign()),
         };
         if order_id != Some(&p.order_id) || *lines != p.lines {
             return Err(StreamViolation::AmountsDiffer {
@@ -269,7 +273,9 @@ impl Step<'_> {
 
     fn not_after(&self, after: &str) -> StreamViolation {
         match self.event {
-            Event::StockReceived { .. } | Event::StockAdjusted { .. } => self.foreign(),
+            Event::StockReceived { .. }
+            | Event::StockAdjusted { .. }
+            | Event::StockTransferred { .. } => self.foreign(),
             Event::ReservationCreated { .. }
             | Event::ReservationConfirmed { .. }
             | Event::ReservationReleased { .. }

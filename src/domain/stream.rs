@@ -6,7 +6,7 @@
 use std::fmt;
 
 use crate::domain::event::EventType;
-use crate::domain::ids::{AdjustmentId, ReceiptId, ReservationId};
+use crate::domain::ids::{AdjustmentId, ReceiptId, ReservationId, TransferId};
 use crate::domain::Rejection;
 
 /// Declares `StreamKind` and its list of every kind together, so the list
@@ -31,6 +31,8 @@ stream_kinds!(
     Receipt,
     /// One correction: exactly one `StockAdjusted`.
     Adjustment,
+    /// One move between locations: exactly one `StockTransferred`.
+    Transfer,
     /// One order's hold on stock: created (or tombstoned) at seq 1, settled at seq 2.
     Reservation,
 );
@@ -41,6 +43,7 @@ impl StreamKind {
         match self {
             StreamKind::Receipt => "receipt:",
             StreamKind::Adjustment => "adjustment:",
+            StreamKind::Transfer => "transfer:",
             StreamKind::Reservation => "reservation:",
         }
     }
@@ -49,7 +52,7 @@ impl StreamKind {
     /// that has it is complete.
     pub fn last_seq(self) -> u32 {
         match self {
-            StreamKind::Receipt | StreamKind::Adjustment => 1,
+            StreamKind::Receipt | StreamKind::Adjustment | StreamKind::Transfer => 1,
             StreamKind::Reservation => 2,
         }
     }
@@ -62,6 +65,7 @@ impl StreamKind {
         match event {
             EventType::StockReceived => at(StreamKind::Receipt, &[1]),
             EventType::StockAdjusted => at(StreamKind::Adjustment, &[1]),
+            EventType::StockTransferred => at(StreamKind::Transfer, &[1]),
             EventType::ReservationCreated => at(StreamKind::Reservation, &[1]),
             // At seq 1, a tombstone: a release that overtook its reserve.
             EventType::ReservationReleased => at(StreamKind::Reservation, &[1, 2]),
@@ -84,6 +88,7 @@ impl StreamKind {
         match event {
             EventType::StockReceived => StreamKind::Receipt,
             EventType::StockAdjusted => StreamKind::Adjustment,
+            EventType::StockTransferred => StreamKind::Transfer,
             EventType::ReservationCreated
             | EventType::ReservationConfirmed
             | EventType::ReservationReleased
@@ -97,6 +102,7 @@ impl StreamKind {
 pub enum StreamId {
     Receipt(ReceiptId),
     Adjustment(AdjustmentId),
+    Transfer(TransferId),
     Reservation(ReservationId),
 }
 
@@ -105,6 +111,7 @@ impl StreamId {
         match self {
             StreamId::Receipt(_) => StreamKind::Receipt,
             StreamId::Adjustment(_) => StreamKind::Adjustment,
+            StreamId::Transfer(_) => StreamKind::Transfer,
             StreamId::Reservation(_) => StreamKind::Reservation,
         }
     }
@@ -114,6 +121,7 @@ impl StreamId {
         match self {
             StreamId::Receipt(id) => id.as_str(),
             StreamId::Adjustment(id) => id.as_str(),
+            StreamId::Transfer(id) => id.as_str(),
             StreamId::Reservation(id) => id.as_str(),
         }
     }
@@ -121,7 +129,7 @@ impl StreamId {
     pub fn reservation_id(&self) -> Option<&ReservationId> {
         match self {
             StreamId::Reservation(id) => Some(id),
-            StreamId::Receipt(_) | StreamId::Adjustment(_) => None,
+            StreamId::Receipt(_) | StreamId::Adjustment(_) | StreamId::Transfer(_) => None,
         }
     }
 
@@ -132,6 +140,7 @@ impl StreamId {
                 return Ok(match kind {
                     StreamKind::Receipt => StreamId::Receipt(ReceiptId::parse(field, id)?),
                     StreamKind::Adjustment => StreamId::Adjustment(AdjustmentId::parse(field, id)?),
+                    StreamKind::Transfer => StreamId::Transfer(TransferId::parse(field, id)?),
                     StreamKind::Reservation => {
                         StreamId::Reservation(ReservationId::parse(field, id)?)
                     }

@@ -27,9 +27,12 @@ fn token(id: &str) -> String {
 /// (`stockledger.*.R-1`).
 pub fn subject(prefix: &str, e: &RecordedEvent) -> String {
     let key = match (&e.event, &e.stream) {
-        (Event::StockReceived { sku, .. } | Event::StockAdjusted { sku, .. }, _) => {
-            sku.as_str().to_owned()
-        }
+        (
+            Event::StockReceived { sku, .. }
+            | Event::StockAdjusted { sku, .. }
+            | Event::StockTransferred { sku, .. },
+            _,
+        ) => sku.as_str().to_owned(),
         (_, StreamId::Reservation(id)) => id.as_str().to_owned(),
         (_, other) => other.to_string(),
     };

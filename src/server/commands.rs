@@ -10,12 +10,14 @@ use serde_json::{json, Value};
 
 use crate::domain::{
     command, contract, AdjustRequest, Command, CommandContext, Outcome, ReceiveRequest,
-    RecordedEvent, ReserveRequest,
+    RecordedEvent, ReserveRequest, TransferRequest,
 };
 use crate::server::auth::{Can, ToWrite};
 use crate::server::error::ApiError;
 use crate::server::json::{ApiJson, ApiPath};
-use crate::server::openapi::{AdjustmentResponse, ErrorBody, ReceiptResponse, ReservationResponse};
+use crate::server::openapi::{
+    AdjustmentResponse, ErrorBody, ReceiptResponse, ReservationResponse, TransferResponse,
+};
 use crate::server::params::{CommandHeaders, ReservationPath};
 use crate::server::AppState;
 use crate::store::{Answered, ReservationDetails};
@@ -109,6 +111,28 @@ pub async fn receive(
 ) -> Result<Response, ApiError> {
     let ctx = headers.context(&caller)?;
     let o = run(&s, "receive", req.validate(), ctx).await?;
+    Ok((
+        created_or_replayed(o.outcome.replayed()),
+        Json(o.outcome.to_json()),
+    )
+        .into_response())
+}
+
+#[utoipa::path(post, path = "/v1/stock/transfers", operation_id = "transferStock", tag = "commands", request_body = TransferRequest,
+    params(CommandHeaders),
+    responses((status = 201, description = "moved: the source's on_hand down, the destination's up, at once", body = TransferResponse),
+              (status = 200, description = "a replay of the same transfer", body = TransferResponse),
+              (status = 409, description = "IDEMPOTENCY_CONFLICT: the transfer id was used for another transfer", body = ErrorBody),
+              (status = 422, description = "INSUFFICIENT_STOCK: the source's available stock is short; the shortfall names it", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn transfer(
+    State(s): State<AppState>,
+    Can { caller, .. }: Can<ToWrite>,
+    headers: CommandHeaders,
+    ApiJson(req): ApiJson<TransferRequest>,
+) -> Result<Response, ApiError> {
+    let ctx = headers.context(&caller)?;
+    let o = run(&s, "transfer", req.validate(), ctx).await?;
     Ok((
         created_or_replayed(o.outcome.replayed()),
         Json(o.outcome.to_json()),

@@ -91,10 +91,7 @@ pub(crate) async fn lock_and_load(
     let touches: Vec<Touches> = batch.iter().map(|(c, _)| c.touches()).collect();
     let streams: BTreeSet<StreamId> = touches.iter().map(|t| t.stream.clone()).collect();
     let orders: BTreeSet<&OrderId> = touches.iter().filter_map(|t| t.order.as_ref()).collect();
-    let creatable: BTreeSet<&Item> = touches
-        .iter()
-        .filter_map(|t| t.may_create.as_ref())
-        .collect();
+    let creatable: BTreeSet<&Item> = touches.iter().flat_map(|t| t.may_create.iter()).collect();
     let wanted = Wanted {
         keys: lock_keys(&streams, &orders, &creatable),
         streams: streams.iter().map(StreamId::to_string).collect(),
@@ -237,7 +234,7 @@ fn read_streams(rows: Vec<Row>, state: &mut LedgerState) -> Result<Timelines, Fa
         let e = recorded_event(&row)?;
         match &e.stream {
             StreamId::Reservation(id) => by_reservation.entry(id.clone()).or_default().push(e),
-            StreamId::Receipt(_) | StreamId::Adjustment(_) => {
+            StreamId::Receipt(_) | StreamId::Adjustment(_) | StreamId::Transfer(_) => {
                 let fingerprint = e.metadata.fingerprint.clone().ok_or_else(|| {
                     StoreError::Corrupt(format!("stream {} has no fingerprint", e.stream).into())
                 })?;
@@ -266,7 +263,7 @@ fn read_order_owners(rows: Vec<Row>, state: &mut LedgerState) -> Result<(), Fail
         let stream = StreamId::parse("stream", row.get(1)).map_err(corrupt)?;
         let owner = match stream {
             StreamId::Reservation(owner) => owner,
-            StreamId::Receipt(_) | StreamId::Adjustment(_) => {
+            StreamId::Receipt(_) | StreamId::Adjustment(_) | StreamId::Transfer(_) => {
                 let why = format!("{stream} holds a ReservationCreated event");
                 return Err(StoreError::Corrupt(why.into()).into());
             }

@@ -69,6 +69,17 @@ pub fn encode(event: &Event) -> LogRow<'_> {
             push(&mut row, sku, location, i64::from(*delta));
             rest.reason = Some(reason.clone());
         }
+        // Two item lines: what leaves the source, what arrives at the
+        // destination, as signed changes of on-hand stock.
+        Event::StockTransferred {
+            sku,
+            from_location,
+            to_location,
+            quantity,
+        } => {
+            push(&mut row, sku, from_location, -i64::from(*quantity));
+            push(&mut row, sku, to_location, i64::from(*quantity));
+        }
         Event::ReservationCreated {
             order_id,
             lines,
@@ -153,6 +164,7 @@ pub(crate) fn decode(type_name: &str, c: Columns<'_>, rest: Rest) -> Result<Even
                 reason: need(rest.reason, "reason")?,
             }
         }
+        EventType::StockTransferred => transferred(&c)?,
         EventType::ReservationCreated => Event::ReservationCreated {
             order_id: need_order(order_id)?,
             lines: lines(&c)?,
@@ -185,6 +197,26 @@ fn item(c: &Columns<'_>, i: usize) -> Result<Item, String> {
     Ok(Item {
         sku: Sku::parse("sku", sku).map_err(|r| r.to_string())?,
         location: Location::parse("location", location).map_err(|r| r.to_string())?,
+    })
+}
+
+/// A transfer's two lines: the same SKU, leaving one location and arriving
+/// at another, by the same quantity.
+fn transferred(c: &Columns<'_>) -> Result<Event, String> {
+    if c.skus.len() != 2 || c.locations.len() != 2 || c.quantities.len() != 2 {
+        return Err(format!("StockTransferred with {} items", c.skus.len()));
+    }
+    let (from, to) = (item(c, 0)?, item(c, 1)?);
+    let quantity =
+        u32::try_from(c.quantities[1]).map_err(|_| "a transfer of nothing".to_owned())?;
+    if from.sku != to.sku || c.quantities[0] != -c.quantities[1] || quantity == 0 {
+        return Err("StockTransferred lines that do not mirror each other".into());
+    }
+    Ok(Event::StockTransferred {
+        sku: from.sku,
+        from_location: from.location,
+        to_location: to.location,
+        quantity,
     })
 }
 
@@ -239,6 +271,12 @@ mod tests {
                 location: Location::parse("location", "x").unwrap(),
                 delta: -3,
                 reason: "count".into(),
+            },
+            Event::StockTransferred {
+                sku: Sku::parse("sku", "a").unwrap(),
+                from_location: Location::parse("location", "x").unwrap(),
+                to_location: Location::parse("location", "y").unwrap(),
+                quantity: 4,
             },
             Event::ReservationCreated {
                 order_id: order.clone(),

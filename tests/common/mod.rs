@@ -373,6 +373,19 @@ impl TestDb {
     }
 }
 
+/// A transfer of `quantity` of `sku` from one location to another.
+pub fn transfer(id: &str, sku: &str, from: &str, to: &str, quantity: i64) -> Command {
+    stockledger::domain::TransferRequest {
+        transfer_id: id.into(),
+        sku: sku.into(),
+        from_location: from.into(),
+        to_location: to.into(),
+        quantity,
+    }
+    .validate()
+    .unwrap()
+}
+
 /// An adjustment of `delta` to `sku` at the default location.
 pub fn adjust(adjustment_id: &str, sku: &str, delta: i64) -> Command {
     stockledger::domain::AdjustRequest {

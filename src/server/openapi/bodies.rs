@@ -80,10 +80,26 @@ pub struct AdjustmentResponse {
 }
 
 #[derive(Serialize, ToSchema)]
+pub struct TransferResponse {
+    #[schema(schema_with = contract::id)]
+    pub transfer_id: String,
+    #[schema(schema_with = contract::id)]
+    pub sku: String,
+    #[schema(schema_with = contract::id)]
+    pub from_location: String,
+    #[schema(schema_with = contract::id)]
+    pub to_location: String,
+    #[schema(schema_with = contract::quantity)]
+    pub quantity: i64,
+    /// True when an earlier identical request did the work.
+    pub replayed: bool,
+}
+
+#[derive(Serialize, ToSchema)]
 pub struct Event {
     /// The event's place in the log; unique, growing, with gaps.
     pub position: i64,
-    /// `receipt:<id>`, `adjustment:<id>` or `reservation:<id>`.
+    /// `receipt:<id>`, `adjustment:<id>`, `transfer:<id>` or `reservation:<id>`.
     pub stream: String,
     /// 1, 2, ... within the stream.
     #[schema(minimum = 1)]

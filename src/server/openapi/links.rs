@@ -41,6 +41,16 @@ const ITEM: &[(&str, &str)] = &[
     ("location", "$response.body#/location"),
 ];
 
+/// A transfer's source and destination, each to its stock.
+const FROM: &[(&str, &str)] = &[
+    ("sku", "$response.body#/sku"),
+    ("location", "$response.body#/from_location"),
+];
+const TO: &[(&str, &str)] = &[
+    ("sku", "$response.body#/sku"),
+    ("location", "$response.body#/to_location"),
+];
+
 const LINKS: &[LinkSpec] = &[
     ("reserve", "confirm", "confirmReservation", RESERVATION),
     ("reserve", "release", "releaseReservation", RESERVATION),
@@ -79,6 +89,8 @@ const LINKS: &[LinkSpec] = &[
     ),
     ("receiveStock", "stock", "getStock", ITEM),
     ("adjustStock", "stock", "getStock", ITEM),
+    ("transferStock", "source", "getStock", FROM),
+    ("transferStock", "destination", "getStock", TO),
     (
         "listEvents",
         "next",

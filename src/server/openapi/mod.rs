@@ -18,10 +18,10 @@ use utoipa::{Modify, OpenApi};
 pub use bodies::{
     AdjustmentResponse, AsOf, DigestResponse, ErrorBody, Event, EventsPage, HistoryEntry, Line,
     OrderResponse, ProjectionsResponse, ReceiptResponse, ReservationResponse, ReservationState,
-    Status, StockResponse,
+    Status, StockResponse, TransferResponse,
 };
 
-use crate::domain::{AdjustRequest, LineRequest, ReceiveRequest, ReserveRequest};
+use crate::domain::{AdjustRequest, LineRequest, ReceiveRequest, ReserveRequest, TransferRequest};
 use crate::server::commands::{ConfirmBody, ReleaseBody};
 
 struct BearerAuth;
@@ -42,6 +42,7 @@ impl Modify for BearerAuth {
     paths(
         crate::server::commands::receive,
         crate::server::commands::adjust,
+        crate::server::commands::transfer,
         crate::server::commands::reserve,
         crate::server::commands::confirm,
         crate::server::commands::release,
@@ -61,7 +62,7 @@ impl Modify for BearerAuth {
         ErrorBody, Line, ReceiptResponse, AdjustmentResponse, Event, ReservationResponse, AsOf, StockResponse,
         HistoryEntry, OrderResponse, EventsPage, ProjectionsResponse, ReceiveRequest, AdjustRequest,
         ReserveRequest, LineRequest, ConfirmBody, ReleaseBody, ReservationState, Status,
-        DigestResponse
+        DigestResponse, TransferRequest, TransferResponse
     )),
     modifiers(&BearerAuth, &SharedResponses),
     tags((name = "commands", description = "Append to the log; idempotent by id"),
