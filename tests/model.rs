@@ -325,6 +325,7 @@ fn code(answer: &Result<Outcome, stockledger::domain::Rejection>) -> String {
             let base = match o {
                 Outcome::Received { .. } => "RECEIVED",
                 Outcome::Adjusted { .. } => "ADJUSTED",
+                Outcome::Transferred { .. } => "TRANSFERRED",
                 Outcome::Reservation { view, .. } => view.state.as_str(),
                 Outcome::NotDue { .. } => "NOT_DUE",
             };

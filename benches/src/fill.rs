@@ -1,6 +1,7 @@
 //! Fills a database with a realistic log: receipts for every item, then
 //! reservations of one to three items that are confirmed (60%), released
-//! (25%) or left to expire (15%), with restocking when an item runs short.
+//! (25%) or left to expire (15%), with restocking when an item runs short;
+//! among them, transfers of a few units to a back room (2% of new commands).
 //! Everything goes through `Store::execute_batch`, the command path callers use.
 
 use std::collections::VecDeque;
@@ -10,7 +11,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use stockledger::domain::{
     command, Command, CommandContext, LineRequest, Outcome, ReceiveRequest, Rejection,
-    ReserveRequest,
+    ReserveRequest, TransferRequest,
 };
 use stockledger::store::{Store, StoreError};
 
@@ -31,6 +32,10 @@ const EXPIRING_PERCENT: f64 = 15.0;
 /// Percentage of the other reservations that are confirmed rather than
 /// released: 71% of 85% is 60% of all reservations (and 25% released).
 const CONFIRMED_PERCENT_OF_SETTLED: f64 = 71.0;
+/// Percentage of new commands that move stock to the back room instead of
+/// reserving it.
+const TRANSFER_PERCENT: f64 = 2.0;
+const BACKROOM: &str = "backroom";
 /// Most lines of a reservation, and most units of a line.
 const MAX_LINES: u64 = 3;
 const MAX_LINE_QUANTITY: i64 = 3;
@@ -165,12 +170,32 @@ impl<'a> Generator<'a> {
             batch.push(command::expire(&id).expect("valid expiry"));
         }
         while self.filling() && batch.len() < size {
-            batch.push(self.reservation());
+            let next = if self.rng.random_bool(TRANSFER_PERCENT / 100.0) {
+                self.transfer()
+            } else {
+                self.reservation()
+            };
+            batch.push(next);
         }
         batch
             .into_iter()
             .map(|c| (c, CommandContext::new("bench")))
             .collect()
+    }
+
+    /// A few units of a random item moved from its shelf to the back room.
+    fn transfer(&mut self) -> Command {
+        self.next_id += 1;
+        let item = self.rng.random_range(0..u64::from(self.cfg.items));
+        TransferRequest {
+            transfer_id: format!("{}-t-{}", self.cfg.prefix, self.next_id),
+            sku: sku(self.cfg, item),
+            from_location: stockledger::domain::ids::DEFAULT_LOCATION.into(),
+            to_location: BACKROOM.into(),
+            quantity: self.rng.random_range(1..=MAX_LINE_QUANTITY),
+        }
+        .validate()
+        .expect("valid transfer")
     }
 
     /// A new reservation of one to `MAX_LINES` random items.

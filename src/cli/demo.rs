@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use stockledger::domain::{
     command, Command, CommandContext, Item, LineRequest, Location, Outcome, ReceiveRequest,
-    Rejection, ReservationId, ReserveRequest, Sku,
+    Rejection, ReservationId, ReserveRequest, Sku, TransferRequest,
 };
 use stockledger::limits::{DEMO_CATCH_UP_SECONDS, DEMO_EXPIRY_WAIT_MS, DEMO_SHORT_TTL_SECONDS};
 use stockledger::store::Store;
@@ -94,6 +94,7 @@ fn short(answer: &Result<Outcome, Rejection>) -> String {
                 if *replayed { " (replayed)" } else { "" }
             )
         }
+        Ok(Outcome::Transferred { quantity, .. }) => format!("moved {quantity}"),
         Ok(other) => format!("{}", other.to_json()),
         Err(r) => r.code().as_str().to_owned(),
     }
@@ -118,6 +119,7 @@ pub async fn run(store: &Store, printer: &Printer) -> Result<(), Failure> {
     s.cancel_before_reserve().await?;
     s.confirm_and_cancel_race().await?;
     s.expiry().await?;
+    s.transfer().await?;
     s.finale().await?;
     if printer.json {
         printer.value(&json!({"run": s.run, "chapters": s.chapters}), "");
@@ -322,11 +324,44 @@ impl Story<'_> {
         Ok(())
     }
 
-    /// 8. The final figures and one order's timeline.
+    /// 8. Stock moves to the shop floor: a transfer, and one it cannot make.
+    async fn transfer(&mut self) -> Result<(), Failure> {
+        let move_ = |id: &str, qty: i64| {
+            TransferRequest {
+                transfer_id: self.id(id),
+                sku: self.id("tshirt"),
+                from_location: "default".into(),
+                to_location: "shop".into(),
+                quantity: qty,
+            }
+            .validate()
+            .expect("valid")
+        };
+        let moved = self.exec(move_("restock-shop", 10)).await?;
+        let too_many = self.exec(move_("restock-shop-again", 1_000)).await?;
+        let shop = Item {
+            location: Location::parse("location", "shop").expect("valid"),
+            ..self.item("tshirt")
+        };
+        let at_shop = self.store.balance(&shop).await?.unwrap_or_default();
+        self.say(&format!(
+            "8. Ten t-shirts move from the warehouse to the shop floor, all at once: {}.\n   {}\n   moving a thousand more: {}.",
+            short(&moved),
+            stock_text(&shop, at_shop),
+            short(&too_many)
+        ));
+        self.chapter(
+            "transfer",
+            json!({"moved": short(&moved), "shop": stock_json(&shop, at_shop), "too_many": short(&too_many)}),
+        );
+        Ok(())
+    }
+
+    /// 9. The final figures and one order's timeline.
     async fn finale(&mut self) -> Result<(), Failure> {
         let (sneakers, sneaker_json) = self.figures("sneaker").await?;
         let (tshirts, tshirt_json) = self.figures("tshirt").await?;
-        self.say(&format!("8. Final figures:\n   {sneakers}\n   {tshirts}"));
+        self.say(&format!("9. Final figures:\n   {sneakers}\n   {tshirts}"));
         let alice = ReservationId::parse("id", &self.id("alice")).expect("valid");
         let details = self.store.reservation(&alice).await?.expect("alice exists");
         self.say("   Alice's order, as the log tells it:");

@@ -187,61 +187,40 @@ impl Event {
                     f(&l.item, d(i64::from(l.quantity)));
                 }
             };
+        // A change of on-hand stock of `sku` at `location`.
+        let on_hand = |f: &mut dyn FnMut(&Item, StockDelta), sku: &Sku, location: &Location, by| {
+            let item = Item {
+                sku: sku.clone(),
+                location: location.clone(),
+            };
+            f(
+                &item,
+                StockDelta {
+                    on_hand: by,
+                    ..Default::default()
+                },
+            );
+        };
         match self {
             Event::StockReceived {
                 sku,
                 location,
                 quantity,
-            } => f(
-                &Item {
-                    sku: sku.clone(),
-                    location: location.clone(),
-                },
-                StockDelta {
-                    on_hand: i64::from(*quantity),
-                    ..Default::default()
-                },
-            ),
+            } => on_hand(&mut f, sku, location, i64::from(*quantity)),
             Event::StockAdjusted {
                 sku,
                 location,
                 delta,
                 ..
-            } => f(
-                &Item {
-                    sku: sku.clone(),
-                    location: location.clone(),
-                },
-                StockDelta {
-                    on_hand: i64::from(*delta),
-                    ..Default::default()
-                },
-            ),
+            } => on_hand(&mut f, sku, location, i64::from(*delta)),
             Event::StockTransferred {
                 sku,
                 from_location,
                 to_location,
                 quantity,
             } => {
-                let at = |location: &Location| Item {
-                    sku: sku.clone(),
-                    location: location.clone(),
-                };
-                let moved = i64::from(*quantity);
-                f(
-                    &at(from_location),
-                    StockDelta {
-                        on_hand: -moved,
-                        ..Default::default()
-                    },
-                );
-                f(
-                    &at(to_location),
-                    StockDelta {
-                        on_hand: moved,
-                        ..Default::default()
-                    },
-                );
+                on_hand(&mut f, sku, from_location, -i64::from(*quantity));
+                on_hand(&mut f, sku, to_location, i64::from(*quantity));
             }
             Event::ReservationCreated { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
                 reserved: q,
