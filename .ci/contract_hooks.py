@@ -8,10 +8,13 @@ generate a request it believes valid that the document says is not:
 - POST /v1/reservations: lines for the same item are added up first; then
   there may be at most `x-max-items-after-merging` lines, each sum within the
   quantity's bounds (the description of `lines`).
+- POST /v1/stock/transfers: `to_location` is another location than
+  `from_location` (its description says so).
 
 Before a request generated as valid is sent, it is brought within these
 rules, the way a correct client would build it: the second alternative is
-dropped, and lines for an item already listed are dropped. Requests
+dropped, lines for an item already listed are dropped, and a transfer to
+where it comes from goes to another location instead. Requests
 generated as invalid are sent as generated. The limits are read from the
 served document, not copied. The server's answers to requests that break
 these rules are tested in tests/http_api.rs.
@@ -61,6 +64,21 @@ def before_call(ctx, case, **kwargs):
             del case.query["as_of_position"]
     if case.operation.path == "/v1/reservations" and case.method.upper() == "POST":
         _one_line_per_item(case)
+    if case.operation.path == "/v1/stock/transfers" and isinstance(case.body, dict):
+        _elsewhere(case)
+
+
+def _elsewhere(case):
+    # A valid location that is not the source: the source with one more
+    # character, or one less when it is already as long as a location may be.
+    body = case.body
+    schemas = case.operation.schema.raw_schema["components"]["schemas"]
+    longest = schemas["TransferRequest"]["properties"]["to_location"]["maxLength"]
+    source, target = body.get("from_location"), body.get("to_location")
+    if isinstance(source, str) and source == target:
+        body["to_location"] = source[:-1] if len(source) >= longest else source + "x"
+        if body["to_location"] in ("", ".", ".."):
+            body["to_location"] = "x" if source != "x" else "y"
 
 
 # Stateful testing starts its scenarios from operations it judges likely to

@@ -22,6 +22,7 @@ async fn every_event_type(db: &TestDb) {
     db.run(transfer("t-1", "apple", "default", "north", 3))
         .await
         .unwrap();
+    db.run(count("c-1", "pear", 6)).await.unwrap();
     db.run(reserve(
         "r-confirm",
         "o1",

@@ -326,6 +326,7 @@ fn code(answer: &Result<Outcome, stockledger::domain::Rejection>) -> String {
                 Outcome::Received { .. } => "RECEIVED",
                 Outcome::Adjusted { .. } => "ADJUSTED",
                 Outcome::Transferred { .. } => "TRANSFERRED",
+                Outcome::Counted { .. } => "COUNTED",
                 Outcome::Reservation { view, .. } => view.state.as_str(),
                 Outcome::NotDue { .. } => "NOT_DUE",
             };

@@ -11,6 +11,8 @@ SELECT l.sku,
                        WHEN 'StockAdjusted' THEN l.quantity
                        -- Its lines are signed: the source's minus, the destination's plus.
                        WHEN 'StockTransferred' THEN l.quantity
+                       -- Its line is the change from the books.
+                       WHEN 'StockCounted' THEN l.quantity
                        WHEN 'ReservationConfirmed' THEN -l.quantity
                        ELSE 0 END),
        sum(CASE e.type WHEN 'ReservationCreated' THEN l.quantity

@@ -232,7 +232,10 @@ impl Replay {
                 self.diffs
                     .push("events", key, "rule", "an allowed history", why);
             }),
-            StreamKind::Receipt | StreamKind::Adjustment | StreamKind::Transfer => {
+            StreamKind::Receipt
+            | StreamKind::Adjustment
+            | StreamKind::Transfer
+            | StreamKind::Count => {
                 for e in valid {
                     let t = e.event.event_type();
                     if !stream.kind().allows(e.seq, t) {

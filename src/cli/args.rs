@@ -48,6 +48,8 @@ pub enum Cmd {
     Adjust(AdjustArgs),
     /// Move stock of a SKU from one location to another, all at once.
     Transfer(TransferArgs),
+    /// Record a stock count: the difference from the books is appended.
+    Count(CountArgs),
     /// Reserve stock for an order: every line, or none.
     Reserve(ReserveArgs),
     /// Confirm a reservation (the order was paid).
@@ -131,6 +133,19 @@ pub struct ReceiveArgs {
     pub location: Option<String>,
     #[arg(long, allow_negative_numbers = true)]
     pub quantity: i64,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct CountArgs {
+    #[arg(long)]
+    pub count_id: String,
+    #[arg(long)]
+    pub sku: String,
+    #[arg(long)]
+    pub location: Option<String>,
+    /// The units found (0 or more).
+    #[arg(long, allow_negative_numbers = true)]
+    pub counted: i64,
 }
 
 #[derive(ClapArgs, Debug)]

@@ -2,16 +2,16 @@
 //! anything touches the database: bad input writes nothing and needs no server.
 
 use stockledger::domain::{
-    command, AdjustRequest, Command, Item, LineRequest, Location, OrderId, ReceiveRequest,
-    Rejection, ReserveRequest, Sku, TransferRequest,
+    command, AdjustRequest, Command, CountRequest, Item, LineRequest, Location, OrderId,
+    ReceiveRequest, Rejection, ReserveRequest, Sku, TransferRequest,
 };
 use stockledger::limits::MAX_EVENTS_PER_READ;
 use stockledger::store::history::AsOf;
 use stockledger::store::Cursor;
 
 use super::args::{
-    AdjustArgs, ConfirmArgs, EventsArgs, HistoryArgs, ReceiveArgs, ReleaseArgs, ReserveArgs,
-    StockArgs, TransferArgs,
+    AdjustArgs, ConfirmArgs, CountArgs, EventsArgs, HistoryArgs, ReceiveArgs, ReleaseArgs,
+    ReserveArgs, StockArgs, TransferArgs,
 };
 
 impl ReceiveArgs {
@@ -34,6 +34,18 @@ impl AdjustArgs {
             location: self.location.clone(),
             delta: self.delta,
             reason: self.reason.clone(),
+        }
+        .validate()
+    }
+}
+
+impl CountArgs {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        CountRequest {
+            count_id: self.count_id.clone(),
+            sku: self.sku.clone(),
+            location: self.location.clone(),
+            counted: self.counted,
         }
         .validate()
     }

@@ -154,6 +154,7 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
         Cmd::Receive(a) => send(a.validate()?, database_url, printer).await?,
         Cmd::Adjust(a) => send(a.validate()?, database_url, printer).await?,
         Cmd::Transfer(a) => send(a.validate()?, database_url, printer).await?,
+        Cmd::Count(a) => send(a.validate()?, database_url, printer).await?,
         Cmd::Reserve(a) => send(a.validate()?, database_url, printer).await?,
         Cmd::Confirm(a) => send(a.validate()?, database_url, printer).await?,
         Cmd::Release(a) => send(a.validate()?, database_url, printer).await?,

@@ -86,6 +86,15 @@ pub fn event_summary(e: &stockledger::domain::Event) -> String {
             to_location,
             quantity,
         } => format!("moved {quantity} × {sku} from {from_location} to {to_location}"),
+        StockCounted {
+            sku,
+            location,
+            counted,
+            books,
+        } => format!(
+            "counted {counted} × {sku}@{location} (the books said {books}: {:+})",
+            i64::from(*counted) - books
+        ),
         ReservationCreated {
             order_id,
             lines: l,
@@ -143,6 +152,16 @@ impl Printer {
                 replayed,
             } => format!(
                 "adjustment {adjustment_id}: {delta:+} × {item} ({reason}){}",
+                if *replayed { " (replayed)" } else { "" }
+            ),
+            Outcome::Counted {
+                count_id,
+                item,
+                counted,
+                books,
+                replayed,
+            } => format!(
+                "count {count_id}: {counted} × {item} where the books said {books}{}",
                 if *replayed { " (replayed)" } else { "" }
             ),
             Outcome::Transferred {

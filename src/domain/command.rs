@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::decide::LedgerState;
 use crate::domain::fingerprint;
 use crate::domain::ids::{
-    AdjustmentId, Item, Location, OrderId, ReceiptId, ReservationId, Sku, TransferId,
+    AdjustmentId, CountId, Item, Location, OrderId, ReceiptId, ReservationId, Sku, TransferId,
 };
 use crate::domain::stream::StreamId;
 use crate::domain::Rejection;
@@ -89,15 +89,29 @@ pub struct TransferRequest {
     pub transfer_id: String,
     #[schema(schema_with = contract::id)]
     pub sku: String,
-    /// Where the stock leaves; its available stock must cover the quantity.
-    #[schema(schema_with = contract::id)]
+    #[schema(schema_with = contract::from_location)]
     pub from_location: String,
-    /// Where it arrives; another location than `from_location`.
-    #[schema(schema_with = contract::id)]
+    #[schema(schema_with = contract::to_location)]
     pub to_location: String,
     #[serde(deserialize_with = "number::whole")]
     #[schema(schema_with = contract::quantity)]
     pub quantity: i64,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CountRequest {
+    #[schema(schema_with = contract::id)]
+    pub count_id: String,
+    #[schema(schema_with = contract::id)]
+    pub sku: String,
+    #[serde(default)]
+    #[schema(schema_with = contract::location)]
+    pub location: Option<String>,
+    /// The units found on the shelf, 0 or more.
+    #[serde(deserialize_with = "number::whole")]
+    #[schema(schema_with = contract::counted)]
+    pub counted: i64,
 }
 
 // ---- validated commands -------------------------------------------------
@@ -170,6 +184,14 @@ pub struct Transfer {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Count {
+    pub count_id: CountId,
+    pub item: Item,
+    pub counted: u32,
+    pub fingerprint: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reserve {
     pub reservation_id: ReservationId,
     pub order_id: OrderId,
@@ -184,6 +206,7 @@ pub enum Command {
     Receive(Receive),
     Adjust(Adjust),
     Transfer(Transfer),
+    Count(Count),
     Reserve(Reserve),
     Confirm {
         reservation_id: ReservationId,
@@ -253,6 +276,12 @@ impl Command {
                 items: Items::Named(vec![a.item.clone()]),
                 may_create: vec![a.item.clone()],
             },
+            Command::Count(c) => Touches {
+                stream: StreamId::Count(c.count_id.clone()),
+                order: None,
+                items: Items::Named(vec![c.item.clone()]),
+                may_create: vec![c.item.clone()],
+            },
             Command::Transfer(t) => Touches {
                 stream: StreamId::Transfer(t.transfer_id.clone()),
                 order: None,
@@ -287,6 +316,7 @@ impl Command {
             Command::Receive(_) => "receive",
             Command::Adjust(_) => "adjust",
             Command::Transfer(_) => "transfer",
+            Command::Count(_) => "count",
             Command::Reserve(_) => "reserve",
             Command::Confirm { .. } => "confirm",
             Command::Release { .. } => "release",
@@ -365,6 +395,27 @@ impl AdjustRequest {
             item,
             delta,
             reason,
+            fingerprint,
+        }))
+    }
+}
+
+impl CountRequest {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        let count_id = CountId::parse("count_id", &self.count_id)?;
+        let item = item(&self.sku, self.location.as_deref(), "")?;
+        if self.counted < 0 || self.counted > i64::from(MAX_QUANTITY) {
+            return Err(Rejection::invalid(
+                "counted",
+                format!("must be a whole number from 0 to {MAX_QUANTITY}"),
+            ));
+        }
+        let counted = self.counted as u32;
+        let fingerprint = fingerprint::count(&item, counted);
+        Ok(Command::Count(Count {
+            count_id,
+            item,
+            counted,
             fingerprint,
         }))
     }

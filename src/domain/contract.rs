@@ -108,6 +108,39 @@ pub fn location() -> Schema {
     or_null(b, Type::String).into()
 }
 
+/// A transfer's source.
+pub fn from_location() -> Schema {
+    string(
+        id_pattern(),
+        MAX_ID_LEN,
+        "Where the stock leaves, an id like a location; its available stock must cover the quantity."
+            .to_owned(),
+    )
+    .into()
+}
+
+/// A transfer's destination: what JSON Schema cannot say is in its words.
+pub fn to_location() -> Schema {
+    string(
+        id_pattern(),
+        MAX_ID_LEN,
+        "Where the stock arrives, an id like a location. Another location than from_location \
+         (the same one is INVALID_ARGUMENT)."
+            .to_owned(),
+    )
+    .into()
+}
+
+/// A stock count's counted units: 0 is a count too (an empty shelf).
+pub fn counted() -> Schema {
+    integer(
+        0,
+        i64::from(MAX_QUANTITY),
+        "Units found on the shelf, a whole number; 0 for none.",
+    )
+    .into()
+}
+
 /// A quantity on a receipt or a reservation line.
 pub fn quantity() -> Schema {
     integer(

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::domain::command::{Adjust, Command, Line, Receive, Reserve, Transfer};
+use crate::domain::command::{Adjust, Command, Count, Line, Receive, Reserve, Transfer};
 use crate::domain::event::{Balance, Event, TOMBSTONE_REASON};
 use crate::domain::ids::{Item, OrderId, ReservationId};
 use crate::domain::rejection::{Rejection, Shortfall};
@@ -95,6 +95,14 @@ pub enum Outcome {
         reason: String,
         replayed: bool,
     },
+    Counted {
+        count_id: String,
+        item: Item,
+        counted: u32,
+        /// On-hand stock by the books when the count was recorded.
+        books: i64,
+        replayed: bool,
+    },
     Transferred {
         transfer_id: String,
         from: Item,
@@ -119,6 +127,7 @@ impl Outcome {
             Outcome::Received { replayed, .. }
             | Outcome::Adjusted { replayed, .. }
             | Outcome::Transferred { replayed, .. }
+            | Outcome::Counted { replayed, .. }
             | Outcome::Reservation { replayed, .. } => *replayed,
             Outcome::NotDue { .. } => false,
         }
@@ -142,6 +151,15 @@ impl Outcome {
                 replayed,
             } => json!({"adjustment_id": adjustment_id, "sku": item.sku, "location": item.location,
                         "delta": delta, "reason": reason, "replayed": replayed}),
+            Outcome::Counted {
+                count_id,
+                item,
+                counted,
+                books,
+                replayed,
+            } => json!({"count_id": count_id, "sku": item.sku, "location": item.location,
+                        "counted": counted, "books": books, "change": i64::from(*counted) - books,
+                        "replayed": replayed}),
             Outcome::Transferred {
                 transfer_id,
                 from,
@@ -193,6 +211,7 @@ pub fn decide(
         Command::Receive(r) => decide_receive(state, r, command_id),
         Command::Adjust(a) => decide_adjust(state, a, command_id),
         Command::Transfer(t) => decide_transfer(state, t, command_id),
+        Command::Count(c) => decide_count(state, c, command_id),
         Command::Reserve(r) => decide_reserve(state, r, command_id, now),
         Command::Confirm { reservation_id } => {
             let res = state.reservations.get(reservation_id).ok_or_else(|| {
@@ -275,6 +294,49 @@ fn decide_adjust(state: &LedgerState, a: &Adjust, command_id: Uuid) -> Result<De
     Ok(Decision {
         events: vec![first_event(stream, event, &a.fingerprint)],
         outcome: outcome(false),
+    })
+}
+
+/// A count records what the shelf holds: the change from the books is its
+/// effect. Like an adjustment it may not leave less on hand than open
+/// reservations hold (docs/domain.md); a replay answers with the books'
+/// figure the first count saw.
+fn decide_count(state: &LedgerState, c: &Count, command_id: Uuid) -> Result<Decision, Rejection> {
+    let stream = StreamId::Count(c.count_id.clone());
+    let outcome = |books, replayed| Outcome::Counted {
+        count_id: c.count_id.to_string(),
+        item: c.item.clone(),
+        counted: c.counted,
+        books,
+        replayed,
+    };
+    if let Some(done) = replay_single(state, &stream, &c.fingerprint, command_id)? {
+        let books = match state.singles.get(&stream).map(|r| &r.event) {
+            Some(Event::StockCounted { books, .. }) => *books,
+            _ => state.balance(&c.item).on_hand,
+        };
+        return Ok(Decision::answer(outcome(books, done)));
+    }
+    let balance = state.balance(&c.item);
+    if i64::from(c.counted) < balance.reserved {
+        return Err(Rejection::InsufficientStock {
+            shortfalls: vec![Shortfall {
+                sku: c.item.sku.to_string(),
+                location: c.item.location.to_string(),
+                requested: balance.on_hand - i64::from(c.counted),
+                available: balance.available(),
+            }],
+        });
+    }
+    let event = Event::StockCounted {
+        sku: c.item.sku.clone(),
+        location: c.item.location.clone(),
+        counted: c.counted,
+        books: balance.on_hand,
+    };
+    Ok(Decision {
+        events: vec![first_event(stream, event, &c.fingerprint)],
+        outcome: outcome(balance.on_hand, false),
     })
 }
 
@@ -598,7 +660,10 @@ pub fn apply(state: &mut LedgerState, decision: &Decision, command_id: Uuid, now
                 }
                 state.reservations.insert(id.clone(), next);
             }
-            StreamId::Receipt(_) | StreamId::Adjustment(_) | StreamId::Transfer(_) => {
+            StreamId::Receipt(_)
+            | StreamId::Adjustment(_)
+            | StreamId::Transfer(_)
+            | StreamId::Count(_) => {
                 let fingerprint = e
                     .fingerprint
                     .clone()

@@ -428,3 +428,75 @@ fn a_transfer_names_what_is_wrong_with_it() {
     assert_eq!(bad("a b", "b", 1), "from_location");
     assert_eq!(bad("a", "", 1), "to_location");
 }
+
+fn count(id: &str, counted: i64) -> Command {
+    crate::domain::CountRequest {
+        count_id: id.into(),
+        sku: "apple".into(),
+        location: None,
+        counted,
+    }
+    .validate()
+    .unwrap()
+}
+
+/// The count rows of the outcome table: the difference from the books is
+/// appended with both figures; a replay answers with the books it saw; a
+/// count below what reservations hold is refused, nothing written.
+#[test]
+fn a_count_records_the_difference_from_the_books() {
+    let mut st = setup(Setup::Reserved); // on_hand 10, reserved 2
+    let d = run(&mut st, &count("c1", 7), t(1)).unwrap();
+    assert_eq!(d.outcome.to_json()["books"], 10);
+    assert_eq!(d.outcome.to_json()["change"], -3);
+    assert!(matches!(
+        d.events[0].event,
+        Event::StockCounted {
+            counted: 7,
+            books: 10,
+            ..
+        }
+    ));
+    assert_eq!(
+        (st.balance(&item()).on_hand, st.balance(&item()).reserved),
+        (7, 2)
+    );
+    // A replay, after the books moved on, still says what the count saw.
+    run(&mut st, &receive("in-2", 5), t(2)).unwrap();
+    let again = run(&mut st, &count("c1", 7), t(3)).unwrap();
+    assert!(again.outcome.replayed() && again.events.is_empty());
+    assert_eq!(again.outcome.to_json()["books"], 10);
+    assert_eq!(
+        run(&mut st, &count("c1", 8), t(3)).unwrap_err().code(),
+        RejectionCode::IdempotencyConflict
+    );
+    // Fewer than the 2 reserved: refused, naming what would be taken away.
+    let low = run(&mut st, &count("c2", 1), t(4)).unwrap_err();
+    assert_eq!(low.code(), RejectionCode::InsufficientStock);
+    assert_eq!(low.details()["shortfalls"][0]["requested"], 11);
+    // Exactly what is reserved, and an item never received (0 by the books).
+    run(&mut st, &count("c3", 2), t(5)).unwrap();
+    assert_eq!(st.balance(&item()).on_hand, 2);
+    let unheard = crate::domain::CountRequest {
+        count_id: "c4".into(),
+        sku: "kiwi".into(),
+        location: None,
+        counted: 4,
+    }
+    .validate()
+    .unwrap();
+    assert_eq!(
+        run(&mut st, &unheard, t(6)).unwrap().outcome.to_json()["books"],
+        0
+    );
+    // A negative count is bad input.
+    let negative = crate::domain::CountRequest {
+        count_id: "c5".into(),
+        sku: "apple".into(),
+        location: None,
+        counted: -1,
+    }
+    .validate()
+    .unwrap_err();
+    assert_eq!(negative.details()["field"], "counted");
+}

@@ -37,6 +37,14 @@ pub enum Event {
         to_location: Location,
         quantity: u32,
     },
+    /// A stock take found `counted` units where the books had `books`: the
+    /// difference is the event's change of on-hand stock.
+    StockCounted {
+        sku: Sku,
+        location: Location,
+        counted: u32,
+        books: i64,
+    },
     ReservationCreated {
         order_id: OrderId,
         lines: Vec<Line>,
@@ -89,6 +97,7 @@ event_types!(
     StockReceived,
     StockAdjusted,
     StockTransferred,
+    StockCounted,
     ReservationCreated,
     ReservationConfirmed,
     ReservationReleased,
@@ -147,6 +156,7 @@ impl Event {
             Event::StockReceived { .. } => EventType::StockReceived,
             Event::StockAdjusted { .. } => EventType::StockAdjusted,
             Event::StockTransferred { .. } => EventType::StockTransferred,
+            Event::StockCounted { .. } => EventType::StockCounted,
             Event::ReservationCreated { .. } => EventType::ReservationCreated,
             Event::ReservationConfirmed { .. } => EventType::ReservationConfirmed,
             Event::ReservationReleased { .. } => EventType::ReservationReleased,
@@ -222,6 +232,12 @@ impl Event {
                 on_hand(&mut f, sku, from_location, -i64::from(*quantity));
                 on_hand(&mut f, sku, to_location, i64::from(*quantity));
             }
+            Event::StockCounted {
+                sku,
+                location,
+                counted,
+                books,
+            } => on_hand(&mut f, sku, location, i64::from(*counted) - books),
             Event::ReservationCreated { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
                 reserved: q,
                 ..Default::default()

@@ -85,6 +85,13 @@ pub fn transfer(from: &Item, to: &Item, quantity: u32) -> String {
     c.finish()
 }
 
+/// Fingerprint of a stock count: the item and the counted units.
+pub fn count(item: &Item, counted: u32) -> String {
+    let mut c = Canonical::new("count/v1");
+    c.item(item).field(&counted.to_be_bytes());
+    c.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

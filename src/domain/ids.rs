@@ -92,6 +92,10 @@ define_id!(
     /// Chosen by the caller for one move of stock between locations.
     TransferId
 );
+define_id!(
+    /// Chosen by the caller for one stock count of one item.
+    CountId
+);
 
 /// The location used when a command names none.
 pub const DEFAULT_LOCATION: &str = "default";

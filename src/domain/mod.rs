@@ -15,15 +15,17 @@ pub mod reservation;
 pub mod stream;
 
 pub use command::{
-    AdjustRequest, Command, Items, Line, LineRequest, ReceiveRequest, ReserveRequest, Touches,
-    TransferRequest,
+    AdjustRequest, Command, CountRequest, Items, Line, LineRequest, ReceiveRequest, ReserveRequest,
+    Touches, TransferRequest,
 };
 pub use context::CommandContext;
 pub use decide::{
     apply, decide, Decision, LedgerState, NewEvent, Outcome, ReservationView, SingleRecord,
 };
 pub use event::{Balance, Event, EventMetadata, EventType, RecordedEvent, StockDelta};
-pub use ids::{AdjustmentId, Item, Location, OrderId, ReceiptId, ReservationId, Sku, TransferId};
+pub use ids::{
+    AdjustmentId, CountId, Item, Location, OrderId, ReceiptId, ReservationId, Sku, TransferId,
+};
 pub use rejection::{Rejection, RejectionCode, Shortfall};
 pub use reservation::{Placed, Reservation, ReservationState, StreamViolation, Tombstone};
 pub use stream::{StreamId, StreamKind};

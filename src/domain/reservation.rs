@@ -237,7 +237,8 @@ impl Step<'_> {
             | Event::ReservationExpired { .. } => Err(self.not_after("nothing")),
             Event::StockReceived { .. }
             | Event::StockAdjusted { .. }
-            | Event::StockTransferred { .. } => Err(self.foreign()),
+            | Event::StockTransferred { .. }
+            | Event::StockCounted { .. } => Err(self.foreign()),
         }
     }
 
@@ -257,7 +258,8 @@ impl Step<'_> {
             Event::ReservationCreated { .. } => return Err(self.not_after(p.state.as_str())),
             Event::StockReceived { .. }
             | Event::StockAdjusted { .. }
-            | Event::StockTransferred { .. } => return Err(self.foreign()),
+            | Event::StockTransferred { .. }
+            | Event::StockCounted { .. } => return Err(self.foreign()),
         };
         if order_id != Some(&p.order_id) || *lines != p.lines {
             return Err(StreamViolation::AmountsDiffer {
@@ -275,7 +277,8 @@ impl Step<'_> {
         match self.event {
             Event::StockReceived { .. }
             | Event::StockAdjusted { .. }
-            | Event::StockTransferred { .. } => self.foreign(),
+            | Event::StockTransferred { .. }
+            | Event::StockCounted { .. } => self.foreign(),
             Event::ReservationCreated { .. }
             | Event::ReservationConfirmed { .. }
             | Event::ReservationReleased { .. }

@@ -6,7 +6,7 @@
 use std::fmt;
 
 use crate::domain::event::EventType;
-use crate::domain::ids::{AdjustmentId, ReceiptId, ReservationId, TransferId};
+use crate::domain::ids::{AdjustmentId, CountId, ReceiptId, ReservationId, TransferId};
 use crate::domain::Rejection;
 
 /// Declares `StreamKind` and its list of every kind together, so the list
@@ -33,6 +33,8 @@ stream_kinds!(
     Adjustment,
     /// One move between locations: exactly one `StockTransferred`.
     Transfer,
+    /// One stock count of one item: exactly one `StockCounted`.
+    Count,
     /// One order's hold on stock: created (or tombstoned) at seq 1, settled at seq 2.
     Reservation,
 );
@@ -44,6 +46,7 @@ impl StreamKind {
             StreamKind::Receipt => "receipt:",
             StreamKind::Adjustment => "adjustment:",
             StreamKind::Transfer => "transfer:",
+            StreamKind::Count => "count:",
             StreamKind::Reservation => "reservation:",
         }
     }
@@ -52,7 +55,10 @@ impl StreamKind {
     /// that has it is complete.
     pub fn last_seq(self) -> u32 {
         match self {
-            StreamKind::Receipt | StreamKind::Adjustment | StreamKind::Transfer => 1,
+            StreamKind::Receipt
+            | StreamKind::Adjustment
+            | StreamKind::Transfer
+            | StreamKind::Count => 1,
             StreamKind::Reservation => 2,
         }
     }
@@ -66,6 +72,7 @@ impl StreamKind {
             EventType::StockReceived => at(StreamKind::Receipt, &[1]),
             EventType::StockAdjusted => at(StreamKind::Adjustment, &[1]),
             EventType::StockTransferred => at(StreamKind::Transfer, &[1]),
+            EventType::StockCounted => at(StreamKind::Count, &[1]),
             EventType::ReservationCreated => at(StreamKind::Reservation, &[1]),
             // At seq 1, a tombstone: a release that overtook its reserve.
             EventType::ReservationReleased => at(StreamKind::Reservation, &[1, 2]),
@@ -89,6 +96,7 @@ impl StreamKind {
             EventType::StockReceived => StreamKind::Receipt,
             EventType::StockAdjusted => StreamKind::Adjustment,
             EventType::StockTransferred => StreamKind::Transfer,
+            EventType::StockCounted => StreamKind::Count,
             EventType::ReservationCreated
             | EventType::ReservationConfirmed
             | EventType::ReservationReleased
@@ -103,6 +111,7 @@ pub enum StreamId {
     Receipt(ReceiptId),
     Adjustment(AdjustmentId),
     Transfer(TransferId),
+    Count(CountId),
     Reservation(ReservationId),
 }
 
@@ -112,6 +121,7 @@ impl StreamId {
             StreamId::Receipt(_) => StreamKind::Receipt,
             StreamId::Adjustment(_) => StreamKind::Adjustment,
             StreamId::Transfer(_) => StreamKind::Transfer,
+            StreamId::Count(_) => StreamKind::Count,
             StreamId::Reservation(_) => StreamKind::Reservation,
         }
     }
@@ -122,6 +132,7 @@ impl StreamId {
             StreamId::Receipt(id) => id.as_str(),
             StreamId::Adjustment(id) => id.as_str(),
             StreamId::Transfer(id) => id.as_str(),
+            StreamId::Count(id) => id.as_str(),
             StreamId::Reservation(id) => id.as_str(),
         }
     }
@@ -129,7 +140,10 @@ impl StreamId {
     pub fn reservation_id(&self) -> Option<&ReservationId> {
         match self {
             StreamId::Reservation(id) => Some(id),
-            StreamId::Receipt(_) | StreamId::Adjustment(_) | StreamId::Transfer(_) => None,
+            StreamId::Receipt(_)
+            | StreamId::Adjustment(_)
+            | StreamId::Transfer(_)
+            | StreamId::Count(_) => None,
         }
     }
 
@@ -141,6 +155,7 @@ impl StreamId {
                     StreamKind::Receipt => StreamId::Receipt(ReceiptId::parse(field, id)?),
                     StreamKind::Adjustment => StreamId::Adjustment(AdjustmentId::parse(field, id)?),
                     StreamKind::Transfer => StreamId::Transfer(TransferId::parse(field, id)?),
+                    StreamKind::Count => StreamId::Count(CountId::parse(field, id)?),
                     StreamKind::Reservation => {
                         StreamId::Reservation(ReservationId::parse(field, id)?)
                     }

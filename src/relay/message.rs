@@ -30,7 +30,8 @@ pub fn subject(prefix: &str, e: &RecordedEvent) -> String {
         (
             Event::StockReceived { sku, .. }
             | Event::StockAdjusted { sku, .. }
-            | Event::StockTransferred { sku, .. },
+            | Event::StockTransferred { sku, .. }
+            | Event::StockCounted { sku, .. },
             _,
         ) => sku.as_str().to_owned(),
         (_, StreamId::Reservation(id)) => id.as_str().to_owned(),

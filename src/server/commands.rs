@@ -9,14 +9,15 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::domain::{
-    command, contract, AdjustRequest, Command, CommandContext, Outcome, ReceiveRequest,
-    RecordedEvent, ReserveRequest, TransferRequest,
+    command, contract, AdjustRequest, Command, CommandContext, CountRequest, Outcome,
+    ReceiveRequest, RecordedEvent, ReserveRequest, TransferRequest,
 };
 use crate::server::auth::{Can, ToWrite};
 use crate::server::error::ApiError;
 use crate::server::json::{ApiJson, ApiPath};
 use crate::server::openapi::{
-    AdjustmentResponse, ErrorBody, ReceiptResponse, ReservationResponse, TransferResponse,
+    AdjustmentResponse, CountResponse, ErrorBody, ReceiptResponse, ReservationResponse,
+    TransferResponse,
 };
 use crate::server::params::{CommandHeaders, ReservationPath};
 use crate::server::AppState;
@@ -111,6 +112,28 @@ pub async fn receive(
 ) -> Result<Response, ApiError> {
     let ctx = headers.context(&caller)?;
     let o = run(&s, "receive", req.validate(), ctx).await?;
+    Ok((
+        created_or_replayed(o.outcome.replayed()),
+        Json(o.outcome.to_json()),
+    )
+        .into_response())
+}
+
+#[utoipa::path(post, path = "/v1/stock/counts", operation_id = "countStock", tag = "commands", request_body = CountRequest,
+    params(CommandHeaders),
+    responses((status = 201, description = "recorded: on_hand is now the counted units, the change from the books appended", body = CountResponse),
+              (status = 200, description = "a replay of the same count, with the books' figure it saw", body = CountResponse),
+              (status = 409, description = "IDEMPOTENCY_CONFLICT: the count id was used for another count", body = ErrorBody),
+              (status = 422, description = "INSUFFICIENT_STOCK: fewer units counted than open reservations hold", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn count(
+    State(s): State<AppState>,
+    Can { caller, .. }: Can<ToWrite>,
+    headers: CommandHeaders,
+    ApiJson(req): ApiJson<CountRequest>,
+) -> Result<Response, ApiError> {
+    let ctx = headers.context(&caller)?;
+    let o = run(&s, "count", req.validate(), ctx).await?;
     Ok((
         created_or_replayed(o.outcome.replayed()),
         Json(o.outcome.to_json()),

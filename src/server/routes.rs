@@ -44,6 +44,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/stock/receipts", post(commands::receive))
         .route("/v1/stock/adjustments", post(commands::adjust))
         .route("/v1/stock/transfers", post(commands::transfer))
+        .route("/v1/stock/counts", post(commands::count))
         .route("/v1/reservations", post(commands::reserve))
         .route("/v1/reservations/{id}/confirm", post(commands::confirm))
         .route("/v1/reservations/{id}/release", post(commands::release))

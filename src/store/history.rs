@@ -182,8 +182,11 @@ pub async fn reservation_of_order(
     };
     match StreamId::parse("stream", row.get(0)).map_err(corrupt)? {
         StreamId::Reservation(id) => Ok(Some(id)),
-        other @ (StreamId::Receipt(_) | StreamId::Adjustment(_) | StreamId::Transfer(_)) => Err(
-            StoreError::Corrupt(format!("{other} holds a ReservationCreated event").into()),
-        ),
+        other @ (StreamId::Receipt(_)
+        | StreamId::Adjustment(_)
+        | StreamId::Transfer(_)
+        | StreamId::Count(_)) => Err(StoreError::Corrupt(
+            format!("{other} holds a ReservationCreated event").into(),
+        )),
     }
 }

@@ -234,7 +234,10 @@ fn read_streams(rows: Vec<Row>, state: &mut LedgerState) -> Result<Timelines, Fa
         let e = recorded_event(&row)?;
         match &e.stream {
             StreamId::Reservation(id) => by_reservation.entry(id.clone()).or_default().push(e),
-            StreamId::Receipt(_) | StreamId::Adjustment(_) | StreamId::Transfer(_) => {
+            StreamId::Receipt(_)
+            | StreamId::Adjustment(_)
+            | StreamId::Transfer(_)
+            | StreamId::Count(_) => {
                 let fingerprint = e.metadata.fingerprint.clone().ok_or_else(|| {
                     StoreError::Corrupt(format!("stream {} has no fingerprint", e.stream).into())
                 })?;
@@ -263,7 +266,10 @@ fn read_order_owners(rows: Vec<Row>, state: &mut LedgerState) -> Result<(), Fail
         let stream = StreamId::parse("stream", row.get(1)).map_err(corrupt)?;
         let owner = match stream {
             StreamId::Reservation(owner) => owner,
-            StreamId::Receipt(_) | StreamId::Adjustment(_) | StreamId::Transfer(_) => {
+            StreamId::Receipt(_)
+            | StreamId::Adjustment(_)
+            | StreamId::Transfer(_)
+            | StreamId::Count(_) => {
                 let why = format!("{stream} holds a ReservationCreated event");
                 return Err(StoreError::Corrupt(why.into()).into());
             }

@@ -34,6 +34,9 @@ pub(crate) struct Rest {
     expires_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     request_hash: Option<String>,
+    /// A stock count's counted units (its line's quantity is the change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    counted: Option<u32>,
 }
 
 /// The typed columns of a row, as read back.
@@ -79,6 +82,15 @@ pub fn encode(event: &Event) -> LogRow<'_> {
         } => {
             push(&mut row, sku, from_location, -i64::from(*quantity));
             push(&mut row, sku, to_location, i64::from(*quantity));
+        }
+        Event::StockCounted {
+            sku,
+            location,
+            counted,
+            books,
+        } => {
+            push(&mut row, sku, location, i64::from(*counted) - books);
+            rest.counted = Some(*counted);
         }
         Event::ReservationCreated {
             order_id,
@@ -165,6 +177,18 @@ pub(crate) fn decode(type_name: &str, c: Columns<'_>, rest: Rest) -> Result<Even
             }
         }
         EventType::StockTransferred => transferred(&c)?,
+        EventType::StockCounted => {
+            let (item, change) = one_item(&c, type_name)?;
+            let counted = rest
+                .counted
+                .ok_or_else(|| format!("{type_name} without counted"))?;
+            Event::StockCounted {
+                sku: item.sku,
+                location: item.location,
+                counted,
+                books: i64::from(counted) - change,
+            }
+        }
         EventType::ReservationCreated => Event::ReservationCreated {
             order_id: need_order(order_id)?,
             lines: lines(&c)?,
@@ -277,6 +301,12 @@ mod tests {
                 from_location: Location::parse("location", "x").unwrap(),
                 to_location: Location::parse("location", "y").unwrap(),
                 quantity: 4,
+            },
+            Event::StockCounted {
+                sku: Sku::parse("sku", "a").unwrap(),
+                location: Location::parse("location", "x").unwrap(),
+                counted: 6,
+                books: 8,
             },
             Event::ReservationCreated {
                 order_id: order.clone(),

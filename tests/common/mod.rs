@@ -386,6 +386,18 @@ pub fn transfer(id: &str, sku: &str, from: &str, to: &str, quantity: i64) -> Com
     .unwrap()
 }
 
+/// A stock count of `sku` at the default location.
+pub fn count(id: &str, sku: &str, counted: i64) -> Command {
+    stockledger::domain::CountRequest {
+        count_id: id.into(),
+        sku: sku.into(),
+        location: None,
+        counted,
+    }
+    .validate()
+    .unwrap()
+}
+
 /// An adjustment of `delta` to `sku` at the default location.
 pub fn adjust(adjustment_id: &str, sku: &str, delta: i64) -> Command {
     stockledger::domain::AdjustRequest {

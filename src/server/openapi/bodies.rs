@@ -80,6 +80,24 @@ pub struct AdjustmentResponse {
 }
 
 #[derive(Serialize, ToSchema)]
+pub struct CountResponse {
+    #[schema(schema_with = contract::id)]
+    pub count_id: String,
+    #[schema(schema_with = contract::id)]
+    pub sku: String,
+    #[schema(schema_with = contract::id)]
+    pub location: String,
+    #[schema(schema_with = contract::counted)]
+    pub counted: i64,
+    /// On-hand stock by the books when the count was recorded.
+    pub books: i64,
+    /// `counted - books`: the change the count appended.
+    pub change: i64,
+    /// True when an earlier identical request did the work.
+    pub replayed: bool,
+}
+
+#[derive(Serialize, ToSchema)]
 pub struct TransferResponse {
     #[schema(schema_with = contract::id)]
     pub transfer_id: String,
@@ -99,7 +117,7 @@ pub struct TransferResponse {
 pub struct Event {
     /// The event's place in the log; unique, growing, with gaps.
     pub position: i64,
-    /// `receipt:<id>`, `adjustment:<id>`, `transfer:<id>` or `reservation:<id>`.
+    /// `receipt:<id>`, `adjustment:<id>`, `transfer:<id>`, `count:<id>` or `reservation:<id>`.
     pub stream: String,
     /// 1, 2, ... within the stream.
     #[schema(minimum = 1)]

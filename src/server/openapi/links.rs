@@ -89,6 +89,7 @@ const LINKS: &[LinkSpec] = &[
     ),
     ("receiveStock", "stock", "getStock", ITEM),
     ("adjustStock", "stock", "getStock", ITEM),
+    ("countStock", "stock", "getStock", ITEM),
     ("transferStock", "source", "getStock", FROM),
     ("transferStock", "destination", "getStock", TO),
     (

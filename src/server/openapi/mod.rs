@@ -16,12 +16,14 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 pub use bodies::{
-    AdjustmentResponse, AsOf, DigestResponse, ErrorBody, Event, EventsPage, HistoryEntry, Line,
-    OrderResponse, ProjectionsResponse, ReceiptResponse, ReservationResponse, ReservationState,
-    Status, StockResponse, TransferResponse,
+    AdjustmentResponse, AsOf, CountResponse, DigestResponse, ErrorBody, Event, EventsPage,
+    HistoryEntry, Line, OrderResponse, ProjectionsResponse, ReceiptResponse, ReservationResponse,
+    ReservationState, Status, StockResponse, TransferResponse,
 };
 
-use crate::domain::{AdjustRequest, LineRequest, ReceiveRequest, ReserveRequest, TransferRequest};
+use crate::domain::{
+    AdjustRequest, CountRequest, LineRequest, ReceiveRequest, ReserveRequest, TransferRequest,
+};
 use crate::server::commands::{ConfirmBody, ReleaseBody};
 
 struct BearerAuth;
@@ -43,6 +45,7 @@ impl Modify for BearerAuth {
         crate::server::commands::receive,
         crate::server::commands::adjust,
         crate::server::commands::transfer,
+        crate::server::commands::count,
         crate::server::commands::reserve,
         crate::server::commands::confirm,
         crate::server::commands::release,
@@ -62,7 +65,7 @@ impl Modify for BearerAuth {
         ErrorBody, Line, ReceiptResponse, AdjustmentResponse, Event, ReservationResponse, AsOf, StockResponse,
         HistoryEntry, OrderResponse, EventsPage, ProjectionsResponse, ReceiveRequest, AdjustRequest,
         ReserveRequest, LineRequest, ConfirmBody, ReleaseBody, ReservationState, Status,
-        DigestResponse, TransferRequest, TransferResponse
+        DigestResponse, TransferRequest, TransferResponse, CountRequest, CountResponse
     )),
     modifiers(&BearerAuth, &SharedResponses),
     tags((name = "commands", description = "Append to the log; idempotent by id"),
