@@ -91,27 +91,17 @@ async fn a_count_over_http_and_the_cli() {
         (status, answer["details"]["field"].clone()),
         (400, json!("counted"))
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stockledger"))
-        .args([
-            "count",
-            "--count-id",
-            "c3",
-            "--sku",
-            "apple",
-            "--counted",
-            "0",
-            "--json",
-        ])
-        .env("DATABASE_URL", server.db.url())
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let args = [
+        "count",
+        "--count-id",
+        "c3",
+        "--sku",
+        "apple",
+        "--counted",
+        "0",
+    ];
+    let (code, doc) = cli_json(&server.db.url(), &args);
+    assert_eq!(code, Some(0), "{doc}");
     assert_eq!(
         (doc["books"].clone(), doc["counted"].clone()),
         (json!(4), json!(0))

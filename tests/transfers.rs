@@ -128,27 +128,21 @@ async fn a_transfer_over_http_and_the_cli() {
     let (_, north) = server.get("/v1/stock/apple?location=north", "reader").await;
     assert_eq!(north["on_hand"], 2, "{north}");
     // The CLI sends the same command, and a replay exits 0.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stockledger"))
-        .args([
-            "transfer",
-            "--transfer-id",
-            "t1",
-            "--sku",
-            "apple",
-            "--from",
-            "default",
-        ])
-        .args(["--to", "north", "--quantity", "2", "--json"])
-        .env("DATABASE_URL", server.db.url())
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let args = [
+        "transfer",
+        "--transfer-id",
+        "t1",
+        "--sku",
+        "apple",
+        "--from",
+        "default",
+        "--to",
+        "north",
+        "--quantity",
+        "2",
+    ];
+    let (code, doc) = cli_json(&server.db.url(), &args);
+    assert_eq!(code, Some(0), "{doc}");
     assert_eq!(doc["replayed"], true);
     server.stop().await;
 }

@@ -80,6 +80,23 @@ fn created_or_replayed(replayed: bool) -> StatusCode {
     }
 }
 
+/// Runs a command of a single-event stream (receipt, adjustment, transfer,
+/// count) and answers with its outcome: `201` when it did the work, `200`
+/// for a replay.
+async fn single(
+    s: &AppState,
+    kind: &'static str,
+    cmd: Result<Command, crate::domain::Rejection>,
+    ctx: CommandContext,
+) -> Result<Response, ApiError> {
+    let o = run(s, kind, cmd, ctx).await?;
+    Ok((
+        created_or_replayed(o.outcome.replayed()),
+        Json(o.outcome.to_json()),
+    )
+        .into_response())
+}
+
 /// The reservation as `GET /v1/reservations/{id}` shows it, plus `replayed`,
 /// as the command's own commit left it: built from the batch's answer, not
 /// read back (a later command may have moved the reservation on since).
@@ -110,13 +127,7 @@ pub async fn receive(
     headers: CommandHeaders,
     ApiJson(req): ApiJson<ReceiveRequest>,
 ) -> Result<Response, ApiError> {
-    let ctx = headers.context(&caller)?;
-    let o = run(&s, "receive", req.validate(), ctx).await?;
-    Ok((
-        created_or_replayed(o.outcome.replayed()),
-        Json(o.outcome.to_json()),
-    )
-        .into_response())
+    single(&s, "receive", req.validate(), headers.context(&caller)?).await
 }
 
 #[utoipa::path(post, path = "/v1/stock/counts", operation_id = "countStock", tag = "commands", request_body = CountRequest,
@@ -132,13 +143,7 @@ pub async fn count(
     headers: CommandHeaders,
     ApiJson(req): ApiJson<CountRequest>,
 ) -> Result<Response, ApiError> {
-    let ctx = headers.context(&caller)?;
-    let o = run(&s, "count", req.validate(), ctx).await?;
-    Ok((
-        created_or_replayed(o.outcome.replayed()),
-        Json(o.outcome.to_json()),
-    )
-        .into_response())
+    single(&s, "count", req.validate(), headers.context(&caller)?).await
 }
 
 #[utoipa::path(post, path = "/v1/stock/transfers", operation_id = "transferStock", tag = "commands", request_body = TransferRequest,
@@ -154,13 +159,7 @@ pub async fn transfer(
     headers: CommandHeaders,
     ApiJson(req): ApiJson<TransferRequest>,
 ) -> Result<Response, ApiError> {
-    let ctx = headers.context(&caller)?;
-    let o = run(&s, "transfer", req.validate(), ctx).await?;
-    Ok((
-        created_or_replayed(o.outcome.replayed()),
-        Json(o.outcome.to_json()),
-    )
-        .into_response())
+    single(&s, "transfer", req.validate(), headers.context(&caller)?).await
 }
 
 #[utoipa::path(post, path = "/v1/stock/adjustments", operation_id = "adjustStock", tag = "commands", request_body = AdjustRequest,
@@ -176,13 +175,7 @@ pub async fn adjust(
     headers: CommandHeaders,
     ApiJson(req): ApiJson<AdjustRequest>,
 ) -> Result<Response, ApiError> {
-    let ctx = headers.context(&caller)?;
-    let o = run(&s, "adjust", req.validate(), ctx).await?;
-    Ok((
-        created_or_replayed(o.outcome.replayed()),
-        Json(o.outcome.to_json()),
-    )
-        .into_response())
+    single(&s, "adjust", req.validate(), headers.context(&caller)?).await
 }
 
 #[utoipa::path(post, path = "/v1/reservations", operation_id = "reserve", tag = "commands", request_body = ReserveRequest,

@@ -386,6 +386,20 @@ pub fn transfer(id: &str, sku: &str, from: &str, to: &str, quantity: i64) -> Com
     .unwrap()
 }
 
+/// Runs the `stockledger` binary with `args` on the database `url` names;
+/// its exit code and the JSON document it printed.
+pub fn cli_json(url: &str, args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stockledger"))
+        .args(args)
+        .arg("--json")
+        .env("DATABASE_URL", url)
+        .output()
+        .unwrap();
+    let doc = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code(), doc)
+}
+
 /// A stock count of `sku` at the default location.
 pub fn count(id: &str, sku: &str, counted: i64) -> Command {
     stockledger::domain::CountRequest {
