@@ -26,6 +26,14 @@ pub const MIN_TTL_SECONDS: u32 = 1;
 pub const MAX_TTL_SECONDS: u32 = 7 * 24 * 3600;
 pub const DEFAULT_TTL_SECONDS: u32 = 15 * 60;
 
+/// Most events one reservation stream may hold: its creation, its partial
+/// confirmations and releases, its extensions, and the event that settles
+/// it. A partial step or an extension is refused once only one place is
+/// left, so the last place is always free for a whole confirm, release or
+/// expiry: a hold can always be settled. Bounds what every command on the
+/// reservation loads and folds.
+pub const MAX_RESERVATION_EVENTS: u32 = 64;
+
 /// Longest adjustment or release reason, in characters. Domain rule.
 pub const MAX_REASON_LEN: usize = 200;
 

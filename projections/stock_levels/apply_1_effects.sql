@@ -14,13 +14,18 @@ SELECT l.sku,
                        -- Its line is the change from the books.
                        WHEN 'StockCounted' THEN l.quantity
                        WHEN 'ReservationConfirmed' THEN -l.quantity
+                       WHEN 'ReservationLinesConfirmed' THEN -l.quantity
                        ELSE 0 END),
        sum(CASE e.type WHEN 'ReservationCreated' THEN l.quantity
                        WHEN 'ReservationConfirmed' THEN -l.quantity
+                       WHEN 'ReservationLinesConfirmed' THEN -l.quantity
                        WHEN 'ReservationReleased' THEN -l.quantity
+                       WHEN 'ReservationLinesReleased' THEN -l.quantity
                        WHEN 'ReservationExpired' THEN -l.quantity
                        ELSE 0 END),
-       sum(CASE e.type WHEN 'ReservationConfirmed' THEN l.quantity ELSE 0 END),
+       sum(CASE e.type WHEN 'ReservationConfirmed' THEN l.quantity
+                       WHEN 'ReservationLinesConfirmed' THEN l.quantity
+                       ELSE 0 END),
        max(e.position),
        max(e.recorded_at)
 FROM events AS e

@@ -9,7 +9,7 @@ use tokio_postgres::Client;
 
 use crate::domain::reservation::StreamViolation;
 use crate::domain::stream::prefixes;
-use crate::domain::{Event, Reservation, StreamId, StreamKind};
+use crate::domain::{Event, EventType, Reservation, StreamId, StreamKind};
 use crate::projection::Slot;
 use crate::read_model::{
     add_effects, compare_figures, load_figures, merge_figures, Actual, ActualFigures, Diffs,
@@ -39,6 +39,8 @@ pub(crate) struct Outcome {
 
 struct Row {
     seq: u32,
+    /// Whether its type is the last of a stream (`StreamKind::closes`).
+    closes: bool,
     event: Result<Event, String>,
     recorded_at: DateTime<Utc>,
     cursor: Cursor,
@@ -79,12 +81,13 @@ impl Replay {
 
     /// Streams the whole log and folds it stream by stream.
     ///
-    /// The log is read unsorted. A stream is complete once it reaches the last
-    /// seq its kind allows (a receipt with its one event); until then its
-    /// events wait in memory (the log is append-only, so in practice seq 1 is
-    /// read first), and what is still waiting at the end is folded then.
-    /// Memory is therefore bounded by the reservations still open, not by the
-    /// size of the log. Reads partition `part` of `parts`; the client must be
+    /// The log is read unsorted. A stream is complete once it holds the event
+    /// that closes it (`StreamKind::closes`: a receipt's one event, a
+    /// reservation's settlement) and every seq before it, or the last seq its
+    /// kind allows; until then its events wait in memory (the log is
+    /// append-only, so in practice they are read in seq order), and what is
+    /// still waiting at the end is folded then. Memory is therefore bounded
+    /// by the reservations still open, not by the size of the log. Reads partition `part` of `parts`; the client must be
     /// inside the snapshot the comparison uses.
     pub async fn read_log(
         &mut self,
@@ -110,6 +113,7 @@ impl Replay {
             };
             let row = Row {
                 seq: seq as u32,
+                closes: EventType::parse(type_name).is_some_and(StreamKind::closes),
                 event: log_row::rest_from_str(data)
                     .and_then(|rest| log_row::decode(type_name, columns, rest))
                     .map_err(|e| format!("{type_name}: {e}")),
@@ -126,7 +130,8 @@ impl Replay {
             let last = stream.kind().last_seq() as usize;
             let entry = waiting.entry(stream.clone()).or_default();
             entry.push(row);
-            if entry.len() >= last {
+            let n = entry.len();
+            if n >= last || entry.iter().any(|r| r.closes && r.seq as usize == n) {
                 let rows = waiting.remove(&stream).expect("just inserted");
                 self.finish_stream(stream, rows);
             }

@@ -52,10 +52,14 @@ pub enum Cmd {
     Count(CountArgs),
     /// Reserve stock for an order: every line, or none.
     Reserve(ReserveArgs),
-    /// Confirm a reservation (the order was paid).
+    /// Confirm a reservation (the order was paid), or with --confirmation-id
+    /// and --line only part of it (one shipment).
     Confirm(ConfirmArgs),
-    /// Release a reservation (the order was cancelled).
+    /// Release a reservation (the order was cancelled), or with --release-id
+    /// and --line only part of it (lines taken off the order).
     Release(ReleaseArgs),
+    /// Keep a reservation's hold longer: it expires --ttl seconds from now.
+    Extend(ExtendArgs),
     /// Show a reservation: state, lines, expiry and its event timeline.
     Show { reservation_id: String },
     /// Stock figures of one item, from the stock_levels read model (or, with
@@ -195,6 +199,12 @@ pub struct ReserveArgs {
 #[derive(ClapArgs, Debug)]
 pub struct ConfirmArgs {
     pub reservation_id: String,
+    /// Confirm only the --line units, under this id (sent again on a retry).
+    #[arg(long, requires = "lines")]
+    pub confirmation_id: Option<String>,
+    /// SKU[@LOCATION]:QTY to confirm; repeatable. Needs --confirmation-id.
+    #[arg(long = "line", requires = "confirmation_id")]
+    pub lines: Vec<String>,
 }
 
 #[derive(ClapArgs, Debug)]
@@ -202,6 +212,23 @@ pub struct ReleaseArgs {
     pub reservation_id: String,
     #[arg(long)]
     pub reason: Option<String>,
+    /// Release only the --line units, under this id (sent again on a retry).
+    #[arg(long, requires = "lines")]
+    pub release_id: Option<String>,
+    /// SKU[@LOCATION]:QTY to release; repeatable. Needs --release-id.
+    #[arg(long = "line", requires = "release_id")]
+    pub lines: Vec<String>,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct ExtendArgs {
+    pub reservation_id: String,
+    /// Chosen for this extension, and sent again on a retry.
+    #[arg(long)]
+    pub extension_id: String,
+    /// Seconds from now until the reservation expires.
+    #[arg(long, allow_negative_numbers = true)]
+    pub ttl: i64,
 }
 
 #[derive(ClapArgs, Debug)]

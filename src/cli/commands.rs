@@ -2,16 +2,17 @@
 //! anything touches the database: bad input writes nothing and needs no server.
 
 use stockledger::domain::{
-    command, AdjustRequest, Command, CountRequest, Item, LineRequest, Location, OrderId,
-    ReceiveRequest, Rejection, ReserveRequest, Sku, TransferRequest,
+    command, AdjustRequest, Command, ConfirmLinesRequest, CountRequest, ExtendRequest, Item,
+    LineRequest, Location, OrderId, ReceiveRequest, Rejection, ReleaseLinesRequest, ReserveRequest,
+    Sku, TransferRequest,
 };
 use stockledger::limits::MAX_EVENTS_PER_READ;
 use stockledger::store::history::AsOf;
 use stockledger::store::Cursor;
 
 use super::args::{
-    AdjustArgs, ConfirmArgs, CountArgs, EventsArgs, HistoryArgs, ReceiveArgs, ReleaseArgs,
-    ReserveArgs, StockArgs, TransferArgs,
+    AdjustArgs, ConfirmArgs, CountArgs, EventsArgs, ExtendArgs, HistoryArgs, ReceiveArgs,
+    ReleaseArgs, ReserveArgs, StockArgs, TransferArgs,
 };
 
 impl ReceiveArgs {
@@ -69,12 +70,7 @@ impl ReserveArgs {
         ReserveRequest {
             reservation_id: self.reservation_id.clone(),
             order_id: self.order_id.clone(),
-            lines: self
-                .lines
-                .iter()
-                .enumerate()
-                .map(|(i, l)| parse_line(i, l))
-                .collect::<Result<_, _>>()?,
+            lines: parse_lines(&self.lines)?,
             ttl_seconds: self.ttl,
         }
         .validate()
@@ -83,14 +79,48 @@ impl ReserveArgs {
 
 impl ConfirmArgs {
     pub fn validate(&self) -> Result<Command, Rejection> {
-        command::confirm(&self.reservation_id)
+        match &self.confirmation_id {
+            None => command::confirm(&self.reservation_id),
+            Some(id) => ConfirmLinesRequest {
+                confirmation_id: id.clone(),
+                lines: parse_lines(&self.lines)?,
+            }
+            .validate(&self.reservation_id),
+        }
     }
 }
 
 impl ReleaseArgs {
     pub fn validate(&self) -> Result<Command, Rejection> {
-        command::release(&self.reservation_id, self.reason.as_deref())
+        match &self.release_id {
+            None => command::release(&self.reservation_id, self.reason.as_deref()),
+            Some(id) => ReleaseLinesRequest {
+                release_id: id.clone(),
+                lines: parse_lines(&self.lines)?,
+                reason: self.reason.clone(),
+            }
+            .validate(&self.reservation_id),
+        }
     }
+}
+
+impl ExtendArgs {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        ExtendRequest {
+            extension_id: self.extension_id.clone(),
+            ttl_seconds: self.ttl,
+        }
+        .validate(&self.reservation_id)
+    }
+}
+
+/// Every `--line`, parsed; a bad one is named by its index.
+fn parse_lines(lines: &[String]) -> Result<Vec<LineRequest>, Rejection> {
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| parse_line(i, l))
+        .collect()
 }
 
 impl StockArgs {

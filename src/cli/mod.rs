@@ -78,7 +78,8 @@ fn exit_code(code: stockledger::domain::RejectionCode) -> u8 {
     match code {
         InvalidArgument => 2,
         InsufficientStock | IdempotencyConflict | ReservationReleased | ReservationExpired
-        | AlreadyConfirmed | ReservationNotFound | OrderAlreadyReserved | NotFound => 3,
+        | AlreadyConfirmed | ReservationNotFound | OrderAlreadyReserved | NotFound
+        | ExceedsReserved | ExpiryNotLater | HoldTooLong | StepLimit => 3,
     }
 }
 
@@ -158,6 +159,7 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
         Cmd::Reserve(a) => send(a.validate()?, database_url, printer).await?,
         Cmd::Confirm(a) => send(a.validate()?, database_url, printer).await?,
         Cmd::Release(a) => send(a.validate()?, database_url, printer).await?,
+        Cmd::Extend(a) => send(a.validate()?, database_url, printer).await?,
         Cmd::Migrate => migrate(database_url, printer).await?,
         Cmd::Show { reservation_id } => show(&reservation_id, database_url, printer).await?,
         Cmd::Stock(a) => {

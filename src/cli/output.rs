@@ -10,10 +10,20 @@ pub struct Printer {
     pub json: bool,
 }
 
+/// One row per line: the units reserved and, once any have left, what became of them.
 fn lines_text(view: &ReservationView) -> String {
     view.lines
         .iter()
-        .map(|l| format!("  {:>7} × {} @ {}", l.quantity, l.item.sku, l.item.location))
+        .map(|l| {
+            let mut row = format!("  {:>7} × {} @ {}", l.quantity, l.sku, l.location);
+            if l.open != l.quantity {
+                row.push_str(&format!(
+                    " (open {}, confirmed {}, released {}, expired {})",
+                    l.open, l.confirmed, l.released, l.expired
+                ));
+            }
+            row
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -115,6 +125,20 @@ pub fn event_summary(e: &stockledger::domain::Event) -> String {
             lines: l, reason, ..
         } => format!("released {} ({reason})", lines(l)),
         ReservationExpired { lines: l, .. } => format!("expired, freeing {}", lines(l)),
+        ReservationLinesConfirmed {
+            confirmation_id,
+            lines: l,
+            ..
+        } => format!("confirmed {} ({confirmation_id})", lines(l)),
+        ReservationLinesReleased {
+            release_id,
+            lines: l,
+            reason,
+            ..
+        } => format!("released {} ({release_id}: {reason})", lines(l)),
+        ReservationExtended { expires_at, .. } => {
+            format!("held until {}", expires_at.format("%H:%M:%S"))
+        }
     }
 }
 

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::domain::decide::LedgerState;
 use crate::domain::fingerprint;
 use crate::domain::ids::{
-    AdjustmentId, CountId, Item, Location, OrderId, ReceiptId, ReservationId, Sku, TransferId,
+    AdjustmentId, ConfirmationId, CountId, ExtensionId, Item, Location, OrderId, ReceiptId,
+    ReleaseId, ReservationId, Sku, TransferId,
 };
 use crate::domain::stream::StreamId;
 use crate::domain::Rejection;
@@ -114,6 +115,43 @@ pub struct CountRequest {
     pub counted: i64,
 }
 
+/// Confirms part of a reservation: some of its lines, or some units of them.
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmLinesRequest {
+    /// Chosen by the caller for this shipment, and sent again on every retry.
+    #[schema(schema_with = contract::id)]
+    pub confirmation_id: String,
+    #[schema(schema_with = contract::lines)]
+    pub lines: Vec<LineRequest>,
+}
+
+/// Releases part of a reservation: some of its lines, or some units of them.
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseLinesRequest {
+    /// Chosen by the caller for this change, and sent again on every retry.
+    #[schema(schema_with = contract::id)]
+    pub release_id: String,
+    #[schema(schema_with = contract::lines)]
+    pub lines: Vec<LineRequest>,
+    #[serde(default)]
+    #[schema(schema_with = contract::release_reason)]
+    pub reason: Option<String>,
+}
+
+/// Keeps a reservation's hold for `ttl_seconds` from now.
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendRequest {
+    /// Chosen by the caller for this extension, and sent again on every retry.
+    #[schema(schema_with = contract::id)]
+    pub extension_id: String,
+    #[serde(deserialize_with = "number::whole")]
+    #[schema(schema_with = contract::extension_ttl)]
+    pub ttl_seconds: i64,
+}
+
 // ---- validated commands -------------------------------------------------
 
 /// One normalised reservation line. In JSON it is `{sku, location, quantity}`.
@@ -201,6 +239,31 @@ pub struct Reserve {
     pub fingerprint: String,
 }
 
+/// Confirms `lines` (merged and sorted like a reserve's) of a reservation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfirmLines {
+    pub reservation_id: ReservationId,
+    pub confirmation_id: ConfirmationId,
+    pub lines: Vec<Line>,
+}
+
+/// Releases `lines` of a reservation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReleaseLines {
+    pub reservation_id: ReservationId,
+    pub release_id: ReleaseId,
+    pub lines: Vec<Line>,
+    pub reason: String,
+}
+
+/// Moves a reservation's expiry to `ttl_seconds` after the decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Extend {
+    pub reservation_id: ReservationId,
+    pub extension_id: ExtensionId,
+    pub ttl_seconds: u32,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     Receive(Receive),
@@ -219,6 +282,9 @@ pub enum Command {
     Expire {
         reservation_id: ReservationId,
     },
+    ConfirmLines(ConfirmLines),
+    ReleaseLines(ReleaseLines),
+    Extend(Extend),
 }
 
 /// What a command touches: the stream it appends to, the order whose
@@ -296,7 +362,10 @@ impl Command {
             },
             Command::Confirm { reservation_id }
             | Command::Release { reservation_id, .. }
-            | Command::Expire { reservation_id } => Touches {
+            | Command::Expire { reservation_id }
+            | Command::ConfirmLines(ConfirmLines { reservation_id, .. })
+            | Command::ReleaseLines(ReleaseLines { reservation_id, .. })
+            | Command::Extend(Extend { reservation_id, .. }) => Touches {
                 stream: StreamId::Reservation(reservation_id.clone()),
                 order: None,
                 items: Items::HeldBy(reservation_id.clone()),
@@ -321,6 +390,9 @@ impl Command {
             Command::Confirm { .. } => "confirm",
             Command::Release { .. } => "release",
             Command::Expire { .. } => "expire",
+            Command::ConfirmLines(_) => "confirm_lines",
+            Command::ReleaseLines(_) => "release_lines",
+            Command::Extend(_) => "extend",
         }
     }
 }
@@ -454,59 +526,10 @@ impl ReserveRequest {
     pub fn validate(&self) -> Result<Command, Rejection> {
         let reservation_id = ReservationId::parse("reservation_id", &self.reservation_id)?;
         let order_id = OrderId::parse("order_id", &self.order_id)?;
-        if self.lines.is_empty() {
-            return Err(Rejection::invalid("lines", "must name at least one line"));
-        }
-        // Bound the work before merging: a request far over the limit is refused
-        // without building anything from it.
-        if self.lines.len() > MAX_RAW_LINES_PER_RESERVATION {
-            return Err(Rejection::invalid(
-                "lines",
-                format!(
-                    "must have at most {MAX_RAW_LINES_PER_RESERVATION} lines as sent \
-                     ({MAX_LINES_PER_RESERVATION} after merging lines for the same item)"
-                ),
-            ));
-        }
-        // Merge lines for the same item, remembering the first input index of
-        // each item so that an over-large merged quantity names a real field.
-        let mut merged: std::collections::BTreeMap<Item, (usize, u64)> = Default::default();
-        for (i, l) in self.lines.iter().enumerate() {
-            let prefix = format!("lines[{i}].");
-            let item = item(&l.sku, l.location.as_deref(), &prefix)?;
-            let q = quantity(&format!("{prefix}quantity"), l.quantity)?;
-            merged.entry(item).or_insert((i, 0)).1 += u64::from(q);
-        }
-        if merged.len() > MAX_LINES_PER_RESERVATION {
-            return Err(Rejection::invalid(
-                "lines",
-                format!("must have at most {MAX_LINES_PER_RESERVATION} distinct items"),
-            ));
-        }
-        let mut lines = Vec::with_capacity(merged.len());
-        for (item, (first, total)) in merged {
-            if total > u64::from(MAX_QUANTITY) {
-                return Err(Rejection::invalid(
-                    &format!("lines[{first}].quantity"),
-                    format!("lines for {item} add up to {total}, more than {MAX_QUANTITY}"),
-                ));
-            }
-            lines.push(Line {
-                item,
-                quantity: total as u32,
-            });
-        }
+        let lines = merge_lines(&self.lines)?;
         let ttl_seconds = match self.ttl_seconds {
             None => DEFAULT_TTL_SECONDS,
-            Some(t) if t >= i64::from(MIN_TTL_SECONDS) && t <= i64::from(MAX_TTL_SECONDS) => {
-                t as u32
-            }
-            Some(_) => {
-                return Err(Rejection::invalid(
-                    "ttl_seconds",
-                    format!("must be from {MIN_TTL_SECONDS} to {MAX_TTL_SECONDS} seconds"),
-                ))
-            }
+            Some(t) => ttl("ttl_seconds", t)?,
         };
         let fingerprint = fingerprint::reservation(&order_id, &lines);
         Ok(Command::Reserve(Reserve {
@@ -515,6 +538,100 @@ impl ReserveRequest {
             lines,
             ttl_seconds,
             fingerprint,
+        }))
+    }
+}
+
+/// Validates and normalises the lines of a reserve or of a partial confirm
+/// or release: 1 to the line limit, merged per item (quantities added, each
+/// total within the quantity limit) and sorted by (location, sku).
+fn merge_lines(raw: &[LineRequest]) -> Result<Vec<Line>, Rejection> {
+    if raw.is_empty() {
+        return Err(Rejection::invalid("lines", "must name at least one line"));
+    }
+    // Bound the work before merging: a request far over the limit is refused
+    // without building anything from it.
+    if raw.len() > MAX_RAW_LINES_PER_RESERVATION {
+        return Err(Rejection::invalid(
+            "lines",
+            format!(
+                "must have at most {MAX_RAW_LINES_PER_RESERVATION} lines as sent \
+                 ({MAX_LINES_PER_RESERVATION} after merging lines for the same item)"
+            ),
+        ));
+    }
+    // Merge lines for the same item, remembering the first input index of
+    // each item so that an over-large merged quantity names a real field.
+    let mut merged: std::collections::BTreeMap<Item, (usize, u64)> = Default::default();
+    for (i, l) in raw.iter().enumerate() {
+        let prefix = format!("lines[{i}].");
+        let item = item(&l.sku, l.location.as_deref(), &prefix)?;
+        let q = quantity(&format!("{prefix}quantity"), l.quantity)?;
+        merged.entry(item).or_insert((i, 0)).1 += u64::from(q);
+    }
+    if merged.len() > MAX_LINES_PER_RESERVATION {
+        return Err(Rejection::invalid(
+            "lines",
+            format!("must have at most {MAX_LINES_PER_RESERVATION} distinct items"),
+        ));
+    }
+    let mut lines = Vec::with_capacity(merged.len());
+    for (item, (first, total)) in merged {
+        if total > u64::from(MAX_QUANTITY) {
+            return Err(Rejection::invalid(
+                &format!("lines[{first}].quantity"),
+                format!("lines for {item} add up to {total}, more than {MAX_QUANTITY}"),
+            ));
+        }
+        lines.push(Line {
+            item,
+            quantity: total as u32,
+        });
+    }
+    Ok(lines)
+}
+
+/// A time to live within the limits.
+fn ttl(field: &str, t: i64) -> Result<u32, Rejection> {
+    if t >= i64::from(MIN_TTL_SECONDS) && t <= i64::from(MAX_TTL_SECONDS) {
+        return Ok(t as u32);
+    }
+    Err(Rejection::invalid(
+        field,
+        format!("must be from {MIN_TTL_SECONDS} to {MAX_TTL_SECONDS} seconds"),
+    ))
+}
+
+impl ConfirmLinesRequest {
+    pub fn validate(&self, reservation_id: &str) -> Result<Command, Rejection> {
+        Ok(Command::ConfirmLines(ConfirmLines {
+            reservation_id: ReservationId::parse("reservation_id", reservation_id)?,
+            confirmation_id: ConfirmationId::parse("confirmation_id", &self.confirmation_id)?,
+            lines: merge_lines(&self.lines)?,
+        }))
+    }
+}
+
+impl ReleaseLinesRequest {
+    pub fn validate(&self, reservation_id: &str) -> Result<Command, Rejection> {
+        Ok(Command::ReleaseLines(ReleaseLines {
+            reservation_id: ReservationId::parse("reservation_id", reservation_id)?,
+            release_id: ReleaseId::parse("release_id", &self.release_id)?,
+            lines: merge_lines(&self.lines)?,
+            reason: reason(
+                "reason",
+                self.reason.as_deref().unwrap_or(DEFAULT_RELEASE_REASON),
+            )?,
+        }))
+    }
+}
+
+impl ExtendRequest {
+    pub fn validate(&self, reservation_id: &str) -> Result<Command, Rejection> {
+        Ok(Command::Extend(Extend {
+            reservation_id: ReservationId::parse("reservation_id", reservation_id)?,
+            extension_id: ExtensionId::parse("extension_id", &self.extension_id)?,
+            ttl_seconds: ttl("ttl_seconds", self.ttl_seconds)?,
         }))
     }
 }

@@ -200,6 +200,20 @@ pub fn ttl_seconds() -> Schema {
     or_null(b, Type::Integer).into()
 }
 
+/// An extension's time to live, in seconds: required, from now.
+pub fn extension_ttl() -> Schema {
+    integer(
+        i64::from(MIN_TTL_SECONDS),
+        i64::from(MAX_TTL_SECONDS),
+        format!(
+            "Seconds from now until the reservation expires. The new expiry must be later \
+             than the current one (else EXPIRY_NOT_LATER), and no hold may last longer \
+             than {MAX_TTL_SECONDS} seconds from its reserve in all (else HOLD_TOO_LONG)."
+        ),
+    )
+    .into()
+}
+
 /// The vendor extension on `lines` that gives the limit on lines after
 /// merging, for tools (the contract check reads it) that cannot read prose.
 pub const MERGED_LINES_EXTENSION: &str = "x-max-items-after-merging";

@@ -15,9 +15,10 @@ use uuid::Uuid;
 
 use crate::domain::command::{Adjust, Command, Count, Line, Receive, Reserve, Transfer};
 use crate::domain::event::{Balance, Event, TOMBSTONE_REASON};
-use crate::domain::ids::{Item, OrderId, ReservationId};
+use crate::domain::ids::{Item, Location, OrderId, ReservationId, Sku};
 use crate::domain::rejection::{Rejection, Shortfall};
-use crate::domain::reservation::{Placed, Reservation, ReservationState};
+use crate::domain::reservation::{LineProgress, Placed, Reservation, ReservationState};
+use crate::domain::steps::{decide_confirm_lines, decide_extend, decide_release_lines};
 use crate::domain::stream::StreamId;
 
 /// A receipt or an adjustment: a stream with exactly one event.
@@ -62,17 +63,54 @@ pub struct ReservationView {
     pub reservation_id: ReservationId,
     pub order_id: Option<OrderId>,
     pub state: ReservationState,
-    pub lines: Vec<Line>,
+    pub lines: Vec<LineView>,
     pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// One reserved line as callers see it: the units reserved, and what has
+/// become of them. `open + confirmed + released + expired = quantity`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct LineView {
+    pub sku: Sku,
+    pub location: Location,
+    pub quantity: u32,
+    /// Still held.
+    pub open: u32,
+    pub confirmed: u32,
+    pub released: u32,
+    pub expired: u32,
+}
+
+impl LineView {
+    pub fn new(line: &Line, p: LineProgress) -> LineView {
+        LineView {
+            sku: line.item.sku.clone(),
+            location: line.item.location.clone(),
+            quantity: line.quantity,
+            open: line.quantity - p.confirmed - p.released - p.expired,
+            confirmed: p.confirmed,
+            released: p.released,
+            expired: p.expired,
+        }
+    }
 }
 
 impl From<&Reservation> for ReservationView {
     fn from(r: &Reservation) -> Self {
+        let lines = match r.placed() {
+            None => Vec::new(),
+            Some(p) => p
+                .lines
+                .iter()
+                .zip(&p.progress)
+                .map(|(l, g)| LineView::new(l, *g))
+                .collect(),
+        };
         ReservationView {
             reservation_id: r.reservation_id().clone(),
             order_id: r.order_id().cloned(),
             state: r.state(),
-            lines: r.lines().to_vec(),
+            lines,
             expires_at: r.expires_at(),
         }
     }
@@ -214,26 +252,42 @@ pub fn decide(
         Command::Count(c) => decide_count(state, c, command_id),
         Command::Reserve(r) => decide_reserve(state, r, command_id, now),
         Command::Confirm { reservation_id } => {
-            let res = state.reservations.get(reservation_id).ok_or_else(|| {
-                Rejection::ReservationNotFound {
-                    reservation_id: reservation_id.to_string(),
-                }
-            })?;
-            decide_confirm(res, command_id, now)
+            decide_confirm(found(state, reservation_id)?, command_id, now)
         }
         Command::Release {
             reservation_id,
             reason,
         } => match state.reservations.get(reservation_id) {
             None => Ok(tombstone(reservation_id)),
-            Some(res) => decide_release(res, reason, command_id),
+            Some(res) => decide_release(res, reason, command_id, now),
         },
         Command::Expire { reservation_id } => Ok(decide_expire(
             reservation_id,
             state.reservations.get(reservation_id),
+            command_id,
             now,
         )),
+        Command::ConfirmLines(c) => {
+            decide_confirm_lines(found(state, &c.reservation_id)?, c, command_id, now)
+        }
+        Command::ReleaseLines(r) => {
+            decide_release_lines(found(state, &r.reservation_id)?, r, command_id, now)
+        }
+        Command::Extend(x) => decide_extend(found(state, &x.reservation_id)?, x, command_id, now),
     }
+}
+
+/// The reservation a command names, or `RESERVATION_NOT_FOUND`.
+pub(crate) fn found<'a>(
+    state: &'a LedgerState,
+    id: &ReservationId,
+) -> Result<&'a Reservation, Rejection> {
+    state
+        .reservations
+        .get(id)
+        .ok_or_else(|| Rejection::ReservationNotFound {
+            reservation_id: id.to_string(),
+        })
 }
 
 fn decide_receive(
@@ -402,16 +456,18 @@ fn decide_confirm(
     };
     match p.state {
         ReservationState::Released => Err(released(&p.reservation_id)),
-        ReservationState::Confirmed => Ok(replay(res, 2, command_id)),
+        ReservationState::Confirmed => Ok(replay(res, res.seq(), command_id)),
         ReservationState::Expired => Err(expired(p)),
         ReservationState::Reserved if res.is_due(now) => Err(expired(p)),
         ReservationState::Reserved => Ok(step(
             p,
             Event::ReservationConfirmed {
                 order_id: p.order_id.clone(),
-                lines: p.lines.clone(),
+                lines: p.open_lines(),
+                confirmation_id: None,
             },
-            ReservationState::Confirmed,
+            command_id,
+            now,
         )),
     }
 }
@@ -427,6 +483,7 @@ fn tombstone(reservation_id: &ReservationId) -> Decision {
                 order_id: None,
                 lines: Vec::new(),
                 reason: TOMBSTONE_REASON.to_owned(),
+                release_id: None,
             },
             fingerprint: None,
         }],
@@ -447,6 +504,7 @@ fn decide_release(
     res: &Reservation,
     reason: &str,
     command_id: Uuid,
+    now: DateTime<Utc>,
 ) -> Result<Decision, Rejection> {
     let p = match res {
         Reservation::Tombstone(_) => return Ok(replay(res, 1, command_id)),
@@ -463,10 +521,12 @@ fn decide_release(
             p,
             Event::ReservationReleased {
                 order_id: Some(p.order_id.clone()),
-                lines: p.lines.clone(),
+                lines: p.open_lines(),
                 reason: reason.to_owned(),
+                release_id: None,
             },
-            ReservationState::Released,
+            command_id,
+            now,
         )),
     }
 }
@@ -474,6 +534,7 @@ fn decide_release(
 fn decide_expire(
     reservation_id: &ReservationId,
     res: Option<&Reservation>,
+    command_id: Uuid,
     now: DateTime<Utc>,
 ) -> Decision {
     match res {
@@ -481,9 +542,10 @@ fn decide_expire(
             p,
             Event::ReservationExpired {
                 order_id: p.order_id.clone(),
-                lines: p.lines.clone(),
+                lines: p.open_lines(),
             },
-            ReservationState::Expired,
+            command_id,
+            now,
         ),
         Some(Reservation::Placed(_) | Reservation::Tombstone(_)) | None => {
             Decision::answer(Outcome::NotDue {
@@ -543,7 +605,11 @@ fn decide_reserve(
                 reservation_id: r.reservation_id.clone(),
                 order_id: Some(r.order_id.clone()),
                 state: ReservationState::Reserved,
-                lines: r.lines.clone(),
+                lines: r
+                    .lines
+                    .iter()
+                    .map(|l| LineView::new(l, LineProgress::default()))
+                    .collect(),
                 expires_at: Some(expires_at),
             },
             replayed: false,
@@ -561,10 +627,8 @@ fn reserve_again(res: &Reservation, r: &Reserve, command_id: Uuid) -> Result<Dec
     // was lost. Its caller gets what that commit did (a reservation made,
     // not a replay), whatever happened to the stream since.
     if res.command_at(1) == Some(command_id) {
-        let mut view = ReservationView::from(res);
-        view.state = ReservationState::Reserved;
         return Ok(Decision::answer(Outcome::Reservation {
-            view,
+            view: as_reserved(p),
             replayed: false,
         }));
     }
@@ -600,7 +664,7 @@ fn replay_single(
 
 /// Answers with the reservation as it is. It is a replay unless the event at
 /// `seq` was written by this very command (a re-run after a lost commit ack).
-fn replay(res: &Reservation, seq: u32, command_id: Uuid) -> Decision {
+pub(crate) fn replay(res: &Reservation, seq: u32, command_id: Uuid) -> Decision {
     let own = res.command_at(seq) == Some(command_id);
     Decision::answer(Outcome::Reservation {
         view: res.into(),
@@ -608,31 +672,55 @@ fn replay(res: &Reservation, seq: u32, command_id: Uuid) -> Decision {
     })
 }
 
-/// Appends the seq-2 event that moves an open reservation to `next`.
-fn step(p: &Placed, event: Event, next: ReservationState) -> Decision {
-    let mut view = ReservationView::from(&Reservation::Placed(p.clone()));
-    view.state = next;
+/// The reservation as its reserve made it: every line open, the first expiry.
+fn as_reserved(p: &Placed) -> ReservationView {
+    ReservationView {
+        reservation_id: p.reservation_id.clone(),
+        order_id: Some(p.order_id.clone()),
+        state: ReservationState::Reserved,
+        lines: p
+            .lines
+            .iter()
+            .map(|l| LineView::new(l, LineProgress::default()))
+            .collect(),
+        expires_at: Some(p.first_expires_at),
+    }
+}
+
+/// Appends the next event of an open reservation; the answer is the
+/// reservation with that event folded in.
+pub(crate) fn step(p: &Placed, event: Event, command_id: Uuid, now: DateTime<Utc>) -> Decision {
+    let seq = p.step_commands.len() as u32 + 1;
+    let next = Reservation::fold(
+        Some(Reservation::Placed(p.clone())),
+        &p.reservation_id,
+        seq,
+        &event,
+        command_id,
+        now,
+    )
+    .expect("decide only produces valid transitions");
     Decision {
         events: vec![NewEvent {
             stream: StreamId::Reservation(p.reservation_id.clone()),
-            seq: p.step_commands.len() as u32 + 1,
+            seq,
             event,
             fingerprint: None,
         }],
         outcome: Outcome::Reservation {
-            view,
+            view: (&next).into(),
             replayed: false,
         },
     }
 }
 
-fn released(id: &ReservationId) -> Rejection {
+pub(crate) fn released(id: &ReservationId) -> Rejection {
     Rejection::ReservationReleased {
         reservation_id: id.to_string(),
     }
 }
 
-fn expired(p: &Placed) -> Rejection {
+pub(crate) fn expired(p: &Placed) -> Rejection {
     Rejection::ReservationExpired {
         reservation_id: p.reservation_id.to_string(),
         expires_at: p.expires_at,

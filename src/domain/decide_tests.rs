@@ -52,6 +52,44 @@ fn run(state: &mut LedgerState, cmd: &Command, at: DateTime<Utc>) -> Result<Deci
     Ok(d)
 }
 
+/// A partial confirm of `qty` apples under `id`.
+fn cl(id: &str, sku: &str, qty: i64) -> Command {
+    command::ConfirmLinesRequest {
+        confirmation_id: id.into(),
+        lines: vec![LineRequest {
+            sku: sku.into(),
+            location: None,
+            quantity: qty,
+        }],
+    }
+    .validate("r1")
+    .unwrap()
+}
+
+/// A partial release of `qty` apples under `id`.
+fn rl(id: &str, qty: i64) -> Command {
+    command::ReleaseLinesRequest {
+        release_id: id.into(),
+        lines: vec![LineRequest {
+            sku: "apple".into(),
+            location: None,
+            quantity: qty,
+        }],
+        reason: None,
+    }
+    .validate("r1")
+    .unwrap()
+}
+
+fn ext(id: &str, ttl: i64) -> Command {
+    command::ExtendRequest {
+        extension_id: id.into(),
+        ttl_seconds: ttl,
+    }
+    .validate("r1")
+    .unwrap()
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Setup {
     None,
@@ -60,6 +98,12 @@ enum Setup {
     Released,
     Expired,
     Tombstone,
+    /// 2 reserved, 1 confirmed under `c1` at second 1.
+    PartlyConfirmed,
+    /// 2 reserved, 1 released under `x1` at second 1.
+    PartlyReleased,
+    /// Held until second 121 by extension `e1` (120 s) at second 1.
+    Extended,
 }
 
 fn setup(s: Setup) -> LedgerState {
@@ -74,6 +118,9 @@ fn setup(s: Setup) -> LedgerState {
         Setup::Released => Some((command::release("r1", None).unwrap(), t(1))),
         Setup::Expired => Some((command::expire("r1").unwrap(), t(61))),
         Setup::Tombstone => Some((command::release("r1", None).unwrap(), t(0))),
+        Setup::PartlyConfirmed => Some((cl("c1", "apple", 1), t(1))),
+        Setup::PartlyReleased => Some((rl("x1", 1), t(1))),
+        Setup::Extended => Some((ext("e1", 120), t(1))),
         Setup::None | Setup::Reserved => None,
     };
     if let Some((cmd, at)) = follow {
@@ -126,6 +173,7 @@ fn cases() -> Vec<Case> {
     use ReservationState::*;
     use Setup::{Confirmed as IsConfirmed, Expired as IsExpired, None as Nothing};
     use Setup::{Released as IsReleased, Reserved as IsReserved, Tombstone};
+    use Setup::{Extended, PartlyConfirmed, PartlyReleased};
     let confirm = || command::confirm("r1").unwrap();
     let release = || command::release("r1", Some("customer cancelled")).unwrap();
     let expire = || command::expire("r1").unwrap();
@@ -156,6 +204,49 @@ fn cases() -> Vec<Case> {
         case("expire | CONFIRMED -> nothing", IsConfirmed, expire(), 90, NotDue, (0, 0, 0)),
         case("expire | RELEASED -> nothing", IsReleased, expire(), 90, NotDue, (0, 0, 0)),
         case("expire | none -> nothing", Nothing, expire(), 90, NotDue, (0, 0, 0)),
+        // Partial confirm (issue 15).
+        case("confirm lines | RESERVED, part -> RESERVED", IsReserved, cl("c1", "apple", 1), 5, Ok(Reserved, 1, false), (-1, -1, 1)),
+        case("confirm lines | RESERVED, all that is open -> CONFIRMED", IsReserved, cl("c1", "apple", 2), 5, Ok(Confirmed, 1, false), (-2, -2, 2)),
+        case("confirm lines | same id, same lines -> replay", PartlyConfirmed, cl("c1", "apple", 1), 5, Ok(Reserved, 0, true), (0, 0, 0)),
+        case("confirm lines | same id, other lines -> conflict", PartlyConfirmed, cl("c1", "apple", 2), 5, Rejected(Code::IdempotencyConflict), (0, 0, 0)),
+        case("confirm lines | more than is open -> exceeds", PartlyConfirmed, cl("c2", "apple", 2), 5, Rejected(Code::ExceedsReserved), (0, 0, 0)),
+        case("confirm lines | an item not reserved -> exceeds", IsReserved, cl("c1", "pear", 1), 5, Rejected(Code::ExceedsReserved), (0, 0, 0)),
+        case("confirm lines | the rest -> CONFIRMED", PartlyConfirmed, cl("c2", "apple", 1), 5, Ok(Confirmed, 1, false), (-1, -1, 1)),
+        case("confirm lines | RESERVED past expiry -> expired", IsReserved, cl("c1", "apple", 1), 60, Rejected(Code::ReservationExpired), (0, 0, 0)),
+        case("confirm lines | CONFIRMED -> exceeds", IsConfirmed, cl("c9", "apple", 1), 5, Rejected(Code::ExceedsReserved), (0, 0, 0)),
+        case("confirm lines | RELEASED -> released", IsReleased, cl("c1", "apple", 1), 5, Rejected(Code::ReservationReleased), (0, 0, 0)),
+        case("confirm lines | EXPIRED -> expired", IsExpired, cl("c1", "apple", 1), 90, Rejected(Code::ReservationExpired), (0, 0, 0)),
+        case("confirm lines | tombstone -> released", Tombstone, cl("c1", "apple", 1), 5, Rejected(Code::ReservationReleased), (0, 0, 0)),
+        case("confirm lines | none -> not found", Nothing, cl("c1", "apple", 1), 5, Rejected(Code::ReservationNotFound), (0, 0, 0)),
+        case("confirm | partly confirmed -> CONFIRMED, the rest", PartlyConfirmed, confirm(), 5, Ok(Confirmed, 1, false), (-1, -1, 1)),
+        case("release | partly confirmed -> RELEASED, the rest", PartlyConfirmed, release(), 5, Ok(Released, 1, false), (0, -1, 0)),
+        case("expire | partly confirmed, past expiry -> EXPIRED, the rest", PartlyConfirmed, expire(), 60, Ok(Expired, 1, false), (0, -1, 0)),
+        // Partial release.
+        case("release lines | RESERVED, part -> RESERVED", IsReserved, rl("x1", 1), 5, Ok(Reserved, 1, false), (0, -1, 0)),
+        case("release lines | RESERVED, all that is open -> RELEASED", IsReserved, rl("x1", 2), 5, Ok(Released, 1, false), (0, -2, 0)),
+        case("release lines | same id, same lines -> replay", PartlyReleased, rl("x1", 1), 5, Ok(Reserved, 0, true), (0, 0, 0)),
+        case("release lines | same id, other lines -> conflict", PartlyReleased, rl("x1", 2), 5, Rejected(Code::IdempotencyConflict), (0, 0, 0)),
+        case("release lines | more than is open -> exceeds", PartlyReleased, rl("x2", 2), 5, Rejected(Code::ExceedsReserved), (0, 0, 0)),
+        case("release lines | RESERVED past expiry -> RESERVED", IsReserved, rl("x1", 1), 60, Ok(Reserved, 1, false), (0, -1, 0)),
+        case("release lines | CONFIRMED -> already confirmed", IsConfirmed, rl("x1", 1), 5, Rejected(Code::AlreadyConfirmed), (0, 0, 0)),
+        case("release lines | RELEASED -> released", IsReleased, rl("x1", 1), 5, Rejected(Code::ReservationReleased), (0, 0, 0)),
+        case("release lines | EXPIRED -> expired", IsExpired, rl("x1", 1), 90, Rejected(Code::ReservationExpired), (0, 0, 0)),
+        case("release lines | none -> not found", Nothing, rl("x1", 1), 5, Rejected(Code::ReservationNotFound), (0, 0, 0)),
+        case("confirm | partly released -> CONFIRMED, the rest", PartlyReleased, confirm(), 5, Ok(Confirmed, 1, false), (-1, -1, 1)),
+        // Extending a hold.
+        case("extend | RESERVED -> RESERVED, later", IsReserved, ext("e1", 120), 5, Ok(Reserved, 1, false), (0, 0, 0)),
+        case("extend | same id, same ttl -> replay", Extended, ext("e1", 120), 5, Ok(Reserved, 0, true), (0, 0, 0)),
+        case("extend | same id, other ttl -> conflict", Extended, ext("e1", 300), 5, Rejected(Code::IdempotencyConflict), (0, 0, 0)),
+        case("extend | not later -> expiry not later", IsReserved, ext("e1", 10), 5, Rejected(Code::ExpiryNotLater), (0, 0, 0)),
+        case("extend | past the TTL limit -> hold too long", IsReserved, ext("e1", i64::from(crate::limits::MAX_TTL_SECONDS)), 5, Rejected(Code::HoldTooLong), (0, 0, 0)),
+        case("extend | RESERVED past expiry -> expired", IsReserved, ext("e1", 120), 60, Rejected(Code::ReservationExpired), (0, 0, 0)),
+        case("extend | CONFIRMED -> already confirmed", IsConfirmed, ext("e1", 120), 5, Rejected(Code::AlreadyConfirmed), (0, 0, 0)),
+        case("extend | RELEASED -> released", IsReleased, ext("e1", 120), 5, Rejected(Code::ReservationReleased), (0, 0, 0)),
+        case("extend | EXPIRED -> expired", IsExpired, ext("e1", 120), 90, Rejected(Code::ReservationExpired), (0, 0, 0)),
+        case("extend | none -> not found", Nothing, ext("e1", 120), 5, Rejected(Code::ReservationNotFound), (0, 0, 0)),
+        case("expire | extended, before the new expiry -> nothing", Extended, expire(), 90, NotDue, (0, 0, 0)),
+        case("expire | extended, at the new expiry -> EXPIRED", Extended, expire(), 121, Ok(Expired, 1, false), (0, -2, 0)),
+        case("confirm | extended, past the first expiry -> CONFIRMED", Extended, confirm(), 90, Ok(Confirmed, 1, false), (-2, -2, 2)),
     ]
 }
 
@@ -499,4 +590,109 @@ fn a_count_records_the_difference_from_the_books() {
     .validate()
     .unwrap_err();
     assert_eq!(negative.details()["field"], "counted");
+}
+
+#[test]
+fn the_view_shows_what_became_of_each_line() {
+    let mut st = setup(Setup::PartlyConfirmed);
+    let d = run(&mut st, &rl("x1", 1), t(2)).unwrap();
+    let Outcome::Reservation { view, .. } = d.outcome else {
+        panic!("{:?}", d.outcome)
+    };
+    assert_eq!(view.state, ReservationState::Released);
+    let l = &view.lines[0];
+    assert_eq!(
+        (l.quantity, l.open, l.confirmed, l.released, l.expired),
+        (2, 0, 1, 1, 0)
+    );
+    // The settling event carries what was open, and the caller's id.
+    assert!(matches!(
+        &d.events[0].event,
+        Event::ReservationReleased { lines, release_id: Some(_), .. } if lines[0].quantity == 1
+    ));
+}
+
+#[test]
+fn a_reservation_takes_steps_up_to_its_limit_and_can_always_be_settled() {
+    let mut st = LedgerState::default();
+    run(&mut st, &receive("in-1", 1_000), t(0)).unwrap();
+    let mut big = reserve("o1", 1_000);
+    if let Command::Reserve(r) = &mut big {
+        r.ttl_seconds = 600;
+    }
+    run(&mut st, &big, t(0)).unwrap();
+    let max = crate::limits::MAX_RESERVATION_EVENTS;
+    // Seq 1 is the reserve; partial steps may take seq 2 ..= max - 1.
+    for n in 2..max {
+        run(&mut st, &cl(&format!("c{n}"), "apple", 1), t(1)).unwrap();
+    }
+    let refused = run(&mut st, &cl("one-more", "apple", 1), t(1)).unwrap_err();
+    assert_eq!(refused.code(), RejectionCode::StepLimit);
+    let refused = run(&mut st, &ext("later", 900), t(1)).unwrap_err();
+    assert_eq!(refused.code(), RejectionCode::StepLimit);
+    let d = run(&mut st, &command::confirm("r1").unwrap(), t(1)).unwrap();
+    assert_eq!(d.events[0].seq, max);
+    assert_eq!(st.balance(&item()).reserved, 0);
+}
+
+#[test]
+fn the_fold_refuses_steps_the_core_never_writes() {
+    use crate::domain::{Line, StreamViolation};
+    let id = ReservationId::parse("id", "r1").unwrap();
+    let order = OrderId::parse("id", "o1").unwrap();
+    let lines = |q| {
+        vec![Line {
+            item: item(),
+            quantity: q,
+        }]
+    };
+    let created = Event::ReservationCreated {
+        order_id: order.clone(),
+        lines: lines(2),
+        expires_at: t(60),
+        request_hash: "h".into(),
+    };
+    let r = Reservation::fold(None, &id, 1, &created, Uuid::nil(), t(0)).unwrap();
+    let part = |q, cid: &str| Event::ReservationLinesConfirmed {
+        order_id: order.clone(),
+        confirmation_id: crate::domain::ConfirmationId::parse("id", cid).unwrap(),
+        lines: lines(q),
+    };
+    let fold = |r: &Reservation, seq, e: &Event| {
+        Reservation::fold(Some(r.clone()), &id, seq, e, Uuid::nil(), t(1))
+    };
+    // A partial step that takes everything open must be the settling event.
+    assert!(matches!(
+        fold(&r, 2, &part(2, "c1")),
+        Err(StreamViolation::AmountsDiffer { .. })
+    ));
+    let r2 = fold(&r, 2, &part(1, "c1")).unwrap();
+    assert!(matches!(
+        fold(&r2, 3, &part(1, "c1")),
+        Err(StreamViolation::AmountsDiffer { .. })
+    ));
+    // A settlement must carry what is open, not the lines as reserved.
+    let whole = |q| Event::ReservationConfirmed {
+        order_id: order.clone(),
+        lines: lines(q),
+        confirmation_id: None,
+    };
+    assert!(fold(&r2, 3, &whole(2)).is_err());
+    assert!(fold(&r2, 3, &whole(1)).is_ok());
+    // An id used twice, and an extension that is not later.
+    let extend = |eid: &str, at| Event::ReservationExtended {
+        order_id: order.clone(),
+        extension_id: crate::domain::ExtensionId::parse("id", eid).unwrap(),
+        ttl_seconds: 60,
+        expires_at: at,
+    };
+    let r3 = fold(&r2, 3, &extend("e1", t(90))).unwrap();
+    assert!(matches!(
+        fold(&r3, 4, &extend("e1", t(120))),
+        Err(StreamViolation::StepReused { .. })
+    ));
+    assert!(matches!(
+        fold(&r3, 4, &extend("e2", t(90))),
+        Err(StreamViolation::ExpiryNotLater { .. })
+    ));
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::command::Line;
-use crate::domain::ids::{Item, Location, OrderId, Sku};
+use crate::domain::ids::{ConfirmationId, ExtensionId, Item, Location, OrderId, ReleaseId, Sku};
 use crate::domain::stream::StreamId;
 
 /// The reason recorded on a tombstone: a release that arrived before its reserve.
@@ -51,21 +51,51 @@ pub enum Event {
         expires_at: DateTime<Utc>,
         request_hash: String,
     },
-    /// Seq-2 events repeat the order and the lines recorded at seq 1, so each
-    /// event explains its own stock effect; the audit checks they match seq 1.
+    /// The three settling events (confirmed, released, expired) carry the
+    /// order and the lines still open when they were written, so each event
+    /// explains its own stock effect; the audit checks them against the
+    /// stream. Without partial steps before them, those are the lines of
+    /// seq 1. `confirmation_id` is set when a partial confirm took the rest.
     ReservationConfirmed {
         order_id: OrderId,
         lines: Vec<Line>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confirmation_id: Option<ConfirmationId>,
     },
     /// With no order and no lines, this is a tombstone at seq 1.
+    /// `release_id` is set when a partial release took the rest.
     ReservationReleased {
         order_id: Option<OrderId>,
         lines: Vec<Line>,
         reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        release_id: Option<ReleaseId>,
     },
     ReservationExpired {
         order_id: OrderId,
         lines: Vec<Line>,
+    },
+    /// Part of an open reservation confirmed (shipped); the rest stays held.
+    ReservationLinesConfirmed {
+        order_id: OrderId,
+        confirmation_id: ConfirmationId,
+        lines: Vec<Line>,
+    },
+    /// Part of an open reservation released (taken off the order); the rest
+    /// stays held.
+    ReservationLinesReleased {
+        order_id: OrderId,
+        release_id: ReleaseId,
+        lines: Vec<Line>,
+        reason: String,
+    },
+    /// An open reservation's hold moved later: it now expires at `expires_at`,
+    /// `ttl_seconds` after the extension was decided.
+    ReservationExtended {
+        order_id: OrderId,
+        extension_id: ExtensionId,
+        ttl_seconds: u32,
+        expires_at: DateTime<Utc>,
     },
 }
 
@@ -102,6 +132,9 @@ event_types!(
     ReservationConfirmed,
     ReservationReleased,
     ReservationExpired,
+    ReservationLinesConfirmed,
+    ReservationLinesReleased,
+    ReservationExtended,
 );
 
 impl EventType {
@@ -161,6 +194,9 @@ impl Event {
             Event::ReservationConfirmed { .. } => EventType::ReservationConfirmed,
             Event::ReservationReleased { .. } => EventType::ReservationReleased,
             Event::ReservationExpired { .. } => EventType::ReservationExpired,
+            Event::ReservationLinesConfirmed { .. } => EventType::ReservationLinesConfirmed,
+            Event::ReservationLinesReleased { .. } => EventType::ReservationLinesReleased,
+            Event::ReservationExtended { .. } => EventType::ReservationExtended,
         }
     }
 
@@ -242,16 +278,24 @@ impl Event {
                 reserved: q,
                 ..Default::default()
             }),
-            Event::ReservationConfirmed { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
-                on_hand: -q,
-                reserved: -q,
-                confirmed: q,
-            }),
+            Event::ReservationConfirmed { lines: l, .. }
+            | Event::ReservationLinesConfirmed { lines: l, .. } => {
+                lines(l, &mut f, |q| StockDelta {
+                    on_hand: -q,
+                    reserved: -q,
+                    confirmed: q,
+                })
+            }
             Event::ReservationReleased { lines: l, .. }
-            | Event::ReservationExpired { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
-                reserved: -q,
-                ..Default::default()
-            }),
+            | Event::ReservationExpired { lines: l, .. }
+            | Event::ReservationLinesReleased { lines: l, .. } => {
+                lines(l, &mut f, |q| StockDelta {
+                    reserved: -q,
+                    ..Default::default()
+                })
+            }
+            // An extension moves the expiry, never stock.
+            Event::ReservationExtended { .. } => {}
         }
     }
 
@@ -302,6 +346,7 @@ mod tests {
             order_id: None,
             lines: vec![],
             reason: TOMBSTONE_REASON.into(),
+            release_id: None,
         };
         let back = Event::from_parts(e.type_name(), e.data()).unwrap();
         assert_eq!(back, e);

@@ -96,6 +96,21 @@ define_id!(
     /// Chosen by the caller for one stock count of one item.
     CountId
 );
+define_id!(
+    /// Chosen by the caller for one partial confirmation of a reservation
+    /// (one shipment of part of an order); unique within the reservation.
+    ConfirmationId
+);
+define_id!(
+    /// Chosen by the caller for one partial release of a reservation (lines
+    /// taken off an order); unique within the reservation.
+    ReleaseId
+);
+define_id!(
+    /// Chosen by the caller for one extension of a reservation's hold;
+    /// unique within the reservation.
+    ExtensionId
+);
 
 /// The location used when a command names none.
 pub const DEFAULT_LOCATION: &str = "default";

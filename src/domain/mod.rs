@@ -12,20 +12,26 @@ pub mod ids;
 pub mod number;
 pub mod rejection;
 pub mod reservation;
+pub mod steps;
 pub mod stream;
 
 pub use command::{
-    AdjustRequest, Command, CountRequest, Items, Line, LineRequest, ReceiveRequest, ReserveRequest,
-    Touches, TransferRequest,
+    AdjustRequest, Command, ConfirmLinesRequest, CountRequest, ExtendRequest, Items, Line,
+    LineRequest, ReceiveRequest, ReleaseLinesRequest, ReserveRequest, Touches, TransferRequest,
 };
 pub use context::CommandContext;
 pub use decide::{
-    apply, decide, Decision, LedgerState, NewEvent, Outcome, ReservationView, SingleRecord,
+    apply, decide, Decision, LedgerState, LineView, NewEvent, Outcome, ReservationView,
+    SingleRecord,
 };
 pub use event::{Balance, Event, EventMetadata, EventType, RecordedEvent, StockDelta};
 pub use ids::{
-    AdjustmentId, CountId, Item, Location, OrderId, ReceiptId, ReservationId, Sku, TransferId,
+    AdjustmentId, ConfirmationId, CountId, ExtensionId, Item, Location, OrderId, ReceiptId,
+    ReleaseId, ReservationId, Sku, TransferId,
 };
-pub use rejection::{Rejection, RejectionCode, Shortfall};
-pub use reservation::{Placed, Reservation, ReservationState, StreamViolation, Tombstone};
+pub use rejection::{Excess, Rejection, RejectionCode, Shortfall};
+pub use reservation::{
+    LineProgress, Placed, Reservation, ReservationState, StepKey, StepRequest, StreamViolation,
+    TakenStep, Tombstone,
+};
 pub use stream::{StreamId, StreamKind};

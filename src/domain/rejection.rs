@@ -16,6 +16,16 @@ pub struct Shortfall {
     pub available: i64,
 }
 
+/// A line of a partial confirm or release that asks for more than the
+/// reservation still holds of its item (0 for an item it never held).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Excess {
+    pub sku: String,
+    pub location: String,
+    pub requested: u32,
+    pub reserved: u32,
+}
+
 /// Declares `RejectionCode` from one list of (variant, code): the enum, its
 /// `as_str` and `ALL` cannot disagree, so a new code is in every list that
 /// must name them all (the API description's) as soon as it exists.
@@ -54,6 +64,10 @@ rejection_codes! {
     ReservationNotFound => "RESERVATION_NOT_FOUND",
     OrderAlreadyReserved => "ORDER_ALREADY_RESERVED",
     NotFound => "NOT_FOUND",
+    ExceedsReserved => "EXCEEDS_RESERVED",
+    ExpiryNotLater => "EXPIRY_NOT_LATER",
+    HoldTooLong => "HOLD_TOO_LONG",
+    StepLimit => "STEP_LIMIT",
 }
 
 impl std::fmt::Display for RejectionCode {
@@ -99,6 +113,32 @@ pub enum Rejection {
         order_id: String,
         reservation_id: String,
     },
+
+    #[error("reservation {reservation_id} holds less than asked for {} line(s)", lines.len())]
+    ExceedsReserved {
+        reservation_id: String,
+        lines: Vec<Excess>,
+    },
+
+    #[error(
+        "reservation {reservation_id} already expires at {expires_at}, not before {requested}"
+    )]
+    ExpiryNotLater {
+        reservation_id: String,
+        expires_at: DateTime<Utc>,
+        requested: DateTime<Utc>,
+    },
+
+    #[error("reservation {reservation_id} may be held until {latest} at the latest")]
+    HoldTooLong {
+        reservation_id: String,
+        latest: DateTime<Utc>,
+    },
+
+    #[error(
+        "reservation {reservation_id} has taken {limit} steps; only a whole confirm or release is left"
+    )]
+    StepLimit { reservation_id: String, limit: u32 },
 }
 
 impl Rejection {
@@ -131,6 +171,10 @@ impl Rejection {
             Rejection::ReservationNotFound { .. } => RejectionCode::ReservationNotFound,
             Rejection::OrderAlreadyReserved { .. } => RejectionCode::OrderAlreadyReserved,
             Rejection::NotFound { .. } => RejectionCode::NotFound,
+            Rejection::ExceedsReserved { .. } => RejectionCode::ExceedsReserved,
+            Rejection::ExpiryNotLater { .. } => RejectionCode::ExpiryNotLater,
+            Rejection::HoldTooLong { .. } => RejectionCode::HoldTooLong,
+            Rejection::StepLimit { .. } => RejectionCode::StepLimit,
         }
     }
 
@@ -156,6 +200,24 @@ impl Rejection {
                 reservation_id,
             } => json!({"order_id": order_id, "reservation_id": reservation_id}),
             Rejection::NotFound { what, key } => json!({"what": what, "key": key}),
+            Rejection::ExceedsReserved {
+                reservation_id,
+                lines,
+            } => json!({"reservation_id": reservation_id, "lines": lines}),
+            Rejection::ExpiryNotLater {
+                reservation_id,
+                expires_at,
+                requested,
+            } => json!({"reservation_id": reservation_id, "expires_at": expires_at,
+                        "requested": requested}),
+            Rejection::HoldTooLong {
+                reservation_id,
+                latest,
+            } => json!({"reservation_id": reservation_id, "latest": latest}),
+            Rejection::StepLimit {
+                reservation_id,
+                limit,
+            } => json!({"reservation_id": reservation_id, "limit": limit}),
         }
     }
 

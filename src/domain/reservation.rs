@@ -1,7 +1,8 @@
 //! A reservation's state, folded from its stream. The fold is strict: a stream
 //! that breaks the rules (a gap in sequence numbers, a transition the outcome
-//! table does not allow, seq-2 amounts that differ from seq 1) is reported, not
-//! guessed at. The command path and the audit share it.
+//! table does not allow, a step that takes more than is open, a settling event
+//! whose lines are not what was open) is reported, not guessed at. The command
+//! path and the audit share it.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -9,7 +10,7 @@ use uuid::Uuid;
 
 use crate::domain::command::Line;
 use crate::domain::event::Event;
-use crate::domain::ids::{OrderId, ReservationId};
+use crate::domain::ids::{ConfirmationId, ExtensionId, Item, OrderId, ReleaseId, ReservationId};
 use crate::domain::stream::StreamKind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,13 +57,86 @@ pub struct Placed {
     pub reservation_id: ReservationId,
     pub order_id: OrderId,
     pub state: ReservationState,
+    /// The lines as reserved (seq 1).
     pub lines: Vec<Line>,
+    /// What has become of each line, index for index with `lines`.
+    pub progress: Vec<LineProgress>,
     pub expires_at: DateTime<Utc>,
+    /// The expiry the reserve set, before any extension.
+    pub first_expires_at: DateTime<Utc>,
     pub request_hash: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// The command id of the event at each sequence number (index = seq - 1).
     pub step_commands: Vec<Uuid>,
+    /// The partial confirmations and releases and the extensions taken, by
+    /// the ids their callers chose: what a retry is recognised by.
+    pub steps: Vec<TakenStep>,
+}
+
+/// The units of one reserved line that were confirmed, released and expired;
+/// the rest is still held (`open`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LineProgress {
+    pub confirmed: u32,
+    pub released: u32,
+    pub expired: u32,
+}
+
+/// A caller's id for one step of a reservation. Each kind has its own ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StepKey {
+    Confirmation(ConfirmationId),
+    Release(ReleaseId),
+    Extension(ExtensionId),
+}
+
+/// One step taken, as a retry must match it: the lines of a partial
+/// confirmation or release, the time to live of an extension.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TakenStep {
+    pub key: StepKey,
+    pub seq: u32,
+    pub request: StepRequest,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StepRequest {
+    Lines(Vec<Line>),
+    Ttl(u32),
+}
+
+impl Placed {
+    /// The units of `item` still held.
+    pub fn open_of(&self, item: &Item) -> u32 {
+        self.lines
+            .iter()
+            .zip(&self.progress)
+            .find(|(l, _)| l.item == *item)
+            .map_or(0, |(l, p)| {
+                l.quantity - p.confirmed - p.released - p.expired
+            })
+    }
+
+    /// The lines still held, with what is left of each (fully settled lines left out).
+    pub fn open_lines(&self) -> Vec<Line> {
+        self.lines
+            .iter()
+            .zip(&self.progress)
+            .filter_map(|(l, p)| {
+                let open = l.quantity - p.confirmed - p.released - p.expired;
+                (open > 0).then(|| Line {
+                    item: l.item.clone(),
+                    quantity: open,
+                })
+            })
+            .collect()
+    }
+
+    /// The step taken under `key`, if any.
+    pub fn step(&self, key: &StepKey) -> Option<&TakenStep> {
+        self.steps.iter().find(|s| s.key == *key)
+    }
 }
 
 /// Why a reservation stream is not a valid history.
@@ -72,8 +146,12 @@ pub enum StreamViolation {
     SequenceGap { expected: u32, found: u32 },
     #[error("{event} is not allowed after {after}")]
     BadTransition { after: String, event: &'static str },
-    #[error("{event} at seq {seq} does not repeat the order and lines of seq 1")]
+    #[error("{event} at seq {seq} does not name the order, or its lines are not what was open")]
     AmountsDiffer { seq: u32, event: &'static str },
+    #[error("{event} at seq {seq} reuses the id of an earlier step")]
+    StepReused { seq: u32, event: &'static str },
+    #[error("{event} at seq {seq} does not move the expiry later")]
+    ExpiryNotLater { seq: u32, event: &'static str },
     #[error("a {event} event does not belong in a reservation stream")]
     ForeignEvent { event: &'static str },
 }
@@ -185,7 +263,7 @@ impl Reservation {
         match current {
             None => step.open(),
             Some(Reservation::Placed(p)) if p.state == ReservationState::Reserved => {
-                step.settle(p).map(Reservation::Placed)
+                step.advance(p).map(Reservation::Placed)
             }
             Some(r @ (Reservation::Tombstone(_) | Reservation::Placed(_))) => {
                 Err(step.not_after(r.state().as_str()))
@@ -203,6 +281,35 @@ struct Step<'a> {
     recorded_at: DateTime<Utc>,
 }
 
+/// What an event after seq 1 does to an open reservation.
+enum Move<'a> {
+    /// Settles every open unit: the state it leaves, the lines it settles,
+    /// and the caller's step id when a partial command took the rest.
+    Settle(Settled, &'a [Line], Option<StepKey>),
+    /// Settles part of what is open.
+    Part(Settled, &'a [Line], StepKey),
+    Extend(&'a ExtensionId, u32, DateTime<Utc>),
+}
+
+/// How units leave a reservation.
+#[derive(Clone, Copy)]
+enum Settled {
+    Confirmed,
+    Released,
+    Expired,
+}
+
+impl Settled {
+    /// The state a reservation is left in when its last open units leave so.
+    fn state(self) -> ReservationState {
+        match self {
+            Settled::Confirmed => ReservationState::Confirmed,
+            Settled::Released => ReservationState::Released,
+            Settled::Expired => ReservationState::Expired,
+        }
+    }
+}
+
 impl Step<'_> {
     /// Seq 1: a reservation made, or a tombstone.
     fn open(&self) -> Result<Reservation, StreamViolation> {
@@ -217,15 +324,19 @@ impl Step<'_> {
                 order_id: order_id.clone(),
                 state: ReservationState::Reserved,
                 lines: lines.clone(),
+                progress: vec![LineProgress::default(); lines.len()],
                 expires_at: *expires_at,
+                first_expires_at: *expires_at,
                 request_hash: request_hash.clone(),
                 created_at: self.recorded_at,
                 updated_at: self.recorded_at,
                 step_commands: vec![self.command_id],
+                steps: Vec::new(),
             })),
             Event::ReservationReleased {
                 order_id: None,
                 lines,
+                release_id: None,
                 ..
             } if lines.is_empty() => Ok(Reservation::Tombstone(Tombstone {
                 reservation_id: self.reservation_id.clone(),
@@ -234,7 +345,10 @@ impl Step<'_> {
             })),
             Event::ReservationReleased { .. }
             | Event::ReservationConfirmed { .. }
-            | Event::ReservationExpired { .. } => Err(self.not_after("nothing")),
+            | Event::ReservationExpired { .. }
+            | Event::ReservationLinesConfirmed { .. }
+            | Event::ReservationLinesReleased { .. }
+            | Event::ReservationExtended { .. } => Err(self.not_after("nothing")),
             Event::StockReceived { .. }
             | Event::StockAdjusted { .. }
             | Event::StockTransferred { .. }
@@ -242,35 +356,129 @@ impl Step<'_> {
         }
     }
 
-    /// Seq 2 of an open reservation: confirmed, released or expired, each
-    /// repeating the order and lines of seq 1.
-    fn settle(&self, mut p: Placed) -> Result<Placed, StreamViolation> {
-        let (next, order_id, lines) = match self.event {
-            Event::ReservationConfirmed { order_id, lines } => {
-                (ReservationState::Confirmed, Some(order_id), lines)
+    /// What the event does, if it names the reservation's order.
+    fn movement<'e>(&'e self, p: &Placed) -> Result<Move<'e>, StreamViolation> {
+        use Settled as S;
+        let (order_id, m) = match self.event {
+            Event::ReservationConfirmed {
+                order_id,
+                lines,
+                confirmation_id,
+            } => {
+                let key = confirmation_id.clone().map(StepKey::Confirmation);
+                (Some(order_id), Move::Settle(S::Confirmed, lines, key))
             }
             Event::ReservationReleased {
-                order_id, lines, ..
-            } => (ReservationState::Released, order_id.as_ref(), lines),
-            Event::ReservationExpired { order_id, lines } => {
-                (ReservationState::Expired, Some(order_id), lines)
+                order_id,
+                lines,
+                release_id,
+                ..
+            } => {
+                let key = release_id.clone().map(StepKey::Release);
+                (order_id.as_ref(), Move::Settle(S::Released, lines, key))
             }
+            Event::ReservationExpired { order_id, lines } => {
+                (Some(order_id), Move::Settle(S::Expired, lines, None))
+            }
+            Event::ReservationLinesConfirmed {
+                order_id,
+                confirmation_id,
+                lines,
+            } => {
+                let key = StepKey::Confirmation(confirmation_id.clone());
+                (Some(order_id), Move::Part(S::Confirmed, lines, key))
+            }
+            Event::ReservationLinesReleased {
+                order_id,
+                release_id,
+                lines,
+                ..
+            } => {
+                let key = StepKey::Release(release_id.clone());
+                (Some(order_id), Move::Part(S::Released, lines, key))
+            }
+            Event::ReservationExtended {
+                order_id,
+                extension_id,
+                ttl_seconds,
+                expires_at,
+            } => (
+                Some(order_id),
+                Move::Extend(extension_id, *ttl_seconds, *expires_at),
+            ),
             Event::ReservationCreated { .. } => return Err(self.not_after(p.state.as_str())),
             Event::StockReceived { .. }
             | Event::StockAdjusted { .. }
             | Event::StockTransferred { .. }
             | Event::StockCounted { .. } => return Err(self.foreign()),
         };
-        if order_id != Some(&p.order_id) || *lines != p.lines {
-            return Err(StreamViolation::AmountsDiffer {
+        if order_id != Some(&p.order_id) {
+            return Err(self.amounts_differ());
+        }
+        Ok(m)
+    }
+
+    /// An event after seq 1 of an open reservation: a partial step, an
+    /// extension, or the event that settles what is open.
+    fn advance(&self, mut p: Placed) -> Result<Placed, StreamViolation> {
+        let key = match self.movement(&p)? {
+            Move::Settle(how, lines, key) => {
+                if *lines != p.open_lines() {
+                    return Err(self.amounts_differ());
+                }
+                settle_lines(&mut p, lines, how);
+                p.state = how.state();
+                key.map(|k| (k, StepRequest::Lines(lines.to_vec())))
+            }
+            Move::Part(how, lines, key) => {
+                let within = lines.windows(2).all(|w| w[0].item < w[1].item)
+                    && lines
+                        .iter()
+                        .all(|l| l.quantity > 0 && l.quantity <= p.open_of(&l.item));
+                // A step that takes everything open is written as the
+                // settling event, so a partial one always leaves some open.
+                let open: u64 = p.open_lines().iter().map(|l| u64::from(l.quantity)).sum();
+                let taken: u64 = lines.iter().map(|l| u64::from(l.quantity)).sum();
+                if lines.is_empty() || !within || taken >= open {
+                    return Err(self.amounts_differ());
+                }
+                settle_lines(&mut p, lines, how);
+                Some((key, StepRequest::Lines(lines.to_vec())))
+            }
+            Move::Extend(id, ttl, expires_at) => {
+                if expires_at <= p.expires_at {
+                    return Err(StreamViolation::ExpiryNotLater {
+                        seq: self.seq,
+                        event: self.event.type_name(),
+                    });
+                }
+                p.expires_at = expires_at;
+                Some((StepKey::Extension(id.clone()), StepRequest::Ttl(ttl)))
+            }
+        };
+        if let Some((key, request)) = key {
+            if p.step(&key).is_some() {
+                return Err(StreamViolation::StepReused {
+                    seq: self.seq,
+                    event: self.event.type_name(),
+                });
+            }
+            p.steps.push(TakenStep {
+                key,
                 seq: self.seq,
-                event: self.event.type_name(),
+                request,
             });
         }
-        p.state = next;
         p.updated_at = self.recorded_at;
         p.step_commands.push(self.command_id);
         Ok(p)
+    }
+
+    fn amounts_differ(&self) -> StreamViolation {
+        StreamViolation::AmountsDiffer {
+            seq: self.seq,
+            event: self.event.type_name(),
+        }
     }
 
     fn not_after(&self, after: &str) -> StreamViolation {
@@ -282,7 +490,10 @@ impl Step<'_> {
             Event::ReservationCreated { .. }
             | Event::ReservationConfirmed { .. }
             | Event::ReservationReleased { .. }
-            | Event::ReservationExpired { .. } => StreamViolation::BadTransition {
+            | Event::ReservationExpired { .. }
+            | Event::ReservationLinesConfirmed { .. }
+            | Event::ReservationLinesReleased { .. }
+            | Event::ReservationExtended { .. } => StreamViolation::BadTransition {
                 after: after.to_owned(),
                 event: self.event.type_name(),
             },
@@ -292,6 +503,21 @@ impl Step<'_> {
     fn foreign(&self) -> StreamViolation {
         StreamViolation::ForeignEvent {
             event: self.event.type_name(),
+        }
+    }
+}
+
+/// Adds `lines` (already checked to be open) to the progress of `p`.
+fn settle_lines(p: &mut Placed, lines: &[Line], how: Settled) {
+    for l in lines {
+        let Some(i) = p.lines.iter().position(|r| r.item == l.item) else {
+            continue;
+        };
+        let progress = &mut p.progress[i];
+        match how {
+            Settled::Confirmed => progress.confirmed += l.quantity,
+            Settled::Released => progress.released += l.quantity,
+            Settled::Expired => progress.expired += l.quantity,
         }
     }
 }

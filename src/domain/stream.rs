@@ -8,6 +8,7 @@ use std::fmt;
 use crate::domain::event::EventType;
 use crate::domain::ids::{AdjustmentId, CountId, ReceiptId, ReservationId, TransferId};
 use crate::domain::Rejection;
+use crate::limits::MAX_RESERVATION_EVENTS;
 
 /// Declares `StreamKind` and its list of every kind together, so the list
 /// cannot miss one.
@@ -35,7 +36,8 @@ stream_kinds!(
     Transfer,
     /// One stock count of one item: exactly one `StockCounted`.
     Count,
-    /// One order's hold on stock: created (or tombstoned) at seq 1, settled at seq 2.
+    /// One order's hold on stock: created (or tombstoned) at seq 1, then
+    /// partial steps and extensions, then the one event that settles it.
     Reservation,
 );
 
@@ -51,15 +53,34 @@ impl StreamKind {
         }
     }
 
-    /// The last sequence number a stream of this kind can reach: a stream
-    /// that has it is complete.
+    /// The last sequence number a stream of this kind can reach.
     pub fn last_seq(self) -> u32 {
         match self {
             StreamKind::Receipt
             | StreamKind::Adjustment
             | StreamKind::Transfer
             | StreamKind::Count => 1,
-            StreamKind::Reservation => 2,
+            StreamKind::Reservation => MAX_RESERVATION_EVENTS,
+        }
+    }
+
+    /// Whether an event of type `event` is the last of its stream: nothing
+    /// may follow it. A stream that holds it (and every seq before it) is
+    /// complete. Every event of a single-event stream closes it; of a
+    /// reservation, the events that settle it (a tombstone is a release).
+    pub fn closes(event: EventType) -> bool {
+        match event {
+            EventType::StockReceived
+            | EventType::StockAdjusted
+            | EventType::StockTransferred
+            | EventType::StockCounted
+            | EventType::ReservationConfirmed
+            | EventType::ReservationReleased
+            | EventType::ReservationExpired => true,
+            EventType::ReservationCreated
+            | EventType::ReservationLinesConfirmed
+            | EventType::ReservationLinesReleased
+            | EventType::ReservationExtended => false,
         }
     }
 
@@ -67,18 +88,25 @@ impl StreamKind {
     /// kind. This is the coarse rule (the audit and the history queries use
     /// it); the reservation fold adds what depends on the event before.
     pub fn allows(self, seq: u32, event: EventType) -> bool {
-        let at = |kind: StreamKind, seqs: &[u32]| self == kind && seqs.contains(&seq);
+        let at = |kind: StreamKind, seqs: std::ops::RangeInclusive<u32>| {
+            self == kind && seqs.contains(&seq)
+        };
+        let last = MAX_RESERVATION_EVENTS;
         match event {
-            EventType::StockReceived => at(StreamKind::Receipt, &[1]),
-            EventType::StockAdjusted => at(StreamKind::Adjustment, &[1]),
-            EventType::StockTransferred => at(StreamKind::Transfer, &[1]),
-            EventType::StockCounted => at(StreamKind::Count, &[1]),
-            EventType::ReservationCreated => at(StreamKind::Reservation, &[1]),
+            EventType::StockReceived => at(StreamKind::Receipt, 1..=1),
+            EventType::StockAdjusted => at(StreamKind::Adjustment, 1..=1),
+            EventType::StockTransferred => at(StreamKind::Transfer, 1..=1),
+            EventType::StockCounted => at(StreamKind::Count, 1..=1),
+            EventType::ReservationCreated => at(StreamKind::Reservation, 1..=1),
             // At seq 1, a tombstone: a release that overtook its reserve.
-            EventType::ReservationReleased => at(StreamKind::Reservation, &[1, 2]),
+            EventType::ReservationReleased => at(StreamKind::Reservation, 1..=last),
             EventType::ReservationConfirmed | EventType::ReservationExpired => {
-                at(StreamKind::Reservation, &[2])
+                at(StreamKind::Reservation, 2..=last)
             }
+            // The last place is kept for the event that settles the stream.
+            EventType::ReservationLinesConfirmed
+            | EventType::ReservationLinesReleased
+            | EventType::ReservationExtended => at(StreamKind::Reservation, 2..=last - 1),
         }
     }
 
@@ -100,7 +128,10 @@ impl StreamKind {
             EventType::ReservationCreated
             | EventType::ReservationConfirmed
             | EventType::ReservationReleased
-            | EventType::ReservationExpired => StreamKind::Reservation,
+            | EventType::ReservationExpired
+            | EventType::ReservationLinesConfirmed
+            | EventType::ReservationLinesReleased
+            | EventType::ReservationExtended => StreamKind::Reservation,
         }
     }
 }

@@ -8,7 +8,7 @@ use deadpool_postgres::ClientWrapper;
 use rustc_hash::FxHashMap as HashMap;
 use tokio_postgres::Client;
 
-use crate::domain::{Line, OrderId, Reservation, ReservationState};
+use crate::domain::{LineView, OrderId, Reservation, ReservationState};
 use crate::read_model::{Diffs, Model, Rows, StreamSeen};
 use crate::store::StoreError;
 
@@ -18,10 +18,9 @@ pub static ORDER_VIEW: Model<OrderView> = Model {
     name: "order_view",
     tables: &["order_view"],
     schema: include_str!("../../projections/order_view/schema.sql"),
-    apply: &[
-        include_str!("../../projections/order_view/apply_1_created.sql"),
-        include_str!("../../projections/order_view/apply_2_settled.sql"),
-    ],
+    apply: &[include_str!(
+        "../../projections/order_view/apply_1_orders.sql"
+    )],
     rows: PhantomData,
 };
 
@@ -33,7 +32,8 @@ const LABEL: &str = ORDER_VIEW.name;
 pub struct OrderRow {
     pub reservation_id: String,
     pub state: ReservationState,
-    pub lines: Vec<Line>,
+    /// The lines as reserved, each with what became of it.
+    pub lines: Vec<LineView>,
     pub expires_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -45,7 +45,7 @@ pub struct OrderRow {
 pub struct StoredOrder {
     reservation_id: String,
     state: String,
-    lines: Result<Vec<Line>, String>,
+    lines: Result<Vec<LineView>, String>,
     expires_at: DateTime<Utc>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
@@ -79,7 +79,12 @@ impl Rows for OrderView {
         let row = OrderRow {
             reservation_id: p.reservation_id.to_string(),
             state: p.state,
-            lines: p.lines.clone(),
+            lines: p
+                .lines
+                .iter()
+                .zip(&p.progress)
+                .map(|(l, g)| LineView::new(l, *g))
+                .collect(),
             expires_at: p.expires_at,
             created_at: p.created_at,
             updated_at: p.updated_at,

@@ -19,7 +19,8 @@ pub static RESERVATION_EXPIRY: Model<ReservationExpiry> = Model {
     schema: include_str!("../../projections/reservation_expiry/schema.sql"),
     apply: &[
         include_str!("../../projections/reservation_expiry/apply_1_opened.sql"),
-        include_str!("../../projections/reservation_expiry/apply_2_closed.sql"),
+        include_str!("../../projections/reservation_expiry/apply_2_extended.sql"),
+        include_str!("../../projections/reservation_expiry/apply_3_closed.sql"),
     ],
     rows: PhantomData,
 };

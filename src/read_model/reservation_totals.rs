@@ -35,16 +35,26 @@ impl Rows for ReservationTotals {
     type Actual = Totals;
 
     /// A placed reservation counts once, in the state the copy has seen it
-    /// reach; a tombstone is no reservation.
+    /// reach; its units count where they went: held, confirmed, released or
+    /// expired. A tombstone is no reservation.
     fn fold(expected: &mut Totals, seen: &StreamSeen<'_>) {
         let p = match seen.reservation {
             Some(Reservation::Placed(p)) => p,
             Some(Reservation::Tombstone(_)) | None => return,
         };
-        let units: i64 = p.lines.iter().map(|l| i64::from(l.quantity)).sum();
-        let total = expected.entry(p.state.as_str().to_owned()).or_default();
-        total.0 += 1;
-        total.1 += units;
+        expected.entry(p.state.as_str().to_owned()).or_default().0 += 1;
+        let mut units = |state: ReservationState, n: u32| {
+            expected.entry(state.as_str().to_owned()).or_default().1 += i64::from(n);
+        };
+        for (l, g) in p.lines.iter().zip(&p.progress) {
+            units(
+                ReservationState::Reserved,
+                l.quantity - g.confirmed - g.released - g.expired,
+            );
+            units(ReservationState::Confirmed, g.confirmed);
+            units(ReservationState::Released, g.released);
+            units(ReservationState::Expired, g.expired);
+        }
     }
 
     fn merge(into: &mut Totals, other: Totals) {

@@ -9,8 +9,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::domain::{
-    command, contract, AdjustRequest, Command, CommandContext, CountRequest, Outcome,
-    ReceiveRequest, RecordedEvent, ReserveRequest, TransferRequest,
+    command, contract, AdjustRequest, Command, CommandContext, ConfirmLinesRequest, CountRequest,
+    ExtendRequest, Outcome, ReceiveRequest, RecordedEvent, ReleaseLinesRequest, ReserveRequest,
+    TransferRequest,
 };
 use crate::server::auth::{Can, ToWrite};
 use crate::server::error::ApiError;
@@ -192,9 +193,7 @@ pub async fn reserve(
     ApiJson(req): ApiJson<ReserveRequest>,
 ) -> Result<Response, ApiError> {
     let ctx = headers.context(&caller)?;
-    let o = run(&s, "reserve", req.validate(), ctx).await?;
-    let (replayed, body) = reservation_body(o)?;
-    Ok((created_or_replayed(replayed), Json(body)).into_response())
+    reservation_step(&s, "reserve", req.validate(), ctx).await
 }
 
 #[utoipa::path(post, path = "/v1/reservations/{id}/confirm", operation_id = "confirmReservation", tag = "commands", request_body = Option<ConfirmBody>,
@@ -238,4 +237,74 @@ pub async fn release(
     .await?;
     let (_, body) = reservation_body(o)?;
     Ok(Json(body).into_response())
+}
+
+/// Runs a command on an existing reservation and answers with it: `201`
+/// when the step was taken, `200` for a replay.
+async fn reservation_step(
+    s: &AppState,
+    kind: &'static str,
+    cmd: Result<Command, crate::domain::Rejection>,
+    ctx: CommandContext,
+) -> Result<Response, ApiError> {
+    let o = run(s, kind, cmd, ctx).await?;
+    let (replayed, body) = reservation_body(o)?;
+    Ok((created_or_replayed(replayed), Json(body)).into_response())
+}
+
+#[utoipa::path(post, path = "/v1/reservations/{id}/confirmations", operation_id = "confirmLines", tag = "commands", request_body = ConfirmLinesRequest,
+    params(ReservationPath, CommandHeaders),
+    responses((status = 201, description = "confirmed those units; the rest stays reserved (CONFIRMED when nothing is left open)", body = ReservationResponse),
+              (status = 200, description = "a replay of the same confirmation id with the same lines", body = ReservationResponse),
+              (status = 404, description = "RESERVATION_NOT_FOUND", body = ErrorBody),
+              (status = 409, description = "IDEMPOTENCY_CONFLICT (the confirmation id was used for other lines), RESERVATION_EXPIRED, RESERVATION_RELEASED, STEP_LIMIT", body = ErrorBody),
+              (status = 422, description = "EXCEEDS_RESERVED: a line asks for more than is still reserved; details.lines names each", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn confirm_lines(
+    State(s): State<AppState>,
+    Can { caller, .. }: Can<ToWrite>,
+    headers: CommandHeaders,
+    ApiPath(ReservationPath { id }): ApiPath<ReservationPath>,
+    ApiJson(req): ApiJson<ConfirmLinesRequest>,
+) -> Result<Response, ApiError> {
+    let ctx = headers.context(&caller)?;
+    reservation_step(&s, "confirm_lines", req.validate(&id), ctx).await
+}
+
+#[utoipa::path(post, path = "/v1/reservations/{id}/releases", operation_id = "releaseLines", tag = "commands", request_body = ReleaseLinesRequest,
+    params(ReservationPath, CommandHeaders),
+    responses((status = 201, description = "released those units; the rest stays reserved (RELEASED when nothing is left open)", body = ReservationResponse),
+              (status = 200, description = "a replay of the same release id with the same lines", body = ReservationResponse),
+              (status = 404, description = "RESERVATION_NOT_FOUND", body = ErrorBody),
+              (status = 409, description = "IDEMPOTENCY_CONFLICT (the release id was used for other lines), ALREADY_CONFIRMED, RESERVATION_EXPIRED, RESERVATION_RELEASED, STEP_LIMIT", body = ErrorBody),
+              (status = 422, description = "EXCEEDS_RESERVED: a line asks for more than is still reserved; details.lines names each", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn release_lines(
+    State(s): State<AppState>,
+    Can { caller, .. }: Can<ToWrite>,
+    headers: CommandHeaders,
+    ApiPath(ReservationPath { id }): ApiPath<ReservationPath>,
+    ApiJson(req): ApiJson<ReleaseLinesRequest>,
+) -> Result<Response, ApiError> {
+    let ctx = headers.context(&caller)?;
+    reservation_step(&s, "release_lines", req.validate(&id), ctx).await
+}
+
+#[utoipa::path(post, path = "/v1/reservations/{id}/extensions", operation_id = "extendReservation", tag = "commands", request_body = ExtendRequest,
+    params(ReservationPath, CommandHeaders),
+    responses((status = 201, description = "extended: the reservation now expires ttl_seconds from now", body = ReservationResponse),
+              (status = 200, description = "a replay of the same extension id with the same ttl_seconds", body = ReservationResponse),
+              (status = 404, description = "RESERVATION_NOT_FOUND", body = ErrorBody),
+              (status = 409, description = "IDEMPOTENCY_CONFLICT, EXPIRY_NOT_LATER (the new expiry would not be later), ALREADY_CONFIRMED, RESERVATION_EXPIRED, RESERVATION_RELEASED, STEP_LIMIT", body = ErrorBody),
+              (status = 422, description = "HOLD_TOO_LONG: the hold would last longer than the longest time to live from its reserve", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn extend(
+    State(s): State<AppState>,
+    Can { caller, .. }: Can<ToWrite>,
+    headers: CommandHeaders,
+    ApiPath(ReservationPath { id }): ApiPath<ReservationPath>,
+    ApiJson(req): ApiJson<ExtendRequest>,
+) -> Result<Response, ApiError> {
+    let ctx = headers.context(&caller)?;
+    reservation_step(&s, "extend", req.validate(&id), ctx).await
 }

@@ -113,12 +113,16 @@ impl ApiError {
                 RejectionCode::ReservationNotFound | RejectionCode::NotFound => {
                     StatusCode::NOT_FOUND
                 }
-                RejectionCode::InsufficientStock => StatusCode::UNPROCESSABLE_ENTITY,
+                RejectionCode::InsufficientStock
+                | RejectionCode::ExceedsReserved
+                | RejectionCode::HoldTooLong => StatusCode::UNPROCESSABLE_ENTITY,
                 RejectionCode::IdempotencyConflict
                 | RejectionCode::ReservationReleased
                 | RejectionCode::ReservationExpired
                 | RejectionCode::AlreadyConfirmed
-                | RejectionCode::OrderAlreadyReserved => StatusCode::CONFLICT,
+                | RejectionCode::OrderAlreadyReserved
+                | RejectionCode::ExpiryNotLater
+                | RejectionCode::StepLimit => StatusCode::CONFLICT,
             },
             ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,

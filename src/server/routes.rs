@@ -48,6 +48,15 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/reservations", post(commands::reserve))
         .route("/v1/reservations/{id}/confirm", post(commands::confirm))
         .route("/v1/reservations/{id}/release", post(commands::release))
+        .route(
+            "/v1/reservations/{id}/confirmations",
+            post(commands::confirm_lines),
+        )
+        .route(
+            "/v1/reservations/{id}/releases",
+            post(commands::release_lines),
+        )
+        .route("/v1/reservations/{id}/extensions", post(commands::extend))
         .route("/v1/reservations/{id}", get(reads::reservation))
         .route("/v1/stock/{sku}", get(reads::stock))
         .route("/v1/orders/{order_id}", get(reads::order))

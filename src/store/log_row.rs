@@ -10,7 +10,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::command::Line;
-use crate::domain::{Event, EventType, Item, Location, OrderId, Sku};
+use crate::domain::{
+    ConfirmationId, Event, EventType, ExtensionId, Item, Location, OrderId, ReleaseId, Sku,
+};
 
 /// One event as its log row stores it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,6 +39,15 @@ pub(crate) struct Rest {
     /// A stock count's counted units (its line's quantity is the change).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     counted: Option<u32>,
+    /// The caller's id of a partial step or an extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    confirmation_id: Option<ConfirmationId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    release_id: Option<ReleaseId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    extension_id: Option<ExtensionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ttl_seconds: Option<u32>,
 }
 
 /// The typed columns of a row, as read back.
@@ -103,8 +114,16 @@ pub fn encode(event: &Event) -> LogRow<'_> {
             rest.expires_at = Some(*expires_at);
             rest.request_hash = Some(request_hash.clone());
         }
-        Event::ReservationConfirmed { order_id, lines }
-        | Event::ReservationExpired { order_id, lines } => {
+        Event::ReservationConfirmed {
+            order_id,
+            lines,
+            confirmation_id,
+        } => {
+            row.order_id = Some(order_id.as_str());
+            push_lines(&mut row, lines);
+            rest.confirmation_id = confirmation_id.clone();
+        }
+        Event::ReservationExpired { order_id, lines } => {
             row.order_id = Some(order_id.as_str());
             push_lines(&mut row, lines);
         }
@@ -112,10 +131,44 @@ pub fn encode(event: &Event) -> LogRow<'_> {
             order_id,
             lines,
             reason,
+            release_id,
         } => {
             row.order_id = order_id.as_ref().map(OrderId::as_str);
             push_lines(&mut row, lines);
             rest.reason = Some(reason.clone());
+            rest.release_id = release_id.clone();
+        }
+        Event::ReservationLinesConfirmed {
+            order_id,
+            confirmation_id,
+            lines,
+        } => {
+            row.order_id = Some(order_id.as_str());
+            push_lines(&mut row, lines);
+            rest.confirmation_id = Some(confirmation_id.clone());
+        }
+        Event::ReservationLinesReleased {
+            order_id,
+            release_id,
+            lines,
+            reason,
+        } => {
+            row.order_id = Some(order_id.as_str());
+            push_lines(&mut row, lines);
+            rest.release_id = Some(release_id.clone());
+            rest.reason = Some(reason.clone());
+        }
+        // No lines: an extension moves no stock.
+        Event::ReservationExtended {
+            order_id,
+            extension_id,
+            ttl_seconds,
+            expires_at,
+        } => {
+            row.order_id = Some(order_id.as_str());
+            rest.extension_id = Some(extension_id.clone());
+            rest.ttl_seconds = Some(*ttl_seconds);
+            rest.expires_at = Some(*expires_at);
         }
     }
     row.data = serde_json::to_value(&rest).expect("the rest of an event serialises");
@@ -200,11 +253,40 @@ pub(crate) fn decode(type_name: &str, c: Columns<'_>, rest: Rest) -> Result<Even
         EventType::ReservationConfirmed => Event::ReservationConfirmed {
             order_id: need_order(order_id)?,
             lines: lines(&c)?,
+            confirmation_id: rest.confirmation_id,
         },
         EventType::ReservationReleased => Event::ReservationReleased {
             order_id,
             lines: lines(&c)?,
             reason: need(rest.reason, "reason")?,
+            release_id: rest.release_id,
+        },
+        EventType::ReservationLinesConfirmed => Event::ReservationLinesConfirmed {
+            order_id: need_order(order_id)?,
+            confirmation_id: rest
+                .confirmation_id
+                .ok_or_else(|| format!("{type_name} without confirmation_id"))?,
+            lines: lines(&c)?,
+        },
+        EventType::ReservationLinesReleased => Event::ReservationLinesReleased {
+            order_id: need_order(order_id)?,
+            release_id: rest
+                .release_id
+                .ok_or_else(|| format!("{type_name} without release_id"))?,
+            lines: lines(&c)?,
+            reason: need(rest.reason, "reason")?,
+        },
+        EventType::ReservationExtended => Event::ReservationExtended {
+            order_id: need_order(order_id)?,
+            extension_id: rest
+                .extension_id
+                .ok_or_else(|| format!("{type_name} without extension_id"))?,
+            ttl_seconds: rest
+                .ttl_seconds
+                .ok_or_else(|| format!("{type_name} without ttl_seconds"))?,
+            expires_at: rest
+                .expires_at
+                .ok_or_else(|| format!("{type_name} without expires_at"))?,
         },
         EventType::ReservationExpired => Event::ReservationExpired {
             order_id: need_order(order_id)?,
@@ -317,16 +399,47 @@ mod tests {
             Event::ReservationConfirmed {
                 order_id: order.clone(),
                 lines: lines.clone(),
+                confirmation_id: None,
+            },
+            Event::ReservationConfirmed {
+                order_id: order.clone(),
+                lines: lines.clone(),
+                confirmation_id: Some(ConfirmationId::parse("id", "ship-2").unwrap()),
             },
             Event::ReservationReleased {
                 order_id: Some(order.clone()),
                 lines: lines.clone(),
                 reason: "cancelled".into(),
+                release_id: None,
+            },
+            Event::ReservationReleased {
+                order_id: Some(order.clone()),
+                lines: lines.clone(),
+                reason: "cancelled".into(),
+                release_id: Some(ReleaseId::parse("id", "drop-b").unwrap()),
             },
             Event::ReservationReleased {
                 order_id: None,
                 lines: vec![],
                 reason: TOMBSTONE_REASON.into(),
+                release_id: None,
+            },
+            Event::ReservationLinesConfirmed {
+                order_id: order.clone(),
+                confirmation_id: ConfirmationId::parse("id", "ship-1").unwrap(),
+                lines: lines.clone(),
+            },
+            Event::ReservationLinesReleased {
+                order_id: order.clone(),
+                release_id: ReleaseId::parse("id", "drop-a").unwrap(),
+                lines: lines.clone(),
+                reason: "out of stock".into(),
+            },
+            Event::ReservationExtended {
+                order_id: order.clone(),
+                extension_id: ExtensionId::parse("id", "more-time").unwrap(),
+                ttl_seconds: 600,
+                expires_at: Utc::now(),
             },
             Event::ReservationExpired {
                 order_id: order,

@@ -15,7 +15,10 @@ pub struct ErrorBody {
     pub code: String,
     pub message: String,
     /// INVALID_ARGUMENT: `{field, reason}`; INSUFFICIENT_STOCK:
-    /// `{shortfalls: [{sku, location, requested, available}]}`; PAYLOAD_TOO_LARGE:
+    /// `{shortfalls: [{sku, location, requested, available}]}`; EXCEEDS_RESERVED:
+    /// `{reservation_id, lines: [{sku, location, requested, reserved}]}`;
+    /// EXPIRY_NOT_LATER: `{reservation_id, expires_at, requested}`; HOLD_TOO_LONG:
+    /// `{reservation_id, latest}`; STEP_LIMIT: `{reservation_id, limit}`; PAYLOAD_TOO_LARGE:
     /// `{limit_bytes}`; RATE_LIMITED: `{retry_after_seconds}`; UNAVAILABLE and
     /// INTERNAL: `{correlation_id}`; otherwise `{}`.
     pub details: serde_json::Map<String, serde_json::Value>,
@@ -39,14 +42,29 @@ pub enum ReservationState {
     EXPIRED,
 }
 
+/// A reserved line, and what has become of its units:
+/// `open + confirmed + released + expired = quantity`.
 #[derive(Serialize, ToSchema)]
-pub struct Line {
+pub struct ReservationLine {
     #[schema(schema_with = contract::id)]
     pub sku: String,
     #[schema(schema_with = contract::id)]
     pub location: String,
+    /// The units reserved.
     #[schema(schema_with = contract::quantity)]
     pub quantity: u32,
+    /// Still held.
+    #[schema(minimum = 0)]
+    pub open: u32,
+    /// Confirmed (shipped), by whole or partial confirms.
+    #[schema(minimum = 0)]
+    pub confirmed: u32,
+    /// Released, by whole or partial releases.
+    #[schema(minimum = 0)]
+    pub released: u32,
+    /// Freed when the reservation expired.
+    #[schema(minimum = 0)]
+    pub expired: u32,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -137,7 +155,7 @@ pub struct ReservationResponse {
     /// Null for a tombstone (released before it was reserved).
     pub order_id: Option<String>,
     pub state: ReservationState,
-    pub lines: Vec<Line>,
+    pub lines: Vec<ReservationLine>,
     /// Null for a tombstone.
     pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
     pub created_at: chrono::DateTime<chrono::Utc>,
@@ -186,7 +204,7 @@ pub struct OrderResponse {
     #[schema(schema_with = contract::id)]
     pub reservation_id: String,
     pub state: ReservationState,
-    pub lines: Vec<Line>,
+    pub lines: Vec<ReservationLine>,
     pub expires_at: chrono::DateTime<chrono::Utc>,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub updated_at: chrono::DateTime<chrono::Utc>,

@@ -17,12 +17,13 @@ use utoipa::{Modify, OpenApi};
 
 pub use bodies::{
     AdjustmentResponse, AsOf, CountResponse, DigestResponse, ErrorBody, Event, EventsPage,
-    HistoryEntry, Line, OrderResponse, ProjectionsResponse, ReceiptResponse, ReservationResponse,
-    ReservationState, Status, StockResponse, TransferResponse,
+    HistoryEntry, OrderResponse, ProjectionsResponse, ReceiptResponse, ReservationLine,
+    ReservationResponse, ReservationState, Status, StockResponse, TransferResponse,
 };
 
 use crate::domain::{
-    AdjustRequest, CountRequest, LineRequest, ReceiveRequest, ReserveRequest, TransferRequest,
+    AdjustRequest, ConfirmLinesRequest, CountRequest, ExtendRequest, LineRequest, ReceiveRequest,
+    ReleaseLinesRequest, ReserveRequest, TransferRequest,
 };
 use crate::server::commands::{ConfirmBody, ReleaseBody};
 
@@ -49,6 +50,9 @@ impl Modify for BearerAuth {
         crate::server::commands::reserve,
         crate::server::commands::confirm,
         crate::server::commands::release,
+        crate::server::commands::confirm_lines,
+        crate::server::commands::release_lines,
+        crate::server::commands::extend,
         crate::server::reads::reservation,
         crate::server::reads::stock,
         crate::server::reads::order,
@@ -62,10 +66,11 @@ impl Modify for BearerAuth {
         crate::server::ops::openapi,
     ),
     components(schemas(
-        ErrorBody, Line, ReceiptResponse, AdjustmentResponse, Event, ReservationResponse, AsOf, StockResponse,
+        ErrorBody, ReservationLine, ReceiptResponse, AdjustmentResponse, Event, ReservationResponse, AsOf, StockResponse,
         HistoryEntry, OrderResponse, EventsPage, ProjectionsResponse, ReceiveRequest, AdjustRequest,
         ReserveRequest, LineRequest, ConfirmBody, ReleaseBody, ReservationState, Status,
-        DigestResponse, TransferRequest, TransferResponse, CountRequest, CountResponse
+        DigestResponse, TransferRequest, TransferResponse, CountRequest, CountResponse,
+        ConfirmLinesRequest, ReleaseLinesRequest, ExtendRequest
     )),
     modifiers(&BearerAuth, &SharedResponses),
     tags((name = "commands", description = "Append to the log; idempotent by id"),
