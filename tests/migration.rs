@@ -85,6 +85,7 @@ fn old_log() -> Vec<(String, i32, Event)> {
             Event::ReservationConfirmed {
                 order_id: order("o1"),
                 lines: two.clone(),
+                confirmation_id: None,
             },
         ),
         ("reservation:r2".into(), 1, created("o2", &two)),
@@ -95,6 +96,7 @@ fn old_log() -> Vec<(String, i32, Event)> {
                 order_id: Some(order("o2")),
                 lines: two.clone(),
                 reason: "cancelled".into(),
+                release_id: None,
             },
         ),
         (
@@ -117,6 +119,7 @@ fn old_log() -> Vec<(String, i32, Event)> {
                 order_id: None,
                 lines: vec![],
                 reason: "released_before_reserve".into(),
+                release_id: None,
             },
         ),
         (

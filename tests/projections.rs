@@ -123,10 +123,19 @@ async fn random_write(db: &TestDb, writer: usize, n: usize) {
                 .await
                 .is_ok()
             {
-                // Settle two thirds; leave the rest open. Either answer is fine here.
-                match random_below(3) {
+                // Settle most, some in parts; leave the rest open. Any answer
+                // is fine here (a partial step may ask for more than is held).
+                match random_below(6) {
                     0 => drop(db.run(confirm(&id)).await),
                     1 => drop(db.run(release(&id)).await),
+                    2 => {
+                        drop(db.run(confirm_lines(&id, "c1", &[(&sku, 1)])).await);
+                        drop(db.run(extend(&id, "e1", 1_200)).await);
+                    }
+                    3 => {
+                        drop(db.run(release_lines(&id, "x1", &[(&sku, 1)])).await);
+                        drop(db.run(confirm(&id)).await);
+                    }
                     _ => {}
                 }
             }

@@ -1,8 +1,12 @@
 //! Fills a database with a realistic log: receipts for every item, then
 //! reservations of one to three items that are confirmed (60%), released
 //! (25%) or left to expire (15%), with restocking when an item runs short;
-//! among them, transfers of a few units to a back room (2% of new commands).
-//! Everything goes through `Store::execute_batch`, the command path callers use.
+//! among them, transfers of a few units to a back room (2% of new commands)
+//! and stock counts of the back room (1%). Of the reservations settled by
+//! hand, some ship in parts (a partial confirm, then the rest) or lose a
+//! line first (a partial release, then the rest released), and some have
+//! their hold extended first. Everything goes through
+//! `Store::execute_batch`, the command path callers use.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -10,7 +14,8 @@ use std::time::{Duration, Instant};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use stockledger::domain::{
-    command, Command, CommandContext, LineRequest, Outcome, ReceiveRequest, Rejection,
+    command, Command, CommandContext, ConfirmLinesRequest, CountRequest, ExtendRequest,
+    LineRequest, Outcome, ReceiveRequest, Rejection, ReleaseLinesRequest, ReservationState,
     ReserveRequest, TransferRequest,
 };
 use stockledger::store::{Store, StoreError};
@@ -36,6 +41,18 @@ const CONFIRMED_PERCENT_OF_SETTLED: f64 = 71.0;
 /// reserving it.
 const TRANSFER_PERCENT: f64 = 2.0;
 const BACKROOM: &str = "backroom";
+/// Percentage of new commands that count an item's back room (nothing is
+/// reserved there, so a count is never refused).
+const COUNT_PERCENT: f64 = 1.0;
+/// Most units a back-room count finds.
+const MAX_COUNTED: i64 = 20;
+/// Percentage of confirmed (released) reservations that are settled in two
+/// steps: one unit of their first line first, then the rest.
+const IN_PARTS_PERCENT: f64 = 15.0;
+/// Percentage of settled reservations whose hold is extended first, and by
+/// how much (later than `LIVE_TTL_SECONDS`, so always a later expiry).
+const EXTENDED_PERCENT: f64 = 5.0;
+const EXTENDED_TTL_SECONDS: i64 = 2 * LIVE_TTL_SECONDS;
 /// Most lines of a reservation, and most units of a line.
 const MAX_LINES: u64 = 3;
 const MAX_LINE_QUANTITY: i64 = 3;
@@ -60,10 +77,16 @@ pub struct FillReport {
     pub seconds: f64,
 }
 
-/// How an open reservation will be settled.
+/// What an open reservation is sent next. The partial steps and the
+/// extension are followed by the whole confirm or release.
 enum Settle {
     Confirm,
     Release,
+    /// One unit of this SKU first, then the rest.
+    ConfirmInParts(String),
+    ReleaseInParts(String),
+    /// A longer hold first, then a confirm (`true`) or release.
+    Extend(bool),
 }
 
 /// Fills `store` until `cfg.events` events are in the log and every
@@ -153,13 +176,7 @@ impl<'a> Generator<'a> {
             let Some((id, how)) = self.open.pop_front() else {
                 break;
             };
-            batch.push(
-                match how {
-                    Settle::Confirm => command::confirm(&id),
-                    Settle::Release => command::release(&id, Some("customer cancelled")),
-                }
-                .expect("valid settlement"),
-            );
+            batch.push(settlement(&id, how));
         }
         while self
             .expiring
@@ -170,8 +187,11 @@ impl<'a> Generator<'a> {
             batch.push(command::expire(&id).expect("valid expiry"));
         }
         while self.filling() && batch.len() < size {
-            let next = if self.rng.random_bool(TRANSFER_PERCENT / 100.0) {
+            let pick = self.rng.random_range(0.0..100.0);
+            let next = if pick < TRANSFER_PERCENT {
                 self.transfer()
+            } else if pick < TRANSFER_PERCENT + COUNT_PERCENT {
+                self.count()
             } else {
                 self.reservation()
             };
@@ -196,6 +216,39 @@ impl<'a> Generator<'a> {
         }
         .validate()
         .expect("valid transfer")
+    }
+
+    /// A stock take of a random item's back room.
+    fn count(&mut self) -> Command {
+        self.next_id += 1;
+        let item = self.rng.random_range(0..u64::from(self.cfg.items));
+        CountRequest {
+            count_id: format!("{}-c-{}", self.cfg.prefix, self.next_id),
+            sku: sku(self.cfg, item),
+            location: Some(BACKROOM.into()),
+            counted: self.rng.random_range(0..=MAX_COUNTED),
+        }
+        .validate()
+        .expect("valid count")
+    }
+
+    /// How a reservation that is not left to expire will be settled.
+    fn plan(&mut self, r: &stockledger::domain::command::Reserve) -> Settle {
+        let confirm = self.rng.random_bool(CONFIRMED_PERCENT_OF_SETTLED / 100.0);
+        if self.rng.random_bool(EXTENDED_PERCENT / 100.0) {
+            return Settle::Extend(confirm);
+        }
+        if self.rng.random_bool(IN_PARTS_PERCENT / 100.0) {
+            let first = r.lines[0].item.sku.to_string();
+            return match confirm {
+                true => Settle::ConfirmInParts(first),
+                false => Settle::ReleaseInParts(first),
+            };
+        }
+        match confirm {
+            true => Settle::Confirm,
+            false => Settle::Release,
+        }
     }
 
     /// A new reservation of one to `MAX_LINES` random items.
@@ -245,10 +298,29 @@ impl<'a> Generator<'a> {
                 let id = r.reservation_id.to_string();
                 if r.ttl_seconds as i64 == EXPIRING_TTL_SECONDS {
                     self.expiring.push_back((id, Instant::now()));
-                } else if self.rng.random_bool(CONFIRMED_PERCENT_OF_SETTLED / 100.0) {
-                    self.open.push_back((id, Settle::Confirm));
                 } else {
-                    self.open.push_back((id, Settle::Release));
+                    let plan = self.plan(r);
+                    self.open.push_back((id, plan));
+                }
+            }
+            // A first step that left units open: the rest follows.
+            (
+                Command::ConfirmLines(_) | Command::ReleaseLines(_) | Command::Extend(_),
+                Ok(Outcome::Reservation { view, replayed }),
+            ) => {
+                self.events += u64::from(!replayed);
+                if view.state == ReservationState::Reserved {
+                    let confirm = match cmd {
+                        Command::ReleaseLines(_) => false,
+                        Command::Extend(e) => e.extension_id.as_str().ends_with("-confirm"),
+                        _ => true,
+                    };
+                    let then = if confirm {
+                        Settle::Confirm
+                    } else {
+                        Settle::Release
+                    };
+                    self.open.push_back((view.reservation_id.to_string(), then));
                 }
             }
             (_, Ok(Outcome::NotDue { .. })) => {}
@@ -269,6 +341,44 @@ impl<'a> Generator<'a> {
         }
         Ok(())
     }
+}
+
+/// The command that settles (or begins to settle) reservation `id`.
+fn settlement(id: &str, how: Settle) -> Command {
+    let one = |sku: String| {
+        vec![LineRequest {
+            sku,
+            location: None,
+            quantity: 1,
+        }]
+    };
+    match how {
+        Settle::Confirm => command::confirm(id),
+        Settle::Release => command::release(id, Some("customer cancelled")),
+        Settle::ConfirmInParts(sku) => ConfirmLinesRequest {
+            confirmation_id: "parcel-1".into(),
+            lines: one(sku),
+        }
+        .validate(id),
+        Settle::ReleaseInParts(sku) => ReleaseLinesRequest {
+            release_id: "line-removed".into(),
+            lines: one(sku),
+            reason: Some("customer removed a line".into()),
+        }
+        .validate(id),
+        // The extension's id says what follows it.
+        Settle::Extend(confirm) => ExtendRequest {
+            extension_id: if confirm {
+                "hold-confirm"
+            } else {
+                "hold-release"
+            }
+            .into(),
+            ttl_seconds: EXTENDED_TTL_SECONDS,
+        }
+        .validate(id),
+    }
+    .expect("valid settlement")
 }
 
 /// The id of item `i`.

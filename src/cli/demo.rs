@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use stockledger::domain::{
-    command, Command, CommandContext, Item, LineRequest, Location, Outcome, ReceiveRequest,
-    Rejection, ReservationId, ReserveRequest, Sku, TransferRequest,
+    command, Command, CommandContext, ConfirmLinesRequest, ExtendRequest, Item, LineRequest,
+    Location, Outcome, ReceiveRequest, Rejection, ReleaseLinesRequest, ReservationId,
+    ReserveRequest, Sku, TransferRequest,
 };
 use stockledger::limits::{DEMO_CATCH_UP_SECONDS, DEMO_EXPIRY_WAIT_MS, DEMO_SHORT_TTL_SECONDS};
 use stockledger::store::Store;
@@ -120,6 +121,7 @@ pub async fn run(store: &Store, printer: &Printer) -> Result<(), Failure> {
     s.confirm_and_cancel_race().await?;
     s.expiry().await?;
     s.transfer().await?;
+    s.partial_shipment().await?;
     s.finale().await?;
     if printer.json {
         printer.value(&json!({"run": s.run, "chapters": s.chapters}), "");
@@ -357,11 +359,70 @@ impl Story<'_> {
         Ok(())
     }
 
-    /// 9. The final figures and one order's timeline.
+    /// 9. An order ships in parts: a longer hold, a line taken off, two shipments.
+    async fn partial_shipment(&mut self) -> Result<(), Failure> {
+        let erin = self.id("erin");
+        let tshirts = |n| {
+            vec![LineRequest {
+                sku: self.id("tshirt"),
+                location: None,
+                quantity: n,
+            }]
+        };
+        self.exec(self.reserve("erin", "order-erin", "tshirt", 3, None))
+            .await??;
+        let extend = ExtendRequest {
+            extension_id: "checkout-needs-time".into(),
+            ttl_seconds: 3_600,
+        };
+        let extended = self.exec(extend.validate(&erin).expect("valid")).await?;
+        let drop_one = ReleaseLinesRequest {
+            release_id: "size-unavailable".into(),
+            lines: tshirts(1),
+            reason: Some("customer removed one".into()),
+        };
+        let dropped = self.exec(drop_one.validate(&erin).expect("valid")).await?;
+        let ship = ConfirmLinesRequest {
+            confirmation_id: "parcel-1".into(),
+            lines: tshirts(1),
+        };
+        let first = self.exec(ship.validate(&erin).expect("valid")).await?;
+        let over = ConfirmLinesRequest {
+            confirmation_id: "parcel-2".into(),
+            lines: tshirts(2),
+        };
+        let too_many = self.exec(over.validate(&erin).expect("valid")).await?;
+        let rest = self.exec(command::confirm(&erin).expect("valid")).await??;
+        let Outcome::Reservation { view, .. } = &rest else {
+            return Err(anyhow::anyhow!("a confirm answered {rest:?}").into());
+        };
+        let line = &view.lines[0];
+        self.say(&format!(
+            "9. Erin orders three t-shirts; her checkout asks for another hour: {}.\n   She takes one off ({}), the first parcel ships one ({}), a second parcel of two is refused ({}),\n   and the last one ships: {}, {} confirmed, {} released, {} open. Events in her stream: {}",
+            short(&extended),
+            short(&dropped),
+            short(&first),
+            short(&too_many),
+            view.state.as_str(),
+            line.confirmed,
+            line.released,
+            line.open,
+            self.events_in("erin").await?
+        ));
+        self.chapter(
+            "partial shipment",
+            json!({"extended": short(&extended), "removed": short(&dropped),
+                   "first_parcel": short(&first), "too_many": short(&too_many),
+                   "rest": view}),
+        );
+        Ok(())
+    }
+
+    /// 10. The final figures and one order's timeline.
     async fn finale(&mut self) -> Result<(), Failure> {
         let (sneakers, sneaker_json) = self.figures("sneaker").await?;
         let (tshirts, tshirt_json) = self.figures("tshirt").await?;
-        self.say(&format!("9. Final figures:\n   {sneakers}\n   {tshirts}"));
+        self.say(&format!("10. Final figures:\n   {sneakers}\n   {tshirts}"));
         let alice = ReservationId::parse("id", &self.id("alice")).expect("valid");
         let details = self.store.reservation(&alice).await?.expect("alice exists");
         self.say("   Alice's order, as the log tells it:");

@@ -226,6 +226,14 @@ impl Printer {
                 );
             }
         }
+        if let Rejection::ExceedsReserved { lines, .. } = r {
+            for l in lines {
+                eprintln!(
+                    "  {} @ {}: requested {}, still reserved {}",
+                    l.sku, l.location, l.requested, l.reserved
+                );
+            }
+        }
     }
 
     pub fn error(&self, e: &anyhow::Error) {

@@ -232,6 +232,48 @@ pub fn expire(id: &str) -> Command {
     command::expire(id).unwrap()
 }
 
+fn line_requests(lines: &[(&str, i64)]) -> Vec<LineRequest> {
+    lines
+        .iter()
+        .map(|(sku, q)| LineRequest {
+            sku: (*sku).into(),
+            location: None,
+            quantity: *q,
+        })
+        .collect()
+}
+
+/// A partial confirm of `lines` (sku, quantity) of reservation `id`.
+pub fn confirm_lines(id: &str, confirmation_id: &str, lines: &[(&str, i64)]) -> Command {
+    stockledger::domain::ConfirmLinesRequest {
+        confirmation_id: confirmation_id.into(),
+        lines: line_requests(lines),
+    }
+    .validate(id)
+    .unwrap()
+}
+
+/// A partial release of `lines` (sku, quantity) of reservation `id`.
+pub fn release_lines(id: &str, release_id: &str, lines: &[(&str, i64)]) -> Command {
+    stockledger::domain::ReleaseLinesRequest {
+        release_id: release_id.into(),
+        lines: line_requests(lines),
+        reason: None,
+    }
+    .validate(id)
+    .unwrap()
+}
+
+/// Extends reservation `id` to `ttl` seconds from now.
+pub fn extend(id: &str, extension_id: &str, ttl: i64) -> Command {
+    stockledger::domain::ExtendRequest {
+        extension_id: extension_id.into(),
+        ttl_seconds: ttl,
+    }
+    .validate(id)
+    .unwrap()
+}
+
 /// The reservation state in a successful answer, as the API spells it.
 pub fn state_of(outcome: &Outcome) -> &'static str {
     match outcome {

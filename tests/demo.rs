@@ -1,0 +1,49 @@
+//! The demo tells its story against a real database, and the story is
+//! true: every chapter's facts come from the ledger's own answers.
+
+mod common;
+
+use common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_tells_a_flash_sale_a_transfer_and_a_partial_shipment() {
+    let db = TestDb::new().await;
+    let url = db.url();
+    let (code, doc) = tokio::task::spawn_blocking(move || cli_json(&url, &["demo"]))
+        .await
+        .unwrap();
+    assert_eq!(code, Some(0), "{doc}");
+    let chapters = doc["chapters"].as_array().expect("chapters");
+    let chapter = |title: &str| {
+        chapters
+            .iter()
+            .find(|c| c["chapter"] == title)
+            .unwrap_or_else(|| panic!("no chapter {title:?} in {doc}"))["facts"]
+            .clone()
+    };
+    let sale = chapter("flash sale");
+    assert_eq!(sale["reserved"], 100, "{sale}");
+    assert_eq!(sale["stock"]["reserved"], 0);
+    assert!(sale["stock"]["on_hand"].as_i64().unwrap() >= 0);
+    let moved = chapter("transfer");
+    assert_eq!(moved["shop"]["on_hand"], 10, "{moved}");
+    assert_eq!(moved["too_many"], "INSUFFICIENT_STOCK");
+    let parts = chapter("partial shipment");
+    assert_eq!(parts["too_many"], "EXCEEDS_RESERVED", "{parts}");
+    let line = &parts["rest"]["lines"][0];
+    assert_eq!(parts["rest"]["state"], "CONFIRMED", "{parts}");
+    assert_eq!(
+        (
+            line["quantity"].clone(),
+            line["confirmed"].clone(),
+            line["released"].clone()
+        ),
+        (
+            serde_json::json!(3),
+            serde_json::json!(2),
+            serde_json::json!(1)
+        )
+    );
+    db.project_all().await;
+    db.assert_audit_clean().await;
+}
