@@ -200,6 +200,24 @@ impl Event {
         }
     }
 
+    /// The order a reservation event is about; `None` for stock events and
+    /// a tombstone.
+    pub fn order_id(&self) -> Option<&OrderId> {
+        match self {
+            Event::ReservationCreated { order_id, .. }
+            | Event::ReservationConfirmed { order_id, .. }
+            | Event::ReservationExpired { order_id, .. }
+            | Event::ReservationLinesConfirmed { order_id, .. }
+            | Event::ReservationLinesReleased { order_id, .. }
+            | Event::ReservationExtended { order_id, .. } => Some(order_id),
+            Event::ReservationReleased { order_id, .. } => order_id.as_ref(),
+            Event::StockReceived { .. }
+            | Event::StockAdjusted { .. }
+            | Event::StockTransferred { .. }
+            | Event::StockCounted { .. } => None,
+        }
+    }
+
     /// The `type` column: the serde tag, which is the variant's name.
     pub fn type_name(&self) -> &'static str {
         self.event_type().as_str()

@@ -103,76 +103,87 @@ pub fn encode(event: &Event) -> LogRow<'_> {
             push(&mut row, sku, location, i64::from(*counted) - books);
             rest.counted = Some(*counted);
         }
+        Event::ReservationCreated { .. }
+        | Event::ReservationConfirmed { .. }
+        | Event::ReservationReleased { .. }
+        | Event::ReservationLinesConfirmed { .. }
+        | Event::ReservationLinesReleased { .. }
+        | Event::ReservationExtended { .. }
+        | Event::ReservationExpired { .. } => reservation_row(event, &mut row, &mut rest),
+    }
+    row.data = serde_json::to_value(&rest).expect("the rest of an event serialises");
+    row
+}
+
+/// Lays a reservation event out: its order, its lines, its ids and times.
+fn reservation_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) {
+    row.order_id = event.order_id().map(OrderId::as_str);
+    match event {
         Event::ReservationCreated {
-            order_id,
             lines,
             expires_at,
             request_hash,
+            ..
         } => {
-            row.order_id = Some(order_id.as_str());
-            push_lines(&mut row, lines);
+            push_lines(row, lines);
             rest.expires_at = Some(*expires_at);
             rest.request_hash = Some(request_hash.clone());
         }
         Event::ReservationConfirmed {
-            order_id,
             lines,
             confirmation_id,
+            ..
         } => {
-            row.order_id = Some(order_id.as_str());
-            push_lines(&mut row, lines);
+            push_lines(row, lines);
             rest.confirmation_id = confirmation_id.clone();
         }
-        Event::ReservationExpired { order_id, lines } => {
-            row.order_id = Some(order_id.as_str());
-            push_lines(&mut row, lines);
+        Event::ReservationExpired { lines, .. } => {
+            push_lines(row, lines);
         }
         Event::ReservationReleased {
-            order_id,
             lines,
             reason,
             release_id,
+            ..
         } => {
-            row.order_id = order_id.as_ref().map(OrderId::as_str);
-            push_lines(&mut row, lines);
+            push_lines(row, lines);
             rest.reason = Some(reason.clone());
             rest.release_id = release_id.clone();
         }
         Event::ReservationLinesConfirmed {
-            order_id,
             confirmation_id,
             lines,
+            ..
         } => {
-            row.order_id = Some(order_id.as_str());
-            push_lines(&mut row, lines);
+            push_lines(row, lines);
             rest.confirmation_id = Some(confirmation_id.clone());
         }
         Event::ReservationLinesReleased {
-            order_id,
             release_id,
             lines,
             reason,
+            ..
         } => {
-            row.order_id = Some(order_id.as_str());
-            push_lines(&mut row, lines);
+            push_lines(row, lines);
             rest.release_id = Some(release_id.clone());
             rest.reason = Some(reason.clone());
         }
         // No lines: an extension moves no stock.
         Event::ReservationExtended {
-            order_id,
             extension_id,
             ttl_seconds,
             expires_at,
+            ..
         } => {
-            row.order_id = Some(order_id.as_str());
             rest.extension_id = Some(extension_id.clone());
             rest.ttl_seconds = Some(*ttl_seconds);
             rest.expires_at = Some(*expires_at);
         }
+        Event::StockReceived { .. }
+        | Event::StockAdjusted { .. }
+        | Event::StockTransferred { .. }
+        | Event::StockCounted { .. } => unreachable!("encode lays out stock events itself"),
     }
-    row.data = serde_json::to_value(&rest).expect("the rest of an event serialises");
-    row
 }
 
 fn push<'a>(row: &mut LogRow<'a>, sku: &'a Sku, location: &'a Location, quantity: i64) {
@@ -202,13 +213,6 @@ pub(crate) fn decode(type_name: &str, c: Columns<'_>, rest: Rest) -> Result<Even
     let kind = EventType::parse(type_name).ok_or_else(|| format!("unknown type {type_name}"))?;
     let need =
         |v: Option<String>, what: &str| v.ok_or_else(|| format!("{type_name} without {what}"));
-    let order = |c: &Columns<'_>| -> Result<Option<OrderId>, String> {
-        c.order_id
-            .map(|o| OrderId::parse("order_id", o).map_err(|r| r.to_string()))
-            .transpose()
-    };
-    let order_id = order(&c)?;
-    let need_order = |o: Option<OrderId>| o.ok_or_else(|| format!("{type_name} without order_id"));
     let event = match kind {
         EventType::StockReceived => {
             let (item, quantity) = one_item(&c, type_name)?;
@@ -242,56 +246,71 @@ pub(crate) fn decode(type_name: &str, c: Columns<'_>, rest: Rest) -> Result<Even
                 books: i64::from(counted) - change,
             }
         }
+        EventType::ReservationCreated
+        | EventType::ReservationConfirmed
+        | EventType::ReservationReleased
+        | EventType::ReservationLinesConfirmed
+        | EventType::ReservationLinesReleased
+        | EventType::ReservationExtended
+        | EventType::ReservationExpired => reservation_event(kind, &c, rest)?,
+    };
+    Ok(event)
+}
+
+/// A reservation event from its row.
+fn reservation_event(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Event, String> {
+    let type_name = kind.as_str();
+    fn need<T>(v: Option<T>, type_name: &str, what: &str) -> Result<T, String> {
+        v.ok_or_else(|| format!("{type_name} without {what}"))
+    }
+    let order_id = c
+        .order_id
+        .map(|o| OrderId::parse("order_id", o).map_err(|r| r.to_string()))
+        .transpose()?;
+    let need_order = |o: Option<OrderId>| need(o, type_name, "order_id");
+    let event = match kind {
         EventType::ReservationCreated => Event::ReservationCreated {
             order_id: need_order(order_id)?,
-            lines: lines(&c)?,
-            expires_at: rest
-                .expires_at
-                .ok_or_else(|| format!("{type_name} without expires_at"))?,
-            request_hash: need(rest.request_hash, "request_hash")?,
+            lines: lines(c)?,
+            expires_at: need(rest.expires_at, type_name, "expires_at")?,
+            request_hash: need(rest.request_hash, type_name, "request_hash")?,
         },
         EventType::ReservationConfirmed => Event::ReservationConfirmed {
             order_id: need_order(order_id)?,
-            lines: lines(&c)?,
+            lines: lines(c)?,
             confirmation_id: rest.confirmation_id,
         },
         EventType::ReservationReleased => Event::ReservationReleased {
             order_id,
-            lines: lines(&c)?,
-            reason: need(rest.reason, "reason")?,
+            lines: lines(c)?,
+            reason: need(rest.reason, type_name, "reason")?,
             release_id: rest.release_id,
         },
         EventType::ReservationLinesConfirmed => Event::ReservationLinesConfirmed {
             order_id: need_order(order_id)?,
-            confirmation_id: rest
-                .confirmation_id
-                .ok_or_else(|| format!("{type_name} without confirmation_id"))?,
-            lines: lines(&c)?,
+            confirmation_id: need(rest.confirmation_id, type_name, "confirmation_id")?,
+            lines: lines(c)?,
         },
         EventType::ReservationLinesReleased => Event::ReservationLinesReleased {
             order_id: need_order(order_id)?,
-            release_id: rest
-                .release_id
-                .ok_or_else(|| format!("{type_name} without release_id"))?,
-            lines: lines(&c)?,
-            reason: need(rest.reason, "reason")?,
+            release_id: need(rest.release_id, type_name, "release_id")?,
+            lines: lines(c)?,
+            reason: need(rest.reason, type_name, "reason")?,
         },
         EventType::ReservationExtended => Event::ReservationExtended {
             order_id: need_order(order_id)?,
-            extension_id: rest
-                .extension_id
-                .ok_or_else(|| format!("{type_name} without extension_id"))?,
-            ttl_seconds: rest
-                .ttl_seconds
-                .ok_or_else(|| format!("{type_name} without ttl_seconds"))?,
-            expires_at: rest
-                .expires_at
-                .ok_or_else(|| format!("{type_name} without expires_at"))?,
+            extension_id: need(rest.extension_id, type_name, "extension_id")?,
+            ttl_seconds: need(rest.ttl_seconds, type_name, "ttl_seconds")?,
+            expires_at: need(rest.expires_at, type_name, "expires_at")?,
         },
         EventType::ReservationExpired => Event::ReservationExpired {
             order_id: need_order(order_id)?,
-            lines: lines(&c)?,
+            lines: lines(c)?,
         },
+        EventType::StockReceived
+        | EventType::StockAdjusted
+        | EventType::StockTransferred
+        | EventType::StockCounted => return Err(format!("{type_name} is no reservation event")),
     };
     Ok(event)
 }
@@ -364,8 +383,12 @@ mod tests {
     }
 
     fn every_type() -> Vec<Event> {
-        let lines = vec![line("a", "x", 2), line("b", "y", 1)];
-        let order = OrderId::parse("order_id", "o-1").unwrap();
+        let mut all = stock_events();
+        all.extend(reservation_events());
+        all
+    }
+
+    fn stock_events() -> Vec<Event> {
         vec![
             Event::StockReceived {
                 sku: Sku::parse("sku", "a").unwrap(),
@@ -390,6 +413,13 @@ mod tests {
                 counted: 6,
                 books: 8,
             },
+        ]
+    }
+
+    fn reservation_events() -> Vec<Event> {
+        let lines = vec![line("a", "x", 2), line("b", "y", 1)];
+        let order = OrderId::parse("order_id", "o-1").unwrap();
+        vec![
             Event::ReservationCreated {
                 order_id: order.clone(),
                 lines: lines.clone(),
