@@ -5,9 +5,11 @@ generate a request it believes valid that the document says is not:
 
 - GET /v1/stock/{sku}: `as_of` and `as_of_position` are alternatives (each
   parameter's description says "Not together with ...").
-- POST /v1/reservations: lines for the same item are added up first; then
-  there may be at most `x-max-items-after-merging` lines, each sum within the
-  quantity's bounds (the description of `lines`).
+- POST /v1/reservations, and the partial confirms and releases
+  (/v1/reservations/{id}/confirmations and /releases): lines for the same
+  item are added up first; then there may be at most
+  `x-max-items-after-merging` lines, each sum within the quantity's bounds
+  (the description of `lines`).
 - POST /v1/stock/transfers: `to_location` is another location than
   `from_location` (its description says so).
 
@@ -54,6 +56,14 @@ def _one_line_per_item(case):
     body["lines"] = kept
 
 
+# The operations whose body has `lines`, merged per item before the limits count.
+LINES_PATHS = (
+    "/v1/reservations",
+    "/v1/reservations/{id}/confirmations",
+    "/v1/reservations/{id}/releases",
+)
+
+
 @schemathesis.hook
 def before_call(ctx, case, **kwargs):
     meta = case.meta
@@ -62,7 +72,7 @@ def before_call(ctx, case, **kwargs):
     if case.operation.path == "/v1/stock/{sku}" and case.query:
         if "as_of" in case.query and "as_of_position" in case.query:
             del case.query["as_of_position"]
-    if case.operation.path == "/v1/reservations" and case.method.upper() == "POST":
+    if case.operation.path in LINES_PATHS and case.method.upper() == "POST":
         _one_line_per_item(case)
     if case.operation.path == "/v1/stock/transfers" and isinstance(case.body, dict):
         _elsewhere(case)
