@@ -164,3 +164,31 @@ async fn the_history_of_an_item_holds_every_event_that_moved_it() {
         .collect();
     assert_eq!(types, all);
 }
+
+/// Every read model's SQL gives the same rows for any split of the log into
+/// batches: the log with every event type, folded one event at a time, two,
+/// three and seven at a time, each audited against its replay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_split_of_the_log_into_batches_gives_the_same_read_models() {
+    use std::time::Duration;
+    use stockledger::projection::worker::{self, WorkerConfig};
+    for batch_events in [1, 2, 3, 7] {
+        let db = TestDb::new().await;
+        every_event_type(&db).await;
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let config = WorkerConfig {
+            batch_events,
+            poll_interval: Duration::from_millis(20),
+        };
+        let task = tokio::spawn(worker::run_all(
+            db.store.pool().clone(),
+            db.config.clone(),
+            cancel.clone(),
+            config,
+        ));
+        db.wait_caught_up().await;
+        cancel.cancel();
+        task.await.unwrap();
+        db.assert_audit_clean().await;
+    }
+}

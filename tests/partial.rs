@@ -431,3 +431,51 @@ async fn partial_steps_over_http_and_the_cli() {
     );
     server.stop().await;
 }
+
+/// A command re-run after its COMMIT reply was lost (the same command id)
+/// is answered with the reservation as its own event left it, whatever
+/// later steps did: the timeline is cut at its event and the view folded
+/// from it.
+#[tokio::test]
+async fn a_rerun_step_is_shown_what_its_own_commit_did() {
+    use stockledger::domain::CommandContext;
+    use stockledger::store::ReservationDetails;
+    let db = TestDb::new().await;
+    db.receive("in-1", "apple", 10).await;
+    let reserve_ctx = CommandContext::new("test");
+    let made = reserve("r1", "o1", &[("apple", 3)], None);
+    db.store
+        .execute(made.clone(), reserve_ctx.clone())
+        .await
+        .unwrap()
+        .unwrap();
+    let ship_ctx = CommandContext::new("test");
+    let ship = confirm_lines("r1", "ship-1", &[("apple", 1)]);
+    db.store
+        .execute(ship.clone(), ship_ctx.clone())
+        .await
+        .unwrap()
+        .unwrap();
+    db.run(confirm_lines("r1", "ship-2", &[("apple", 1)]))
+        .await
+        .unwrap();
+    db.run(release("r1")).await.unwrap();
+    let answer = |cmd, ctx| {
+        let store = db.store.clone();
+        async move {
+            let a = store.execute_answered(cmd, ctx).await.unwrap();
+            let outcome = a.result.unwrap();
+            assert!(!outcome.replayed());
+            let view = view(&outcome).clone();
+            ReservationDetails::committed(view, a.timeline).unwrap()
+        }
+    };
+    let again = answer(ship, ship_ctx).await;
+    assert_eq!(again.events.len(), 2, "created, its own shipment");
+    assert_eq!(again.view.state.as_str(), "RESERVED");
+    assert_eq!(progress(&again.view, 0), (2, 1, 0, 0));
+    let again = answer(made, reserve_ctx).await;
+    assert_eq!(again.events.len(), 1);
+    assert_eq!(again.view.state.as_str(), "RESERVED");
+    assert_eq!(progress(&again.view, 0), (3, 0, 0, 0));
+}

@@ -130,8 +130,7 @@ impl Replay {
             let last = stream.kind().last_seq() as usize;
             let entry = waiting.entry(stream.clone()).or_default();
             entry.push(row);
-            let n = entry.len();
-            if n >= last || entry.iter().any(|r| r.closes && r.seq as usize == n) {
+            if complete(entry, last) {
                 let rows = waiting.remove(&stream).expect("just inserted");
                 self.finish_stream(stream, rows);
             }
@@ -325,6 +324,23 @@ pub(crate) async fn load_tables(
         balances,
         projections,
     })
+}
+
+/// Whether a stream's rows (as read so far, in any order) are all of it:
+/// seqs 1 to n, the last an event that closes its stream, or as many as its
+/// kind allows. A stream with a gap or a doubled seq waits for the end of the
+/// log and is folded (and reported) then.
+fn complete(rows: &[Row], last: usize) -> bool {
+    let n = rows.len();
+    if n >= last {
+        return true;
+    }
+    if !rows.iter().any(|r| r.closes && r.seq as usize == n) {
+        return false;
+    }
+    let mut seqs: Vec<u32> = rows.iter().map(|r| r.seq).collect();
+    seqs.sort_unstable();
+    seqs.iter().enumerate().all(|(i, s)| *s as usize == i + 1)
 }
 
 /// Folds a reservation stream strictly; `None` for no events or another kind.

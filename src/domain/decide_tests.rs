@@ -694,19 +694,37 @@ fn the_fold_refuses_steps_the_core_never_writes() {
     assert!(fold(&r2, 3, &whole(2)).is_err());
     assert!(fold(&r2, 3, &whole(1)).is_ok());
     // An id used twice, and an extension that is not later.
-    let extend = |eid: &str, at| Event::ReservationExtended {
+    // Extensions (recorded at second 1): to their time to live from then.
+    let extend = |eid: &str, ttl: u32| Event::ReservationExtended {
         order_id: order.clone(),
         extension_id: crate::domain::ExtensionId::parse("id", eid).unwrap(),
-        ttl_seconds: 60,
-        expires_at: at,
+        ttl_seconds: ttl,
+        expires_at: t(1 + i64::from(ttl)),
     };
-    let r3 = fold(&r2, 3, &extend("e1", t(90))).unwrap();
+    let r3 = fold(&r2, 3, &extend("e1", 89)).unwrap();
     assert!(matches!(
-        fold(&r3, 4, &extend("e1", t(120))),
+        fold(&r3, 4, &extend("e1", 119)),
         Err(StreamViolation::StepReused { .. })
     ));
-    assert!(matches!(
-        fold(&r3, 4, &extend("e2", t(90))),
-        Err(StreamViolation::ExpiryNotLater { .. })
-    ));
+    for bad in [
+        extend("e2", 89),
+        Event::ReservationExtended {
+            order_id: order.clone(),
+            extension_id: crate::domain::ExtensionId::parse("id", "e3").unwrap(),
+            ttl_seconds: 100,
+            expires_at: t(200),
+        },
+        extend("e4", crate::limits::MAX_TTL_SECONDS),
+    ] {
+        assert!(
+            matches!(
+                fold(&r3, 4, &bad),
+                Err(StreamViolation::BadExtension { .. })
+            ),
+            "{bad:?}"
+        );
+    }
+    // Nothing is confirmed after the hold ran out.
+    let late = Reservation::fold(Some(r3.clone()), &id, 4, &part(1, "c9"), Uuid::nil(), t(95));
+    assert!(matches!(late, Err(StreamViolation::AfterExpiry { .. })));
 }

@@ -136,7 +136,8 @@ pub enum Rejection {
     },
 
     #[error(
-        "reservation {reservation_id} has taken {limit} steps; only a whole confirm or release is left"
+        "reservation {reservation_id} may hold {limit} events, and the last is kept for the one \
+         that settles it: confirm or release what is open"
     )]
     StepLimit { reservation_id: String, limit: u32 },
 }

@@ -4,7 +4,7 @@
 //! whose lines are not what was open) is reported, not guessed at. The command
 //! path and the audit share it.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -12,6 +12,7 @@ use crate::domain::command::Line;
 use crate::domain::event::Event;
 use crate::domain::ids::{ConfirmationId, ExtensionId, Item, OrderId, ReleaseId, ReservationId};
 use crate::domain::stream::StreamKind;
+use crate::limits::MAX_TTL_SECONDS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -150,8 +151,13 @@ pub enum StreamViolation {
     AmountsDiffer { seq: u32, event: &'static str },
     #[error("{event} at seq {seq} reuses the id of an earlier step")]
     StepReused { seq: u32, event: &'static str },
-    #[error("{event} at seq {seq} does not move the expiry later")]
-    ExpiryNotLater { seq: u32, event: &'static str },
+    #[error(
+        "{event} at seq {seq} does not move the expiry later, to its time to live after \
+         it, within the longest hold, before the hold ran out"
+    )]
+    BadExtension { seq: u32, event: &'static str },
+    #[error("{event} at seq {seq} was recorded after the reservation expired")]
+    AfterExpiry { seq: u32, event: &'static str },
     #[error("a {event} event does not belong in a reservation stream")]
     ForeignEvent { event: &'static str },
 }
@@ -431,6 +437,14 @@ impl Step<'_> {
                 key.map(|k| (k, StepRequest::Lines(lines.to_vec())))
             }
             Move::Part(how, lines, key) => {
+                // A unit can be confirmed only while it is held; a release
+                // may come late (it frees what the expiry would).
+                if matches!(how, Settled::Confirmed) && self.recorded_at >= p.expires_at {
+                    return Err(StreamViolation::AfterExpiry {
+                        seq: self.seq,
+                        event: self.event.type_name(),
+                    });
+                }
                 let within = lines.windows(2).all(|w| w[0].item < w[1].item)
                     && lines
                         .iter()
@@ -446,8 +460,13 @@ impl Step<'_> {
                 Some((key, StepRequest::Lines(lines.to_vec())))
             }
             Move::Extend(id, ttl, expires_at) => {
-                if expires_at <= p.expires_at {
-                    return Err(StreamViolation::ExpiryNotLater {
+                let longest = p.created_at + Duration::seconds(i64::from(MAX_TTL_SECONDS));
+                let valid = expires_at > p.expires_at
+                    && self.recorded_at < p.expires_at
+                    && expires_at == self.recorded_at + Duration::seconds(i64::from(ttl))
+                    && expires_at <= longest;
+                if !valid {
+                    return Err(StreamViolation::BadExtension {
                         seq: self.seq,
                         event: self.event.type_name(),
                     });

@@ -41,10 +41,10 @@ pub(crate) fn decide_confirm_lines(
         ReservationState::Confirmed | ReservationState::Reserved => {}
     }
     within_open(p, &c.lines)?;
-    let event = if c.lines == p.open_lines() {
+    let event = if takes_all(p, &c.lines) {
         Event::ReservationConfirmed {
             order_id: p.order_id.clone(),
-            lines: c.lines.clone(),
+            lines: p.open_lines(),
             confirmation_id: Some(c.confirmation_id.clone()),
         }
     } else {
@@ -84,10 +84,10 @@ pub(crate) fn decide_release_lines(
         ReservationState::Reserved => {}
     }
     within_open(p, &r.lines)?;
-    let event = if r.lines == p.open_lines() {
+    let event = if takes_all(p, &r.lines) {
         Event::ReservationReleased {
             order_id: Some(p.order_id.clone()),
-            lines: r.lines.clone(),
+            lines: p.open_lines(),
             reason: r.reason.clone(),
             release_id: Some(r.release_id.clone()),
         }
@@ -199,6 +199,13 @@ fn within_open(p: &Placed, lines: &[Line]) -> Result<(), Rejection> {
         reservation_id: p.reservation_id.to_string(),
         lines: over,
     })
+}
+
+/// Whether `lines` (each within what is open of its item, one per item)
+/// take every open unit: then the step settles the reservation.
+fn takes_all(p: &Placed, lines: &[Line]) -> bool {
+    let units = |lines: &[Line]| lines.iter().map(|l| u64::from(l.quantity)).sum::<u64>();
+    units(lines) == units(&p.open_lines())
 }
 
 /// A partial step or an extension needs a place in the stream that leaves

@@ -18,9 +18,10 @@ pub static ORDER_VIEW: Model<OrderView> = Model {
     name: "order_view",
     tables: &["order_view"],
     schema: include_str!("../../projections/order_view/schema.sql"),
-    apply: &[include_str!(
-        "../../projections/order_view/apply_1_orders.sql"
-    )],
+    apply: &[
+        include_str!("../../projections/order_view/apply_1_whole.sql"),
+        include_str!("../../projections/order_view/apply_2_steps.sql"),
+    ],
     rows: PhantomData,
 };
 

@@ -25,8 +25,8 @@ use tracing::{debug, warn};
 use chrono::{DateTime, Utc};
 
 use crate::domain::{
-    apply, decide, Command, CommandContext, EventMetadata, LedgerState, NewEvent, Outcome,
-    RecordedEvent, Rejection, StreamId,
+    apply, decide, Command, CommandContext, Decision, EventMetadata, LedgerState, NewEvent,
+    Outcome, RecordedEvent, Rejection, StreamId,
 };
 use crate::limits::{
     COMMIT_REPLY_DEADLINE_MS, MAX_COMMANDS_PER_BATCH, MAX_TRANSACTION_ATTEMPTS,
@@ -406,7 +406,8 @@ fn decide_all(
                 let stream = cmd.stream();
                 let adding = appending.entry(stream.clone()).or_default();
                 *adding += decision.events.len();
-                let shown = timelines.get(&stream).map_or(0, Vec::len) + *adding;
+                let loaded = timelines.get(&stream).map_or(&[][..], Vec::as_slice);
+                let shown = own_event_at(loaded, &decision, ctx).unwrap_or(loaded.len() + *adding);
                 for e in decision.events {
                     let meta = ctx.metadata(e.fingerprint.clone());
                     d.events.push((e, meta));
@@ -422,6 +423,24 @@ fn decide_all(
         }
     }
     d
+}
+
+/// For a command that appends nothing because it is re-run after its own
+/// COMMIT reply was lost, the number of loaded events up to and including
+/// its own: its answer shows the stream as its own commit left it, not what
+/// later commands made of it (`docs/domain.md`, "truthful answers").
+fn own_event_at(
+    loaded: &[RecordedEvent],
+    decision: &Decision,
+    ctx: &CommandContext,
+) -> Option<usize> {
+    if !decision.events.is_empty() {
+        return None;
+    }
+    loaded
+        .iter()
+        .rposition(|e| e.metadata.command_id == ctx.command_id)
+        .map(|i| i + 1)
 }
 
 /// An appended event as it will read back once committed.

@@ -150,11 +150,12 @@ pub struct ReservationDetails {
 
 impl ReservationDetails {
     /// The reservation as a command's own commit left it, from the events
-    /// its batch loaded and appended (`Answered::timeline`, cut at the
-    /// command's own event); `None` without events. The view is folded from
-    /// those events, so a command re-run after a lost COMMIT reply is shown
-    /// the reservation its own event left, not what later steps made of it;
-    /// `view` (the decision's) stands only if they do not fold.
+    /// its batch loaded and appended (`Answered::timeline`: cut at the
+    /// command's own event, also when it is re-run after a lost COMMIT reply
+    /// and appends nothing); `None` without events. The view is folded from
+    /// those events, so such a command is shown the reservation its own
+    /// event left, not what later steps made of it; `view` (the decision's)
+    /// stands only if they do not fold.
     pub fn committed(view: ReservationView, events: Vec<RecordedEvent>) -> Option<Self> {
         let created_at = events.first()?.recorded_at;
         let updated_at = events.last()?.recorded_at;
