@@ -42,18 +42,35 @@ impl Rows for ReservationTotals {
             Some(Reservation::Placed(p)) => p,
             Some(Reservation::Tombstone(_)) | None => return,
         };
-        expected.entry(p.state.as_str().to_owned()).or_default().0 += 1;
-        let mut units = |state: ReservationState, n: u32| {
-            expected.entry(state.as_str().to_owned()).or_default().1 += i64::from(n);
-        };
+        // Summed here first: a key is allocated only the first time a state is seen.
+        let mut units = [0i64; 4];
         for (l, g) in p.lines.iter().zip(&p.progress) {
-            units(
-                ReservationState::Reserved,
-                l.quantity - g.confirmed - g.released - g.expired,
-            );
-            units(ReservationState::Confirmed, g.confirmed);
-            units(ReservationState::Released, g.released);
-            units(ReservationState::Expired, g.expired);
+            units[0] += i64::from(l.quantity - g.confirmed - g.released - g.expired);
+            units[1] += i64::from(g.confirmed);
+            units[2] += i64::from(g.released);
+            units[3] += i64::from(g.expired);
+        }
+        let mut add = |state: ReservationState, reservations: i64, n: i64| {
+            if reservations == 0 && n == 0 {
+                return;
+            }
+            let total = match expected.get_mut(state.as_str()) {
+                Some(t) => t,
+                None => expected.entry(state.as_str().to_owned()).or_default(),
+            };
+            total.0 += reservations;
+            total.1 += n;
+        };
+        for (i, state) in [
+            ReservationState::Reserved,
+            ReservationState::Confirmed,
+            ReservationState::Released,
+            ReservationState::Expired,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            add(state, i64::from(p.state == state), units[i]);
         }
     }
 
