@@ -112,6 +112,13 @@ impl<'a> Writes<'a> {
             c.quantities.extend(row.quantities);
         }
         let (old, new): (Vec<_>, Vec<_>) = net.iter().partition(|(i, _)| existing.contains(i));
+        // A row that exists and does not move is left alone; a new item's row
+        // is created even by an event that moves nothing (a count of 0 where
+        // nothing was ever received), as every read model creates it.
+        let old: Vec<_> = old
+            .into_iter()
+            .filter(|(_, d)| *d != StockDelta::default())
+            .collect();
         Writes {
             events: c,
             now,
@@ -121,8 +128,8 @@ impl<'a> Writes<'a> {
     }
 }
 
-/// The net effect of the batch's events per item, leaving out items they do
-/// not move, in (location, sku) order.
+/// The net effect of the batch's events per item, in (location, sku) order:
+/// every item an event names, also when the effects add up to nothing.
 pub(crate) fn net_effects(events: &[(NewEvent, EventMetadata)]) -> Vec<(Item, StockDelta)> {
     let mut net: BTreeMap<Item, StockDelta> = BTreeMap::new();
     for (e, _) in events {
@@ -133,9 +140,7 @@ pub(crate) fn net_effects(events: &[(NewEvent, EventMetadata)]) -> Vec<(Item, St
             n.confirmed += d.confirmed;
         });
     }
-    net.into_iter()
-        .filter(|(_, d)| *d != StockDelta::default())
-        .collect()
+    net.into_iter().collect()
 }
 
 /// Round trip 3 (of a command transaction): appends the events, moves the
