@@ -10,7 +10,7 @@ mod consumer;
 use std::time::Duration;
 
 use common::nats::NatsServer;
-use common::TestDb;
+use common::{confirm_lines, extend, release_lines, reserve, transfer, TestDb};
 use stockledger::relay::RelayConfig;
 use tokio_util::sync::CancellationToken;
 
@@ -43,6 +43,25 @@ async fn figures(db: &TestDb, table: &str) -> Vec<(String, String, i64, i64)> {
         .collect()
 }
 
+/// One of every other movement, so the consumer's folds are held to them:
+/// a transfer, a count, a partial confirm and release, an extension.
+async fn write_movements(db: &TestDb) {
+    db.run(transfer("k-t-1", "k-sku-0", "default", "backroom", 2))
+        .await
+        .unwrap();
+    db.run(common::count("k-c-1", "k-sku-1", 50)).await.unwrap();
+    db.run(reserve("k-parts", "k-o-parts", &[("k-sku-2", 3)], None))
+        .await
+        .unwrap();
+    for step in [
+        confirm_lines("k-parts", "ship-1", &[("k-sku-2", 1)]),
+        release_lines("k-parts", "drop-1", &[("k-sku-2", 1)]),
+        extend("k-parts", "more", 3_600),
+    ] {
+        db.run(step).await.unwrap();
+    }
+}
+
 /// The example consumer, running as a task of its own.
 fn spawn_consumer(
     mut pg: tokio_postgres::Client,
@@ -63,6 +82,7 @@ async fn the_consumer_matches_the_ledger_after_crashes() {
     let db = TestDb::new().await;
     let nats = NatsServer::start().await;
     common::write_mixed(&db, "k", 600).await;
+    write_movements(&db).await;
     let total = db.count_events().await;
     let config = RelayConfig {
         stream: STREAM.to_owned(),

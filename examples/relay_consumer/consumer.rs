@@ -56,11 +56,35 @@ fn effects(event: &Value) -> Vec<(String, String, i64, i64)> {
             let (s, l, _) = line(data);
             vec![(s, l, data["delta"].as_i64().unwrap_or(0), 0)]
         }
+        "StockTransferred" => {
+            let (sku, q) = (
+                data["sku"].as_str().unwrap_or_default(),
+                data["quantity"].as_i64(),
+            );
+            let at = |key: &str| data[key].as_str().unwrap_or_default().to_owned();
+            let q = q.unwrap_or(0);
+            vec![
+                (sku.to_owned(), at("from_location"), -q, 0),
+                (sku.to_owned(), at("to_location"), q, 0),
+            ]
+        }
+        // The change from the books: on hand becomes what was counted.
+        "StockCounted" => {
+            let (s, l, _) = line(data);
+            let change =
+                data["counted"].as_i64().unwrap_or(0) - data["books"].as_i64().unwrap_or(0);
+            vec![(s, l, change, 0)]
+        }
         "ReservationCreated" => lines().map(|(s, l, q)| (s, l, 0, q)).collect(),
-        "ReservationConfirmed" => lines().map(|(s, l, q)| (s, l, -q, -q)).collect(),
-        "ReservationReleased" | "ReservationExpired" => {
+        // Whole or in part, a confirm ships its lines; a settling event
+        // carries what was still open, a partial one what it moved.
+        "ReservationConfirmed" | "ReservationLinesConfirmed" => {
+            lines().map(|(s, l, q)| (s, l, -q, -q)).collect()
+        }
+        "ReservationReleased" | "ReservationExpired" | "ReservationLinesReleased" => {
             lines().map(|(s, l, q)| (s, l, 0, -q)).collect()
         }
+        // An extension moves no stock; so does any type this example does not know.
         _ => Vec::new(),
     }
 }

@@ -649,82 +649,108 @@ fn a_reservation_takes_steps_up_to_its_limit_and_can_always_be_settled() {
     assert_eq!(st.balance(&item()).reserved, 0);
 }
 
-#[test]
-fn the_fold_refuses_steps_the_core_never_writes() {
-    use crate::domain::{Line, StreamViolation};
+fn apples(q: u32) -> Vec<Line> {
+    vec![Line {
+        item: item(),
+        quantity: q,
+    }]
+}
+
+/// A partial confirm of `q` apples of order o1 under `cid`.
+fn part(q: u32, cid: &str) -> Event {
+    Event::ReservationLinesConfirmed {
+        order_id: OrderId::parse("id", "o1").unwrap(),
+        confirmation_id: crate::domain::ConfirmationId::parse("id", cid).unwrap(),
+        lines: apples(q),
+    }
+}
+
+/// Folds `e` at `seq` into `r`, recorded at second `at`.
+fn fold_at(
+    r: &Reservation,
+    seq: u32,
+    e: &Event,
+    at: i64,
+) -> Result<Reservation, crate::domain::StreamViolation> {
     let id = ReservationId::parse("id", "r1").unwrap();
-    let order = OrderId::parse("id", "o1").unwrap();
-    let lines = |q| {
-        vec![Line {
-            item: item(),
-            quantity: q,
-        }]
-    };
+    Reservation::fold(Some(r.clone()), &id, seq, e, Uuid::nil(), t(at))
+}
+
+/// Two apples held until second 60 (the reserve at second 0), and the same
+/// after one of them was confirmed in part at second 1.
+fn created_and_partly_confirmed() -> (Reservation, Reservation) {
+    let id = ReservationId::parse("id", "r1").unwrap();
     let created = Event::ReservationCreated {
-        order_id: order.clone(),
-        lines: lines(2),
+        order_id: OrderId::parse("id", "o1").unwrap(),
+        lines: apples(2),
         expires_at: t(60),
         request_hash: "h".into(),
     };
     let r = Reservation::fold(None, &id, 1, &created, Uuid::nil(), t(0)).unwrap();
-    let part = |q, cid: &str| Event::ReservationLinesConfirmed {
-        order_id: order.clone(),
-        confirmation_id: crate::domain::ConfirmationId::parse("id", cid).unwrap(),
-        lines: lines(q),
-    };
-    let fold = |r: &Reservation, seq, e: &Event| {
-        Reservation::fold(Some(r.clone()), &id, seq, e, Uuid::nil(), t(1))
-    };
+    let r2 = fold_at(&r, 2, &part(1, "c1"), 1).unwrap();
+    (r, r2)
+}
+
+#[test]
+fn the_fold_refuses_partial_steps_the_core_never_writes() {
+    use crate::domain::StreamViolation;
+    let (r, r2) = created_and_partly_confirmed();
     // A partial step that takes everything open must be the settling event.
     assert!(matches!(
-        fold(&r, 2, &part(2, "c1")),
+        fold_at(&r, 2, &part(2, "c1"), 1),
         Err(StreamViolation::AmountsDiffer { .. })
     ));
-    let r2 = fold(&r, 2, &part(1, "c1")).unwrap();
+    // More than is open, or an id used twice.
     assert!(matches!(
-        fold(&r2, 3, &part(1, "c1")),
+        fold_at(&r2, 3, &part(1, "c1"), 1),
         Err(StreamViolation::AmountsDiffer { .. })
     ));
     // A settlement must carry what is open, not the lines as reserved.
     let whole = |q| Event::ReservationConfirmed {
-        order_id: order.clone(),
-        lines: lines(q),
+        order_id: OrderId::parse("id", "o1").unwrap(),
+        lines: apples(q),
         confirmation_id: None,
     };
-    assert!(fold(&r2, 3, &whole(2)).is_err());
-    assert!(fold(&r2, 3, &whole(1)).is_ok());
-    // An id used twice, and an extension that is not later.
-    // Extensions (recorded at second 1): to their time to live from then.
-    let extend = |eid: &str, ttl: u32| Event::ReservationExtended {
-        order_id: order.clone(),
+    assert!(fold_at(&r2, 3, &whole(2), 1).is_err());
+    assert!(fold_at(&r2, 3, &whole(1), 1).is_ok());
+    // Nothing is confirmed in part after the hold ran out.
+    let late = fold_at(&r, 2, &part(1, "c9"), 60);
+    assert!(matches!(late, Err(StreamViolation::AfterExpiry { .. })));
+}
+
+#[test]
+fn the_fold_refuses_extensions_the_core_never_writes() {
+    use crate::domain::StreamViolation;
+    let (_, r2) = created_and_partly_confirmed();
+    // Extensions (recorded at second 1) go to their time to live from then;
+    // an id used twice, an earlier or a wrong expiry, or one past the
+    // longest hold is refused.
+    let extend = |eid: &str, ttl: u32, expires_at| Event::ReservationExtended {
+        order_id: OrderId::parse("id", "o1").unwrap(),
         extension_id: crate::domain::ExtensionId::parse("id", eid).unwrap(),
         ttl_seconds: ttl,
-        expires_at: t(1 + i64::from(ttl)),
+        expires_at,
     };
-    let r3 = fold(&r2, 3, &extend("e1", 89)).unwrap();
+    let r3 = fold_at(&r2, 3, &extend("e1", 89, t(90)), 1).unwrap();
     assert!(matches!(
-        fold(&r3, 4, &extend("e1", 119)),
+        fold_at(&r3, 4, &extend("e1", 119, t(120)), 1),
         Err(StreamViolation::StepReused { .. })
     ));
+    let max = crate::limits::MAX_TTL_SECONDS;
     for bad in [
-        extend("e2", 89),
-        Event::ReservationExtended {
-            order_id: order.clone(),
-            extension_id: crate::domain::ExtensionId::parse("id", "e3").unwrap(),
-            ttl_seconds: 100,
-            expires_at: t(200),
-        },
-        extend("e4", crate::limits::MAX_TTL_SECONDS),
+        extend("e2", 89, t(90)),
+        extend("e3", 100, t(200)),
+        extend("e4", max, t(1 + i64::from(max))),
     ] {
         assert!(
             matches!(
-                fold(&r3, 4, &bad),
+                fold_at(&r3, 4, &bad, 1),
                 Err(StreamViolation::BadExtension { .. })
             ),
             "{bad:?}"
         );
     }
-    // Nothing is confirmed after the hold ran out.
-    let late = Reservation::fold(Some(r3.clone()), &id, 4, &part(1, "c9"), Uuid::nil(), t(95));
-    assert!(matches!(late, Err(StreamViolation::AfterExpiry { .. })));
+    // Nor is a hold extended once it ran out.
+    let after = fold_at(&r2, 3, &extend("e5", 100, t(161)), 61);
+    assert!(matches!(after, Err(StreamViolation::BadExtension { .. })));
 }
