@@ -679,15 +679,24 @@ async fn a_commit_no_standby_has_is_never_acknowledged() {
         )
         .await
         .unwrap();
-    let seen: i64 = admin
-        .query_one(
-            "SELECT count(*) FROM events WHERE stream = $1",
-            &[&common::receipt_stream("in-2")],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(seen, 1, "the cut-short commit is visible on this node");
+    // pg_terminate_backend only signals: the commit becomes visible once the
+    // backend has left its wait for the standby and ended.
+    let admin = &admin;
+    common::eventually(
+        "the cut-short commit is visible on this node",
+        || async move {
+            let seen: i64 = admin
+                .query_one(
+                    "SELECT count(*) FROM events WHERE stream = $1",
+                    &[&common::receipt_stream("in-2")],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            seen == 1
+        },
+    )
+    .await;
     let answer = answer.await.unwrap();
     assert!(
         matches!(answer, Err(ref e) if e.is_retryable()),

@@ -128,6 +128,7 @@ pub async fn listen(
                     tokio::select! {
                         r = &mut listen => break r.is_ok(),
                         m = messages.next() => if m.is_none() { break false },
+                        _ = cancel.cancelled() => return,
                     }
                 };
                 if ok {
