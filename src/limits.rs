@@ -163,11 +163,25 @@ pub const MAX_EXPIRIES_PER_PASS: i64 = 500;
 /// and lock time; large enough that set-based SQL amortises per-batch costs.
 pub const PROJECTION_BATCH_EVENTS: i64 = 10_000;
 
+/// Batches of up to this many events run the projections' statements with
+/// their generic (cached) plans; larger ones are planned for their size
+/// (`projection/batch.rs`, `use_slot`).
+pub const GENERIC_PLAN_MAX_EVENTS: i64 = 2_000;
+
 /// Batch size used by rebuilds, which read the log from the start.
 pub const REBUILD_BATCH_EVENTS: i64 = 50_000;
 
-/// How often an idle worker looks at the log even without a notification.
-pub const PROJECTION_POLL_INTERVAL_MS: u64 = 1_000;
+/// How often the projection runner looks at the log without being woken:
+/// how it finds events other processes appended (the server wakes it
+/// in-process for its own commands).
+pub const PROJECTION_POLL_INTERVAL_MS: u64 = 250;
+
+/// While events keep coming, how long the projection runner waits after a
+/// wake-up before its next batch, so that one batch takes the commits of
+/// this long rather than one each (the batch's fixed costs are paid once).
+/// Adds at most this much to the read models' lag under load; after a quiet
+/// spell the first commit is applied at once.
+pub const PROJECTION_DEBOUNCE_MS: u64 = 20;
 
 /// Lag in events is counted up to this many; beyond it, status says "at least".
 pub const LAG_COUNT_CAP: i64 = 1_000_000;
@@ -265,6 +279,12 @@ pub const GROUP_COMMIT_MAX_BATCH: usize = 256;
 /// (docs/benchmarks.md) any wait only added latency (0 µs: 8,073/s at 64
 /// callers; 500 µs: 4,599/s).
 pub const GROUP_COMMIT_WINDOW_MICROS: u64 = 0;
+
+/// Group commit (adaptive gathering, the default): the longest a batch keeps
+/// gathering while another batch is committing. A batch normally goes the
+/// moment the committing one ends; this bound keeps one slow or stuck commit
+/// from holding the next batch's callers, who then commit beside it.
+pub const GROUP_COMMIT_MAX_GATHER_MICROS: u64 = 5_000;
 
 /// Group commit: batches gathered and committed at once by one process; two
 /// let one batch gather while the other waits for its commit.

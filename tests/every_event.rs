@@ -179,10 +179,11 @@ async fn every_split_of_the_log_into_batches_gives_the_same_read_models() {
         let config = WorkerConfig {
             batch_events,
             poll_interval: Duration::from_millis(20),
+            ..WorkerConfig::default()
         };
         let task = tokio::spawn(worker::run_all(
             db.store.pool().clone(),
-            db.config.clone(),
+            Default::default(),
             cancel.clone(),
             config,
         ));

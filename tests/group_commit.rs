@@ -139,6 +139,7 @@ async fn duplicates_inside_one_batch() {
     db.receive("in-1", "a", 10).await;
     let config = GroupConfig {
         window: Duration::from_millis(50),
+        gather: Gather::Timer,
         ..GroupConfig::default()
     };
     let store = Arc::new(db.store.grouped(config));
@@ -216,6 +217,7 @@ async fn a_batch_whose_commit_fails() {
         .unwrap();
     let config = GroupConfig {
         window: Duration::from_millis(100),
+        gather: Gather::Timer,
         pipelines: 1,
         ..GroupConfig::default()
     };
@@ -312,4 +314,53 @@ async fn two_processes_batching_the_same_items() {
     assert!(cold.1 <= cold.0, "cold never oversold: {cold:?}");
     db.project_all().await;
     db.assert_audit_clean().await;
+}
+
+/// Adaptive gathering (the default) waits for a committing batch only a
+/// bounded while: with one batch stuck behind a row lock held elsewhere,
+/// receipts for another item are gathered, committed and answered one after
+/// another while the stuck batch still waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stuck_batch_does_not_hold_the_next_one() {
+    let db = TestDb::new().await;
+    db.receive("in-a", "a", 10).await;
+    assert_eq!(GroupConfig::default().gather, Gather::Adaptive);
+    let store = Arc::new(db.store.grouped(GroupConfig::default()));
+    let mut holder = db.client().await;
+    let lock = holder.transaction().await.unwrap();
+    lock.execute("SELECT 1 FROM item_balances WHERE sku = 'a' FOR UPDATE", &[])
+        .await
+        .unwrap();
+    let stuck = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let cmd = reserve("r-stuck", "o-stuck", &[("a", 1)], None);
+            store.execute(cmd, CommandContext::new("test")).await
+        })
+    };
+    // The reservation's batch is committing (waiting for the lock) by now.
+    eventually("the reservation waits for the row lock", || async {
+        let waiting: Vec<i64> = db
+            .column(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE wait_event_type = 'Lock' AND datname = current_database()",
+            )
+            .await;
+        waiting[0] > 0
+    })
+    .await;
+    for i in 0..5 {
+        let cmd = receive(&format!("in-b{i}"), "b", 1);
+        let answer = store.execute(cmd, CommandContext::new("test")).await;
+        assert!(matches!(answer, Ok(Ok(_))), "{answer:?}");
+    }
+    assert!(
+        !stuck.is_finished(),
+        "the receipts waited for the stuck batch to end"
+    );
+    assert_eq!(db.figures("b").await, (5, 0, 0));
+    lock.rollback().await.unwrap();
+    // Its answer depends on whether the lock wait ran out first; either way
+    // it is answered.
+    stuck.await.unwrap().ok();
 }

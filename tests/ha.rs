@@ -286,7 +286,6 @@ impl Front {
         let task = tokio::spawn(stockledger::server::serve(
             listener,
             served,
-            cluster.url.parse().unwrap(),
             config,
             shutdown.clone(),
         ));

@@ -543,7 +543,6 @@ async fn rate_limits_and_an_unreachable_database() {
     let task = tokio::spawn(stockledger::server::serve(
         listener,
         store,
-        dead,
         config,
         shutdown.clone(),
     ));

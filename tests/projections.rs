@@ -19,10 +19,11 @@ fn start_workers(
     let config = WorkerConfig {
         batch_events,
         poll_interval: Duration::from_millis(50),
+        ..WorkerConfig::default()
     };
     let task = tokio::spawn(worker::run_all(
         db.store.pool().clone(),
-        db.config.clone(),
+        Default::default(),
         cancel.clone(),
         config,
     ));
@@ -263,11 +264,12 @@ async fn a_waiting_worker_opens_no_connections() {
     let cancel_second = CancellationToken::new();
     let second_task = tokio::spawn(worker::run_all(
         second,
-        proxy.config(&db.config),
+        Default::default(),
         cancel_second.clone(),
         WorkerConfig {
             batch_events: 1000,
             poll_interval: Duration::from_millis(50),
+            ..WorkerConfig::default()
         },
     ));
     tokio::time::sleep(Duration::from_millis(500)).await;

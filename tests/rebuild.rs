@@ -35,11 +35,12 @@ async fn rebuild_while_writes_go_on() {
     let cancel = CancellationToken::new();
     let workers = tokio::spawn(worker::run_all(
         db.store.pool().clone(),
-        db.config.clone(),
+        Default::default(),
         cancel.clone(),
         worker::WorkerConfig {
             batch_events: 25,
             poll_interval: Duration::from_millis(20),
+            ..worker::WorkerConfig::default()
         },
     ));
     let stop = CancellationToken::new();

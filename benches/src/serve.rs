@@ -3,7 +3,8 @@
 //! not share the server's runtime and the server's CPU time can be read
 //! apart from the client's (`/proc/PID/stat`).
 //!
-//! It serves the benchmark's database, already created and migrated by the
+//! It runs its workers as `stockledger serve` does unless told not to
+//! (`--no-workers`). It serves the benchmark's database, already created and migrated by the
 //! parent, prints `listening http://ADDR` on stdout once it accepts
 //! connections, and shuts down gracefully when its stdin closes: the parent
 //! holds the other end, so the server cannot outlive the benchmark.
@@ -27,6 +28,11 @@ pub struct ServeArgs {
     /// The server's request timeout; its commands' deadline follows from it.
     #[arg(long, default_value_t = stockledger::limits::DEFAULT_REQUEST_TIMEOUT_MS)]
     request_timeout_ms: u64,
+    /// Without the projection runner, the expiry worker and the sealer
+    /// (`serve --no-projections --no-expiry --no-sealer`). By default the
+    /// server runs them, as the README runs it.
+    #[arg(long)]
+    no_workers: bool,
 }
 
 pub async fn run(args: ServeArgs, database_url: Option<&str>) -> anyhow::Result<()> {
@@ -37,9 +43,9 @@ pub async fn run(args: ServeArgs, database_url: Option<&str>) -> anyhow::Result<
     let server_config = ServerConfig {
         dev: true,
         request_timeout: std::time::Duration::from_millis(args.request_timeout_ms),
-        run_projections: false,
-        run_expiry: false,
-        run_sealer: false,
+        run_projections: !args.no_workers,
+        run_expiry: !args.no_workers,
+        run_sealer: !args.no_workers,
         // No rate limit: the benchmark is the only caller.
         rate_limit_per_second: u32::MAX / 2,
         rate_limit_burst: u32::MAX / 2,
@@ -53,6 +59,6 @@ pub async fn run(args: ServeArgs, database_url: Option<&str>) -> anyhow::Result<
         while matches!(stdin.read(&mut sink).await, Ok(n) if n > 0) {}
         stop.cancel();
     });
-    serve(listener, store, config, server_config, shutdown).await?;
+    serve(listener, store, server_config, shutdown).await?;
     Ok(())
 }

@@ -113,7 +113,9 @@ pub async fn run(
     let workers = CancellationToken::new();
     let projections = tokio::spawn(crate::projection::worker::run_all(
         direct.pool().clone(),
-        database.clone(),
+        // The writers are in this process, but their store goes through the
+        // proxy; the runner polls as it would for another process's writers.
+        Default::default(),
         workers.clone(),
         Default::default(),
     ));

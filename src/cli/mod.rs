@@ -168,8 +168,8 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
             read_models::stock(&store, item, as_of, printer).await?;
         }
         Cmd::Project => {
-            let (store, server) = open_with_server(database_url, printer).await?;
-            read_models::project(&store, server.config, printer).await?;
+            let store = open(database_url, printer).await?;
+            read_models::project(&store, printer).await?;
         }
         Cmd::Relay(args) => {
             let store = open(database_url, printer).await?;

@@ -28,17 +28,15 @@ pub fn cancel_on_signal(token: CancellationToken) {
     });
 }
 
-pub async fn project(
-    store: &Store,
-    listen: tokio_postgres::Config,
-    printer: &Printer,
-) -> Result<(), Failure> {
+pub async fn project(store: &Store, printer: &Printer) -> Result<(), Failure> {
     let cancel = CancellationToken::new();
     cancel_on_signal(cancel.clone());
     printer.note("projection workers running; ctrl-c finishes the current batch and stops");
     worker::run_all(
         store.pool().clone(),
-        listen,
+        // Nothing in this process commits commands: the runner finds them by
+        // its poll.
+        Default::default(),
         cancel,
         worker::WorkerConfig::default(),
     )

@@ -144,7 +144,7 @@ pub async fn serve(
         }
     };
     tokio::select! {
-        served = stockledger::server::serve(listener, store, server.config, config, shutdown) => {
+        served = stockledger::server::serve(listener, store, config, shutdown) => {
             served.map_err(anyhow::Error::from)?;
         }
         _ = grace => printer.note(&format!("shutdown took longer than {SHUTDOWN_GRACE_SECONDS} s; stopping anyway")),

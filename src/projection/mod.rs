@@ -4,12 +4,14 @@
 //! swaps it in atomically.
 
 mod batch;
+mod live;
 pub mod rebuild;
 pub mod status;
 pub mod worker;
 
 pub use crate::read_model::{by_name, ReadModel, ALL};
 pub use batch::{apply_batch, Applied};
+pub use live::apply_live;
 
 use tokio_postgres::GenericClient;
 

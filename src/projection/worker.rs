@@ -1,33 +1,41 @@
-//! Projection workers: one task per projection, folding the log into its
-//! live tables until cancelled.
+//! The projection runner: one task that folds the log into every live
+//! projection until cancelled.
 //!
-//! One active runner per projection: a worker holds a session advisory lock
-//! on its own connection (taken out of the pool, so the lock dies with the
-//! connection, never lingers in an idle pooled one). Others wait and take over
-//! when it dies. The checkpoint row lock of each batch keeps even a wrongly
-//! doubled runner exactly-once. Workers wake on LISTEN/NOTIFY and poll anyway,
-//! because polling is the source of truth.
+//! One active runner per database: it holds the session advisory lock of
+//! every projection on its own connection (taken out of the pool, so the
+//! locks die with the connection, never linger in an idle pooled one).
+//! Others wait and take over when it dies. The checkpoint row locks of each
+//! batch keep even a wrongly doubled runner exactly-once.
+//!
+//! Each batch reads one window of the log and applies it to every read model
+//! in one transaction (`live.rs`). The runner is woken in-process when this
+//! process's commands commit (the `wake` handed in) and polls anyway, which
+//! is how it finds what other writers appended. While events keep coming it
+//! waits `debounce` after a wake-up, so that one batch takes many commits
+//! rather than one each; after a quiet spell the first commit is applied at
+//! once.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{ClientWrapper, Pool};
-use futures_util::StreamExt;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::limits::{PROJECTION_BATCH_EVENTS, PROJECTION_POLL_INTERVAL_MS};
+use crate::limits::{
+    PROJECTION_BATCH_EVENTS, PROJECTION_DEBOUNCE_MS, PROJECTION_POLL_INTERVAL_MS,
+};
+use crate::projection::live::apply_live;
 use crate::projection::{apply_batch, ReadModel, Slot};
 use crate::store::{pool, StoreError};
-
-/// The channel the events table notifies on commit.
-pub const CHANNEL: &str = "stockledger_events";
 
 #[derive(Clone, Copy, Debug)]
 pub struct WorkerConfig {
     pub batch_events: i64,
     pub poll_interval: Duration,
+    /// How long a wake-up waits for more commits while events keep coming.
+    pub debounce: Duration,
 }
 
 impl Default for WorkerConfig {
@@ -35,145 +43,92 @@ impl Default for WorkerConfig {
         WorkerConfig {
             batch_events: PROJECTION_BATCH_EVENTS,
             poll_interval: Duration::from_millis(PROJECTION_POLL_INTERVAL_MS),
+            debounce: Duration::from_millis(PROJECTION_DEBOUNCE_MS),
         }
     }
 }
 
-fn runner_lock_sql(kind: &str) -> String {
-    format!("SELECT {kind}(hashtextextended('projection:' || $1, 0))")
-}
+/// Takes the runner lock of every model in `models`, or none of them.
+const RUNNER_LOCKS: &str = "
+    SELECT bool_and(pg_try_advisory_lock(hashtextextended('projection:' || n, 0)))
+    FROM unnest($1::text[]) AS n";
 
-/// Tries to become the runner. The lock is tried on a pooled connection and
-/// only a connection that got it is taken out of the pool (the lock must die
-/// with it, never linger on a pooled one); a process that waits for another
-/// runner hands the connection back, so it opens and closes none.
+/// Tries to become the runner of `models`. The locks are tried on a pooled
+/// connection and only a connection that got them all is taken out of the
+/// pool (the locks must die with it, never linger on a pooled one); one that
+/// got only some gives them back, so a process that waits for another
+/// runner opens and closes no connection.
 async fn become_runner(
     pool: &Pool,
-    p: &dyn ReadModel,
+    models: &[&'static dyn ReadModel],
 ) -> Result<Option<ClientWrapper>, StoreError> {
     let client = pool::get(pool).await?;
-    let got: bool = client
-        .query_one(&runner_lock_sql("pg_try_advisory_lock"), &[&p.name()])
-        .await?
-        .get(0);
-    Ok(got.then(|| deadpool_postgres::Object::take(client)))
+    let names: Vec<&str> = models.iter().map(|p| p.name()).collect();
+    let got: bool = client.query_one(RUNNER_LOCKS, &[&names]).await?.get(0);
+    if !got {
+        client.batch_execute("SELECT pg_advisory_unlock_all()").await?;
+        return Ok(None);
+    }
+    Ok(Some(deadpool_postgres::Object::take(client)))
 }
 
-/// Runs the worker of one projection until `cancel` fires. A batch under way
-/// when it fires is finished first.
-pub async fn run(
+/// Waits for a wake-up, the poll interval or cancellation; returns whether
+/// it was a wake-up.
+async fn idle(wake: &Notify, cancel: &CancellationToken, config: WorkerConfig) -> bool {
+    tokio::select! {
+        _ = wake.notified() => true,
+        _ = tokio::time::sleep(config.poll_interval) => false,
+        _ = cancel.cancelled() => false,
+    }
+}
+
+/// Runs every live projection until `cancel` fires; `wake` is notified when
+/// commands of this process commit. A batch under way when `cancel` fires is
+/// finished first.
+pub async fn run_all(
     pool: Pool,
-    p: &'static dyn ReadModel,
     wake: Arc<Notify>,
     cancel: CancellationToken,
     config: WorkerConfig,
 ) {
-    let idle = |wake: Arc<Notify>, cancel: CancellationToken| async move {
-        tokio::select! {
-            _ = wake.notified() => {}
-            _ = tokio::time::sleep(config.poll_interval) => {}
-            _ = cancel.cancelled() => {}
-        }
-    };
+    let models = crate::projection::ALL;
     while !cancel.is_cancelled() {
-        let mut client = match become_runner(&pool, p).await {
+        let mut client = match become_runner(&pool, models).await {
             Ok(Some(c)) => c,
             Ok(None) => {
-                idle(wake.clone(), cancel.clone()).await;
+                idle(&wake, &cancel, config).await;
                 continue;
             }
             Err(e) => {
-                warn!(projection = p.name(), error = %e, "cannot reach the database; will retry");
-                idle(wake.clone(), cancel.clone()).await;
+                warn!(error = %e, "projections cannot reach the database; will retry");
+                idle(&wake, &cancel, config).await;
                 continue;
             }
         };
-        info!(projection = p.name(), "running");
+        info!("projections running");
         while !cancel.is_cancelled() {
-            match apply_batch(&mut client, p, Slot::Live, config.batch_events).await {
-                Ok(a) if a.events > 0 => {}
-                Ok(_) => idle(wake.clone(), cancel.clone()).await,
+            match apply_live(&mut client, models, config.batch_events).await {
+                // A full batch: more is waiting.
+                Ok(a) if a.events >= config.batch_events => {}
+                Ok(a) => {
+                    let woken = idle(&wake, &cancel, config).await;
+                    if woken && a.events > 0 {
+                        tokio::select! {
+                            _ = tokio::time::sleep(config.debounce) => {}
+                            _ = cancel.cancelled() => {}
+                        }
+                    }
+                }
                 Err(e) => {
-                    // Dropping the connection releases the runner lock, so a
+                    // Dropping the connection releases the runner locks, so a
                     // healthy process can take over while we reconnect.
-                    warn!(projection = p.name(), error = %e, "batch failed; reconnecting");
+                    warn!(error = %e, "projection batch failed; reconnecting");
                     break;
                 }
             }
         }
     }
-    info!(projection = p.name(), "stopped");
-}
-
-/// Listens for commit notifications and wakes every worker. Reconnects when
-/// the connection drops; until then the workers poll.
-pub async fn listen(
-    config: tokio_postgres::Config,
-    wakes: Vec<Arc<Notify>>,
-    cancel: CancellationToken,
-) {
-    while !cancel.is_cancelled() {
-        match pool::hardened(config.clone())
-            .connect(tokio_postgres::NoTls)
-            .await
-        {
-            Ok((client, mut connection)) => {
-                let mut messages =
-                    futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-                let sql = format!("LISTEN {CHANNEL}");
-                let listen = client.batch_execute(&sql);
-                // The connection must be driven while LISTEN is sent.
-                let mut listen = std::pin::pin!(listen);
-                let ok = loop {
-                    tokio::select! {
-                        r = &mut listen => break r.is_ok(),
-                        m = messages.next() => if m.is_none() { break false },
-                        _ = cancel.cancelled() => return,
-                    }
-                };
-                if ok {
-                    loop {
-                        tokio::select! {
-                            m = messages.next() => match m {
-                                Some(Ok(tokio_postgres::AsyncMessage::Notification(_))) => {
-                                    wakes.iter().for_each(|w| w.notify_one());
-                                }
-                                Some(Ok(_)) => {}
-                                Some(Err(_)) | None => break,
-                            },
-                            _ = cancel.cancelled() => return,
-                        }
-                    }
-                }
-            }
-            Err(e) => warn!(error = %e, "cannot listen for commits; workers poll"),
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(PROJECTION_POLL_INTERVAL_MS)) => {}
-            _ = cancel.cancelled() => return,
-        }
-    }
-}
-
-/// Runs every projection's worker and the listener until `cancel` fires.
-pub async fn run_all(
-    pool: Pool,
-    listen_config: tokio_postgres::Config,
-    cancel: CancellationToken,
-    config: WorkerConfig,
-) {
-    let wakes: Vec<Arc<Notify>> = crate::projection::ALL
-        .iter()
-        .map(|_| Arc::new(Notify::new()))
-        .collect();
-    // A JoinSet aborts its tasks when dropped, so aborting this future stops
-    // every worker it started.
-    let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(listen(listen_config, wakes.clone(), cancel.clone()));
-    for (&p, wake) in crate::projection::ALL.iter().zip(wakes) {
-        tasks.spawn(run(pool.clone(), p, wake, cancel.clone(), config));
-    }
-    while tasks.join_next().await.is_some() {}
+    info!("projections stopped");
 }
 
 /// Brings every live projection up to the safe horizon once, for tools and
@@ -183,16 +138,13 @@ pub async fn run_all(
 pub async fn catch_up(pool: &Pool) -> Result<i64, StoreError> {
     let mut total = 0;
     let mut client = pool::get(pool).await?;
-    for &p in crate::projection::ALL {
-        loop {
-            let a = apply_batch(&mut client, p, Slot::Live, PROJECTION_BATCH_EVENTS).await?;
-            total += a.events;
-            if a.events == 0 {
-                break;
-            }
+    loop {
+        let a = apply_live(&mut client, crate::projection::ALL, PROJECTION_BATCH_EVENTS).await?;
+        total += a.events;
+        if a.events == 0 {
+            return Ok(total);
         }
     }
-    Ok(total)
 }
 
 /// Catches `p` up if no worker runs it anywhere (its runner lock is free);
@@ -200,7 +152,7 @@ pub async fn catch_up(pool: &Pool) -> Result<i64, StoreError> {
 /// running workers still sees current rows, while a running worker is left
 /// to do its job and its lag is reported instead.
 pub async fn catch_up_if_idle(pool: &Pool, p: &'static dyn ReadModel) -> Result<bool, StoreError> {
-    let Some(mut client) = become_runner(pool, p).await? else {
+    let Some(mut client) = become_runner(pool, &[p]).await? else {
         return Ok(false);
     };
     loop {

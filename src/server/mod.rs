@@ -2,8 +2,8 @@
 //! projection workers, the expiry worker and the sealer in the same process
 //! (each can be switched off for deployments that run them apart).
 //!
-//! The world is passed in: `serve` takes a bound listener, a store, the
-//! connection settings for LISTEN, its settings and a shutdown token. On
+//! The world is passed in: `serve` takes a bound listener, a store, its
+//! settings and a shutdown token. On
 //! shutdown it stops accepting, finishes the requests in flight, then stops
 //! the workers after their current batch.
 
@@ -46,7 +46,6 @@ pub fn command_deadline(request_timeout: std::time::Duration) -> std::time::Dura
 pub async fn serve(
     listener: tokio::net::TcpListener,
     store: Store,
-    listen: tokio_postgres::Config,
     config: ServerConfig,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
@@ -57,7 +56,11 @@ pub async fn serve(
     }
     // A command may take most of its request's time (waiting out a failover,
     // say); the rest is kept for answering.
-    let store = store.with_command_deadline(command_deadline(config.request_timeout));
+    // Commands that append events wake the projection runner in-process.
+    let commits = std::sync::Arc::new(tokio::sync::Notify::new());
+    let store = store
+        .with_command_deadline(command_deadline(config.request_timeout))
+        .with_commit_signal(commits.clone());
     // Concurrent requests share transactions (group commit); the workers use
     // the plain store.
     let state = AppState::new(
@@ -70,7 +73,7 @@ pub async fn serve(
     if config.run_projections {
         tasks.spawn(worker::run_all(
             store.pool().clone(),
-            listen,
+            commits,
             workers.clone(),
             worker::WorkerConfig::default(),
         ));

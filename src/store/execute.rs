@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use deadpool_postgres::{Object, Pool};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
@@ -69,11 +70,13 @@ struct Attempt {
 }
 
 /// Runs `batch` in one transaction, trying again (and waiting for a
-/// connection) until `deadline` from now has passed.
+/// connection) until `deadline` from now has passed. `committed` is notified
+/// once a transaction that appended events has committed.
 pub(crate) async fn execute_batch(
     pool: &Pool,
     batch: &[(Command, CommandContext)],
     deadline: Duration,
+    committed: Option<&Notify>,
 ) -> Result<Vec<Answered>, StoreError> {
     assert!(
         batch.len() <= MAX_COMMANDS_PER_BATCH,
@@ -112,14 +115,24 @@ pub(crate) async fn execute_batch(
         // Whatever `ran` says, no transaction is left open on the connection
         // unless it is discarded below.
         let client = guard.finished();
+        let wrote = attempt.wrote.is_some();
+        let signal = || {
+            if let (true, Some(n)) = (wrote, committed) {
+                n.notify_one();
+            }
+        };
         let why = match ran {
-            Ok(Ok(results)) => return Ok(results),
+            Ok(Ok(results)) => {
+                signal();
+                return Ok(results);
+            }
             Ok(Err(Failure::Fatal(e))) => return Err(e),
             Ok(Err(Failure::Retry(why))) => why,
             Ok(Err(Failure::Broken(why))) => {
                 discard(client);
                 recovering = true;
                 if let Some(results) = settle(pool, &mut attempt, &why, deadline).await? {
+                    signal();
                     return Ok(results);
                 }
                 why
@@ -133,6 +146,7 @@ pub(crate) async fn execute_batch(
                     "no answer within {TRANSACTION_ATTEMPT_DEADLINE_MS} ms"
                 ));
                 if let Some(results) = settle(pool, &mut attempt, &why, deadline).await? {
+                    signal();
                     return Ok(results);
                 }
                 why

@@ -1,8 +1,9 @@
 //! Group commit: concurrent commands gathered into one transaction.
 //!
 //! Callers put their command on a bounded queue and wait. A pipeline takes
-//! the first command, then whatever else is queued (up to the batch limit),
-//! waiting at most a short window for more; it runs the batch through the
+//! the first command, then whatever else is queued (up to the batch limit);
+//! while another pipeline's batch is committing it keeps gathering until that
+//! commit ends (with none committing it goes at once: see `Gather`); it runs the batch through the
 //! ordinary command path (`execute_batch`: locks once in sorted order, decides
 //! in arrival order against the balances in memory, one INSERT, one commit)
 //! and answers every caller after the commit.
@@ -25,17 +26,18 @@
 //! internal error and goes on with the next batch.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as SyncMutex};
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
 use futures_util::{FutureExt, StreamExt};
-use tokio::sync::{mpsc, oneshot, Mutex, Semaphore};
+use tokio::sync::{mpsc, oneshot, Mutex, Notify, Semaphore};
 use tracing::{error, warn};
 
 use crate::domain::{Command, CommandContext, Items};
 use crate::limits::{
-    GROUP_COMMIT_MAX_BATCH, GROUP_COMMIT_PIPELINES, GROUP_COMMIT_QUEUE_DEPTH,
+    GROUP_COMMIT_MAX_BATCH, GROUP_COMMIT_MAX_GATHER_MICROS, GROUP_COMMIT_PIPELINES, GROUP_COMMIT_QUEUE_DEPTH,
     GROUP_COMMIT_WINDOW_MICROS, MAX_SUSPECT_ITEMS, ONE_BY_ONE_IN_FLIGHT,
     SUSPECT_COMMANDS_IN_FLIGHT, SUSPECT_ITEM_MS,
 };
@@ -63,9 +65,15 @@ pub struct GroupConfig {
 /// queue is empty.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Gather {
+    /// The leader/follower rule of database group commit: when no other
+    /// batch is committing, the batch goes at once with what is queued (no
+    /// timer on an idle path: a lone caller waits for nothing); while one is,
+    /// it gathers until that one has committed, the batch is full, or
+    /// `GROUP_COMMIT_MAX_GATHER_MICROS` has passed.
+    #[default]
+    Adaptive,
     /// Waits on a timer until `window` has passed. A tokio timer fires on the
     /// next tick of its 1 ms wheel, so even a zero window waits up to 1 ms.
-    #[default]
     Timer,
     /// Without a timer: yields once, so tasks already running (callers about
     /// to enqueue) get to, then takes what is queued and goes.
@@ -98,10 +106,21 @@ struct Shared {
     suspects: Suspects,
     /// Permits for commands on suspect items running on their own.
     aside: Arc<Semaphore>,
+    /// Batches committing now, and a wake-up each time one has ended: what
+    /// adaptive gathering waits on.
+    committing: AtomicUsize,
+    committed: Notify,
+    /// Notified after each commit that appended events (`Store::with_commit_signal`).
+    appended: Option<Arc<Notify>>,
 }
 
 impl GroupCommit {
-    pub fn start(pool: Pool, config: GroupConfig, deadline: Duration) -> GroupCommit {
+    pub fn start(
+        pool: Pool,
+        config: GroupConfig,
+        deadline: Duration,
+        appended: Option<Arc<Notify>>,
+    ) -> GroupCommit {
         assert!(
             config.max_batch >= 1 && config.pipelines >= 1,
             "a group commit needs a batch and a pipeline"
@@ -113,6 +132,9 @@ impl GroupCommit {
             deadline,
             suspects: Suspects::default(),
             aside: Arc::new(Semaphore::new(SUSPECT_COMMANDS_IN_FLIGHT)),
+            committing: AtomicUsize::new(0),
+            committed: Notify::new(),
+            appended,
         });
         for _ in 0..config.pipelines {
             tokio::spawn(pipeline(shared.clone(), rx.clone(), config));
@@ -150,28 +172,7 @@ async fn pipeline(shared: Arc<Shared>, rx: Arc<Mutex<mpsc::Receiver<Job>>>, conf
         let batch = {
             let mut rx = rx.lock().await;
             let Some(first) = rx.recv().await else { return };
-            let mut batch = vec![first];
-            let deadline = tokio::time::Instant::now() + config.window;
-            while batch.len() < config.max_batch {
-                match rx.try_recv() {
-                    Ok(job) => batch.push(job),
-                    Err(mpsc::error::TryRecvError::Disconnected) => break,
-                    Err(mpsc::error::TryRecvError::Empty) if config.gather == Gather::Yield => {
-                        tokio::task::yield_now().await;
-                        match rx.try_recv() {
-                            Ok(job) => batch.push(job),
-                            Err(_) => break,
-                        }
-                    }
-                    Err(mpsc::error::TryRecvError::Empty) => {
-                        match tokio::time::timeout_at(deadline, rx.recv()).await {
-                            Ok(Some(job)) => batch.push(job),
-                            _ => break,
-                        }
-                    }
-                }
-            }
-            batch
+            gather(&shared, &mut rx, first, config).await
         };
         let (aside, batch): (Vec<Job>, Vec<Job>) = batch
             .into_iter()
@@ -180,8 +181,73 @@ async fn pipeline(shared: Arc<Shared>, rx: Arc<Mutex<mpsc::Receiver<Job>>>, conf
             run_aside(&shared, job);
         }
         if !batch.is_empty() {
+            shared.committing.fetch_add(1, Ordering::AcqRel);
             answer_guarded(batch, |commands| run(&shared, commands)).await;
+            shared.committing.fetch_sub(1, Ordering::AcqRel);
+            shared.committed.notify_waiters();
         }
+    }
+}
+
+/// Takes more jobs after `first`, as `config.gather` says, up to the batch limit.
+async fn gather(
+    shared: &Shared,
+    rx: &mut mpsc::Receiver<Job>,
+    first: Job,
+    config: GroupConfig,
+) -> Vec<Job> {
+    let mut batch = vec![first];
+    let deadline = tokio::time::Instant::now()
+        + match config.gather {
+            Gather::Adaptive => Duration::from_micros(GROUP_COMMIT_MAX_GATHER_MICROS),
+            Gather::Timer | Gather::Yield => config.window,
+        };
+    while batch.len() < config.max_batch {
+        match rx.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(mpsc::error::TryRecvError::Disconnected) => break,
+            Err(mpsc::error::TryRecvError::Empty) => {
+                let more = match config.gather {
+                    Gather::Adaptive => follow(shared, rx, deadline).await,
+                    Gather::Yield => {
+                        tokio::task::yield_now().await;
+                        rx.try_recv().ok()
+                    }
+                    Gather::Timer => tokio::time::timeout_at(deadline, rx.recv())
+                        .await
+                        .ok()
+                        .flatten(),
+                };
+                match more {
+                    Some(job) => batch.push(job),
+                    None => break,
+                }
+            }
+        }
+    }
+    batch
+}
+
+/// Adaptive gathering with the queue empty: the next job if it arrives while
+/// another batch is still committing (and before `deadline`); `None` at once
+/// when no batch is committing.
+async fn follow(
+    shared: &Shared,
+    rx: &mut mpsc::Receiver<Job>,
+    deadline: tokio::time::Instant,
+) -> Option<Job> {
+    let ended = shared.committed.notified();
+    let mut ended = std::pin::pin!(ended);
+    // Registered before the count is read, so an end between the two is
+    // not missed.
+    ended.as_mut().enable();
+    if shared.committing.load(Ordering::Acquire) == 0 {
+        return None;
+    }
+    tokio::select! {
+        job = rx.recv() => job,
+        _ = ended => None,
+        _ = tokio::time::sleep_until(deadline) => None,
     }
 }
 
@@ -221,7 +287,14 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 
 /// Runs one batch and gives each command its answer.
 async fn run(shared: &Shared, commands: Vec<(Command, CommandContext)>) -> Vec<Answer> {
-    match execute_batch(&shared.pool, &commands, shared.deadline).await {
+    match execute_batch(
+        &shared.pool,
+        &commands,
+        shared.deadline,
+        shared.appended.as_deref(),
+    )
+    .await
+    {
         Ok(answers) => answers.into_iter().map(Ok).collect(),
         Err(StoreError::LockTimeout) => {
             warn!(
@@ -258,8 +331,13 @@ async fn one_by_one(shared: &Shared, commands: Vec<(Command, CommandContext)>) -
 }
 
 async fn single(shared: &Shared, command: &(Command, CommandContext)) -> Answer {
-    execute_batch(&shared.pool, std::slice::from_ref(command), shared.deadline)
-        .await
+    execute_batch(
+        &shared.pool,
+        std::slice::from_ref(command),
+        shared.deadline,
+        shared.appended.as_deref(),
+    )
+    .await
         .map(|mut answers| answers.pop().expect("one answer per command"))
 }
 

@@ -72,6 +72,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "roles",
         sql: include_str!("../../schema/0010_roles.sql"),
     },
+    Migration {
+        version: 11,
+        name: "no_commit_notify",
+        sql: include_str!("../../schema/0011_no_commit_notify.sql"),
+    },
 ];
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (

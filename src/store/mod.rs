@@ -28,7 +28,10 @@ pub use execute::{Answered, BatchResult};
 pub use load::item_lock_key;
 pub use read::{Cursor, EventPage, ReservationDetails};
 
+use std::sync::Arc;
+
 use deadpool_postgres::Pool;
+use tokio::sync::Notify;
 
 use crate::domain::{Command, CommandContext, Outcome, Rejection};
 use crate::limits::{MAX_COMMANDS_PER_BATCH, MAX_EXPIRIES_PER_PASS};
@@ -47,6 +50,8 @@ pub struct Store {
     /// How long a batch of commands may take, all attempts and waits for a
     /// connection together (`with_command_deadline`).
     deadline: std::time::Duration,
+    /// Notified after each commit that appended events (`with_commit_signal`).
+    committed: Option<Arc<Notify>>,
 }
 
 impl Store {
@@ -57,7 +62,17 @@ impl Store {
             pool,
             group: None,
             deadline: std::time::Duration::from_millis(crate::limits::BATCH_DEADLINE_MS),
+            committed: None,
         }
+    }
+
+    /// This store, notifying `committed` after each of its command
+    /// transactions that appended events has committed: how the server wakes
+    /// its projection runner without a round trip through the database. Set
+    /// before `grouped`.
+    pub fn with_commit_signal(mut self, committed: Arc<Notify>) -> Self {
+        self.committed = Some(committed);
+        self
     }
 
     /// This store, reading pages of the log (`events`, `log_batch`: the
@@ -86,7 +101,12 @@ impl Store {
     /// This store, with `execute` gathering concurrent commands into shared
     /// transactions (see `group`). Needs a running tokio runtime.
     pub fn grouped(&self, config: group::GroupConfig) -> Self {
-        let group = group::GroupCommit::start(self.pool.clone(), config, self.deadline);
+        let group = group::GroupCommit::start(
+            self.pool.clone(),
+            config,
+            self.deadline,
+            self.committed.clone(),
+        );
         Store {
             group: Some(std::sync::Arc::new(group)),
             ..self.clone()
@@ -163,7 +183,14 @@ impl Store {
         for chunk in batch.chunks(MAX_COMMANDS_PER_BATCH) {
             let deadline = tokio::time::Instant::now() + self.deadline;
             let answers = loop {
-                match execute::execute_batch(&self.pool, chunk, self.deadline).await {
+                match execute::execute_batch(
+                    &self.pool,
+                    chunk,
+                    self.deadline,
+                    self.committed.as_deref(),
+                )
+                .await
+                {
                     Err(StoreError::LockTimeout) if tokio::time::Instant::now() < deadline => {
                         tokio::time::sleep(std::time::Duration::from_millis(
                             crate::limits::RETRY_BACKOFF_START_MS,
@@ -211,6 +238,7 @@ impl Store {
                         &self.pool,
                         std::slice::from_ref(command),
                         self.deadline,
+                        self.committed.as_deref(),
                     )
                     .await
                     {

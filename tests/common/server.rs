@@ -59,7 +59,6 @@ impl TestServer {
         let task = tokio::spawn(stockledger::server::serve(
             listener,
             store,
-            db.config.clone(),
             config,
             shutdown.clone(),
         ));

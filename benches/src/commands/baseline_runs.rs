@@ -79,6 +79,8 @@ fn row(
         callers,
         stats,
         server_cpu_us: None,
+        pg: None,
+        caught_up_ms: None,
         check: String::new(),
     }
 }

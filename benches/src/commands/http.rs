@@ -1,6 +1,7 @@
 //! The HTTP way in: the real server in a process of its own
-//! (`stockledger-bench serve`, this same executable), in development mode
-//! with its projection and expiry workers and its sealer off, and the client
+//! (`stockledger-bench serve`, this same executable), in development mode,
+//! with its projection runner, expiry worker and sealer as `stockledger
+//! serve` runs them (or without them, for the figure beside), and the client
 //! that drives it over loopback from this process.
 
 use std::future::Future;
@@ -41,12 +42,13 @@ impl HttpTarget {
     /// Starts the server process on database `database` (created and
     /// migrated) with a pool of `pool_size` connections and a request
     /// timeout of `request_timeout_ms` (its commands' deadline follows from
-    /// it), and waits until it listens.
+    /// it), with its workers or without, and waits until it listens.
     pub async fn start(
         database_url: Option<&str>,
         database: &str,
         pool_size: usize,
         request_timeout_ms: u64,
+        workers: bool,
     ) -> anyhow::Result<HttpTarget> {
         let exe = std::env::current_exe()?;
         let mut command = tokio::process::Command::new(exe);
@@ -55,6 +57,7 @@ impl HttpTarget {
             .arg(pool_size.to_string())
             .arg("--request-timeout-ms")
             .arg(request_timeout_ms.to_string())
+            .args((!workers).then_some("--no-workers"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true);

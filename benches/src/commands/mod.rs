@@ -4,6 +4,7 @@
 
 mod baseline_runs;
 pub(crate) mod http;
+mod pg_time;
 mod report;
 mod rig;
 mod runs;
@@ -35,11 +36,13 @@ pub struct CommandsArgs {
     /// Seconds per run (flash runs until every buyer has tried).
     #[arg(long, default_value_t = 3)]
     seconds: u64,
-    /// The ways into stockledger to measure.
+    /// The ways into stockledger to measure: `http` is the server as the
+    /// README runs it (its workers on), `http-bare` the same without them,
+    /// reported beside it.
     #[arg(
         long,
         value_enum,
-        default_value = "library,http",
+        default_value = "library,http,http-bare",
         value_delimiter = ','
     )]
     via: Vec<Via>,
@@ -57,8 +60,9 @@ pub struct CommandsArgs {
     /// Group commit: microseconds a batch waits for more commands.
     #[arg(long, default_value_t = stockledger::limits::GROUP_COMMIT_WINDOW_MICROS)]
     group_window_us: u64,
-    /// Group commit: how a batch gathers once the queue is empty (timer or yield).
-    #[arg(long, default_value = "timer", value_parser = ["timer", "yield"])]
+    /// Group commit: how a batch gathers once the queue is empty (adaptive,
+    /// the product's default; timer, waiting out `--group-window-us`; or yield).
+    #[arg(long, default_value = "adaptive", value_parser = ["adaptive", "timer", "yield"])]
     group_gather: String,
     /// Group commit: batches gathered and committed at once.
     #[arg(long, default_value_t = stockledger::limits::GROUP_COMMIT_PIPELINES)]
@@ -106,8 +110,11 @@ impl Scenario {
 pub enum Via {
     /// `Store::execute` in this process.
     Library,
-    /// The HTTP API over loopback, the server in a process of its own.
+    /// The HTTP API over loopback, the server in a process of its own with
+    /// its projection runner, expiry worker and sealer, as deployed.
     Http,
+    /// The same server without its workers.
+    HttpBare,
 }
 
 impl Via {
@@ -115,6 +122,7 @@ impl Via {
         match self {
             Via::Library => "library",
             Via::Http => "http",
+            Via::HttpBare => "http-bare",
         }
     }
 }
@@ -128,6 +136,10 @@ pub struct Row {
     stats: RunStats,
     /// CPU time of the server process per command, over HTTP.
     server_cpu_us: Option<f64>,
+    /// PostgreSQL's time during the run, by who spent it.
+    pg: Option<pg_time::PgTime>,
+    /// With workers: how long after the load the read models had caught up.
+    caught_up_ms: Option<f64>,
     /// The oversell check's verdict; empty for the baselines.
     check: String,
 }

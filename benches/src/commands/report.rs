@@ -11,7 +11,7 @@ use stockledger_bench::svg::{throughput_and_p99, Series};
 use super::{CommandsArgs, Row, Scenario};
 use crate::output::{markdown_table, Printer};
 
-const HEADER: [&str; 13] = [
+const HEADER: [&str; 15] = [
     "design",
     "callers",
     "commands/s",
@@ -24,6 +24,8 @@ const HEADER: [&str; 13] = [
     "vs naive-sql-event",
     "vs redis-lua",
     "server CPU µs/cmd",
+    "PG ms: commands / workers / control",
+    "caught up ms",
     "check",
 ];
 
@@ -92,6 +94,17 @@ fn cells(r: &Row, rows: &[Row]) -> Vec<String> {
         ratio("redis-lua"),
         r.server_cpu_us
             .map_or(String::new(), |us| format!("{us:.0}")),
+        r.pg.map_or(String::new(), |pg| {
+            format!(
+                "{:.0} / {:.0} / {:.0} ({:.2}×)",
+                pg.commands_ms,
+                pg.workers_ms,
+                pg.control_ms,
+                pg.workers_share()
+            )
+        }),
+        r.caught_up_ms
+            .map_or(String::new(), |ms| format!("{ms:.0}")),
         r.check.clone(),
     ]
 }
@@ -106,6 +119,10 @@ fn run_json(r: &Row, rows: &[Row]) -> Value {
         "vs_naive_sql_event": ratio(r, rows, "naive-sql-event"),
         "vs_redis_lua": ratio(r, rows, "redis-lua"),
         "server_cpu_us_per_command": r.server_cpu_us,
+        "pg_ms": r.pg.map(|pg| json!({"commands": pg.commands_ms, "workers": pg.workers_ms,
+                                      "control": pg.control_ms,
+                                      "workers_share": pg.workers_share()})),
+        "caught_up_ms": r.caught_up_ms,
         "check": r.check,
     })
 }

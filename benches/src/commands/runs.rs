@@ -8,6 +8,7 @@ use stockledger::domain::{CommandContext, Outcome, Rejection};
 use stockledger::store::{pool, StoreError};
 use stockledger_bench::load::{closed_loop, RunStats, Sent};
 
+use super::pg_time::{self, PgTime};
 use super::rig::Rig;
 use super::workload::Workload;
 use super::{CommandsArgs, Row, Scenario, Via};
@@ -15,6 +16,9 @@ use crate::output::Printer;
 
 /// A flash sale runs until every buyer has tried, or this long.
 const FLASH_TIME_LIMIT: Duration = Duration::from_secs(600);
+
+/// Statements listed (in the log, at info) after each HTTP run, by time.
+const PROFILE_TOP_STATEMENTS: i64 = 12;
 
 /// Runs `scenario` through `via` with `callers` callers.
 pub async fn stockledger_run(
@@ -31,49 +35,96 @@ pub async fn stockledger_run(
         (Duration::from_secs(args.seconds), None)
     };
     let w = workload.clone();
-    let server_cpu_before = match via {
-        Via::Http => Some(rig.http.cpu_time()?),
-        Via::Library => None,
-    };
-    let stats = match via {
+    let measured = match via {
         Via::Library => {
             let store = rig.store.clone();
-            closed_loop(callers, run_for, max, move |c, n| {
+            let stats = closed_loop(callers, run_for, max, move |c, n| {
                 let (store, cmd) = (store.clone(), w.command(c, n));
                 async move { judge(store.execute(cmd, CommandContext::new("bench")).await) }
             })
-            .await
+            .await;
+            Measured {
+                stats,
+                server_cpu_us: None,
+                pg: None,
+                caught_up_ms: None,
+            }
         }
-        Via::Http => {
-            let http = rig.http.sender();
-            closed_loop(callers, run_for, max, move |c, n| {
-                http.send(&w.command(c, n))
-            })
-            .await
+        Via::Http | Via::HttpBare => {
+            let spec = (callers, run_for, max);
+            http_run(rig, &workload, spec, via == Via::Http, printer).await?
         }
     };
-    let server_cpu_us = match server_cpu_before {
-        Some(before) => {
-            let used = rig.http.cpu_time()?.saturating_sub(before);
-            let commands = (stats.ok + stats.refused + stats.failed).max(1);
-            Some(used.as_micros() as f64 / commands as f64)
-        }
-        None => None,
-    };
-    let check = oversell_check(rig, &workload, &stats, args.flash_buyers).await?;
+    let check = oversell_check(rig, &workload, &measured.stats, args.flash_buyers).await?;
     printer.progress(&format!(
-        "{:<8} {:<8} {callers:>4} callers: {:>8.0} commands/s",
+        "{:<8} {:<9} {callers:>4} callers: {:>8.0} commands/s",
         scenario.name(),
         via.name(),
-        stats.per_second()
+        measured.stats.per_second()
     ));
     Ok(Row {
         scenario,
         design: format!("stockledger ({})", via.name()),
         callers,
-        stats,
-        server_cpu_us,
+        stats: measured.stats,
+        server_cpu_us: measured.server_cpu_us,
+        pg: measured.pg,
+        caught_up_ms: measured.caught_up_ms,
         check,
+    })
+}
+
+/// What one run measured.
+struct Measured {
+    stats: RunStats,
+    server_cpu_us: Option<f64>,
+    pg: Option<PgTime>,
+    caught_up_ms: Option<f64>,
+}
+
+/// One run over HTTP against a server started for it (with its workers or
+/// without): the load, the server's CPU per command, PostgreSQL's time by
+/// who spent it and, with workers, how long the read models took to catch
+/// up once the load stopped.
+async fn http_run(
+    rig: &Rig,
+    workload: &Arc<Workload>,
+    (callers, run_for, max): (usize, Duration, Option<u64>),
+    workers: bool,
+    printer: &Printer,
+) -> anyhow::Result<Measured> {
+    let target = rig.start_http(workers).await?;
+    let profiled = pg_time::reset(&rig.baseline_pool).await?;
+    let cpu_before = target.cpu_time()?;
+    let (http, w) = (target.sender(), workload.clone());
+    let stats = closed_loop(callers, run_for, max, move |c, n| {
+        http.send(&w.command(c, n))
+    })
+    .await;
+    let used = target.cpu_time()?.saturating_sub(cpu_before);
+    let commands = (stats.ok + stats.refused + stats.failed).max(1);
+    // Read before the lag is watched: that watching is not the workers' work.
+    let pg = if profiled {
+        let top = pg_time::top(&rig.baseline_pool, PROFILE_TOP_STATEMENTS).await?;
+        printer.note(&format!(
+            "PostgreSQL's time by statement:\n{}",
+            top.join("\n")
+        ));
+        Some(pg_time::read(&rig.baseline_pool).await?)
+    } else {
+        None
+    };
+    let caught_up_ms = if workers {
+        rig.time_to_caught_up().await?
+    } else {
+        None
+    };
+    target.stop().await;
+    Ok(Measured {
+        stats,
+        server_cpu_us: Some(used.as_micros() as f64 / commands as f64),
+        pg,
+        caught_up_ms,
     })
 }
 
