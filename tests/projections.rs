@@ -285,3 +285,41 @@ async fn a_waiting_worker_opens_no_connections() {
     cancel.cancel();
     task.await.unwrap();
 }
+
+/// A store made with a commit signal wakes the runner when its commands
+/// commit, with no poll and no notification through the database: with the
+/// poll an hour away, each receipt still reaches `stock_levels`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_runner_is_woken_by_its_own_process_commits() {
+    let db = TestDb::new().await;
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let store = db.store.clone().with_commit_signal(wake.clone());
+    let cancel = CancellationToken::new();
+    let config = WorkerConfig {
+        poll_interval: Duration::from_secs(3600),
+        ..WorkerConfig::default()
+    };
+    let task = tokio::spawn(worker::run_all(
+        db.store.pool().clone(),
+        wake,
+        cancel.clone(),
+        config,
+    ));
+    for (i, expected) in [(1, 5), (2, 10)] {
+        let cmd = receive(&format!("in-{i}"), "woken", 5);
+        store.execute(cmd, stockledger::domain::CommandContext::new("test"))
+            .await
+            .unwrap()
+            .unwrap();
+        eventually("the receipt reaches stock_levels", || async {
+            let on_hand: Vec<i64> = db
+                .column("SELECT on_hand FROM stock_levels WHERE sku = 'woken'")
+                .await;
+            on_hand == [expected]
+        })
+        .await;
+    }
+    cancel.cancel();
+    task.await.unwrap();
+    db.assert_audit_clean().await;
+}

@@ -93,15 +93,23 @@ pub async fn run_all(
 ) {
     let models = crate::projection::ALL;
     while !cancel.is_cancelled() {
+        // Until it is the runner, a process looks again at the poll
+        // interval, not at each of its commits.
+        let wait = || async {
+            tokio::select! {
+                _ = tokio::time::sleep(config.poll_interval) => {}
+                _ = cancel.cancelled() => {}
+            }
+        };
         let mut client = match become_runner(&pool, models).await {
             Ok(Some(c)) => c,
             Ok(None) => {
-                idle(&wake, &cancel, config).await;
+                wait().await;
                 continue;
             }
             Err(e) => {
                 warn!(error = %e, "projections cannot reach the database; will retry");
-                idle(&wake, &cancel, config).await;
+                wait().await;
                 continue;
             }
         };
