@@ -328,9 +328,12 @@ async fn a_stuck_batch_does_not_hold_the_next_one() {
     let store = Arc::new(db.store.grouped(GroupConfig::default()));
     let mut holder = db.client().await;
     let lock = holder.transaction().await.unwrap();
-    lock.execute("SELECT 1 FROM item_balances WHERE sku = 'a' FOR UPDATE", &[])
-        .await
-        .unwrap();
+    lock.execute(
+        "SELECT 1 FROM item_balances WHERE sku = 'a' FOR UPDATE",
+        &[],
+    )
+    .await
+    .unwrap();
     let stuck = {
         let store = store.clone();
         tokio::spawn(async move {

@@ -307,7 +307,8 @@ async fn the_runner_is_woken_by_its_own_process_commits() {
     ));
     for (i, expected) in [(1, 5), (2, 10)] {
         let cmd = receive(&format!("in-{i}"), "woken", 5);
-        store.execute(cmd, stockledger::domain::CommandContext::new("test"))
+        store
+            .execute(cmd, stockledger::domain::CommandContext::new("test"))
             .await
             .unwrap()
             .unwrap();

@@ -186,7 +186,7 @@ impl PrivateCluster {
                  unix_socket_directories = '{}'\n\
                  max_connections = {PRIVATE_CLUSTER_MAX_CONNECTIONS}\n{}",
                 dir.display(),
-                statement_statistics(&bin)
+                statement_statistics(bin)
             );
             let mut f = OpenOptions::new()
                 .append(true)

@@ -140,6 +140,9 @@ pub(crate) async fn run_apply_sql(
         );
         tx.execute(&stmt, &params[..taken]).await?;
     }
+    if let Some(fold) = p.batch_fold() {
+        (fold.apply)(tx, from, to).await?;
+    }
     Ok(())
 }
 

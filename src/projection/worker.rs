@@ -23,9 +23,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::limits::{
-    PROJECTION_BATCH_EVENTS, PROJECTION_DEBOUNCE_MS, PROJECTION_POLL_INTERVAL_MS,
-};
+use crate::limits::{PROJECTION_BATCH_EVENTS, PROJECTION_DEBOUNCE_MS, PROJECTION_POLL_INTERVAL_MS};
 use crate::projection::live::apply_live;
 use crate::projection::{apply_batch, ReadModel, Slot};
 use crate::store::{pool, StoreError};
@@ -66,7 +64,9 @@ async fn become_runner(
     let names: Vec<&str> = models.iter().map(|p| p.name()).collect();
     let got: bool = client.query_one(RUNNER_LOCKS, &[&names]).await?.get(0);
     if !got {
-        client.batch_execute("SELECT pg_advisory_unlock_all()").await?;
+        client
+            .batch_execute("SELECT pg_advisory_unlock_all()")
+            .await?;
         return Ok(None);
     }
     Ok(Some(deadpool_postgres::Object::take(client)))

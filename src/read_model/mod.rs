@@ -9,6 +9,7 @@
 
 mod diff;
 pub mod order_view;
+mod order_view_batch;
 pub mod reservation_expiry;
 pub mod reservation_totals;
 pub mod stock_levels;
@@ -102,6 +103,8 @@ pub trait ReadModel: Sync + 'static {
     fn schema_sql(&self) -> &'static str;
     /// Statements run in order for each batch (see `projections/README.md`).
     fn apply_sql(&self) -> &'static [&'static str];
+    /// A batch folded in Rust, run after the statements (`order_view`).
+    fn batch_fold(&self) -> Option<BatchFold>;
     fn expected(&self) -> Expected;
     fn fold(&self, expected: &mut Expected, seen: &StreamSeen<'_>);
     fn merge(&self, into: &mut Expected, other: Expected);
@@ -120,6 +123,10 @@ pub trait ReadModel: Sync + 'static {
             all.push('\u{0}');
             all.push_str(s);
         }
+        if let Some(f) = self.batch_fold() {
+            all.push('\u{0}');
+            all.push_str(f.version);
+        }
         sha256_hex(all.as_bytes())
     }
 }
@@ -130,12 +137,28 @@ impl std::fmt::Debug for dyn ReadModel {
     }
 }
 
-/// A read model: its SQL, and its `Rows`.
+/// A batch of a read model folded in Rust: what it writes for the events in
+/// `(from, to]`, in the copy the transaction's `search_path` names, and
+/// the version of that definition (part of the read model's checksum: change
+/// it whenever what the fold writes changes).
+#[derive(Clone, Copy)]
+pub struct BatchFold {
+    pub version: &'static str,
+    #[allow(clippy::type_complexity)]
+    pub apply: for<'a> fn(
+        &'a deadpool_postgres::Transaction<'a>,
+        crate::store::Cursor,
+        crate::store::Cursor,
+    ) -> BoxFuture<'a, Result<(), StoreError>>,
+}
+
+/// A read model: its SQL (or its batch fold), and its `Rows`.
 pub struct Model<R> {
     pub name: &'static str,
     pub tables: &'static [&'static str],
     pub schema: &'static str,
     pub apply: &'static [&'static str],
+    pub batch: Option<BatchFold>,
     pub rows: PhantomData<fn() -> R>,
 }
 
@@ -161,6 +184,10 @@ impl<R: Rows> ReadModel for Model<R> {
 
     fn apply_sql(&self) -> &'static [&'static str] {
         self.apply
+    }
+
+    fn batch_fold(&self) -> Option<BatchFold> {
+        self.batch
     }
 
     fn expected(&self) -> Expected {

@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap as HashMap;
 use tokio_postgres::Client;
 
 use crate::domain::{LineView, OrderId, Reservation, ReservationState};
-use crate::read_model::{Diffs, Model, Rows, StreamSeen};
+use crate::read_model::{BatchFold, Diffs, Model, Rows, StreamSeen};
 use crate::store::StoreError;
 
 pub struct OrderView;
@@ -18,10 +18,13 @@ pub static ORDER_VIEW: Model<OrderView> = Model {
     name: "order_view",
     tables: &["order_view"],
     schema: include_str!("../../projections/order_view/schema.sql"),
-    apply: &[
-        include_str!("../../projections/order_view/apply_1_whole.sql"),
-        include_str!("../../projections/order_view/apply_2_steps.sql"),
-    ],
+    // Folded in Rust, from the window's events and the rows they touch
+    // (`order_view_batch.rs` says why).
+    apply: &[],
+    batch: Some(BatchFold {
+        version: "order_view batch fold 1",
+        apply: crate::read_model::order_view_batch::apply,
+    }),
     rows: PhantomData,
 };
 

@@ -22,6 +22,7 @@ pub static RESERVATION_EXPIRY: Model<ReservationExpiry> = Model {
         include_str!("../../projections/reservation_expiry/apply_2_extended.sql"),
         include_str!("../../projections/reservation_expiry/apply_3_closed.sql"),
     ],
+    batch: None,
     rows: PhantomData,
 };
 

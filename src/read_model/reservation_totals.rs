@@ -21,6 +21,7 @@ pub static RESERVATION_TOTALS: Model<ReservationTotals> = Model {
     apply: &[include_str!(
         "../../projections/reservation_totals/apply_1_moves.sql"
     )],
+    batch: None,
     rows: PhantomData,
 };
 

@@ -22,6 +22,7 @@ pub static STOCK_LEVELS: Model<StockLevels> = Model {
     apply: &[include_str!(
         "../../projections/stock_levels/apply_1_effects.sql"
     )],
+    batch: None,
     rows: PhantomData,
 };
 

@@ -78,13 +78,27 @@ pub(crate) async fn execute_batch(
     deadline: Duration,
     committed: Option<&Notify>,
 ) -> Result<Vec<Answered>, StoreError> {
+    let (answers, wrote) = attempts(pool, batch, deadline).await?;
+    if let (true, Some(n)) = (wrote, committed) {
+        n.notify_one();
+    }
+    Ok(answers)
+}
+
+/// `execute_batch`'s attempts; the answers, and whether the transaction
+/// that gave them appended events.
+async fn attempts(
+    pool: &Pool,
+    batch: &[(Command, CommandContext)],
+    deadline: Duration,
+) -> Result<(Vec<Answered>, bool), StoreError> {
     assert!(
         batch.len() <= MAX_COMMANDS_PER_BATCH,
         "batch of {} commands exceeds MAX_COMMANDS_PER_BATCH",
         batch.len()
     );
     if batch.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), false));
     }
     let deadline = Instant::now() + deadline;
     let mut backoff_ms = RETRY_BACKOFF_START_MS;
@@ -116,24 +130,15 @@ pub(crate) async fn execute_batch(
         // unless it is discarded below.
         let client = guard.finished();
         let wrote = attempt.wrote.is_some();
-        let signal = || {
-            if let (true, Some(n)) = (wrote, committed) {
-                n.notify_one();
-            }
-        };
         let why = match ran {
-            Ok(Ok(results)) => {
-                signal();
-                return Ok(results);
-            }
+            Ok(Ok(results)) => return Ok((results, wrote)),
             Ok(Err(Failure::Fatal(e))) => return Err(e),
             Ok(Err(Failure::Retry(why))) => why,
             Ok(Err(Failure::Broken(why))) => {
                 discard(client);
                 recovering = true;
                 if let Some(results) = settle(pool, &mut attempt, &why, deadline).await? {
-                    signal();
-                    return Ok(results);
+                    return Ok((results, wrote));
                 }
                 why
             }
@@ -146,8 +151,7 @@ pub(crate) async fn execute_batch(
                     "no answer within {TRANSACTION_ATTEMPT_DEADLINE_MS} ms"
                 ));
                 if let Some(results) = settle(pool, &mut attempt, &why, deadline).await? {
-                    signal();
-                    return Ok(results);
+                    return Ok((results, wrote));
                 }
                 why
             }

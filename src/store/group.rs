@@ -37,8 +37,8 @@ use tracing::{error, warn};
 
 use crate::domain::{Command, CommandContext, Items};
 use crate::limits::{
-    GROUP_COMMIT_MAX_BATCH, GROUP_COMMIT_MAX_GATHER_MICROS, GROUP_COMMIT_PIPELINES, GROUP_COMMIT_QUEUE_DEPTH,
-    GROUP_COMMIT_WINDOW_MICROS, MAX_SUSPECT_ITEMS, ONE_BY_ONE_IN_FLIGHT,
+    GROUP_COMMIT_MAX_BATCH, GROUP_COMMIT_MAX_GATHER_MICROS, GROUP_COMMIT_PIPELINES,
+    GROUP_COMMIT_QUEUE_DEPTH, GROUP_COMMIT_WINDOW_MICROS, MAX_SUSPECT_ITEMS, ONE_BY_ONE_IN_FLIGHT,
     SUSPECT_COMMANDS_IN_FLIGHT, SUSPECT_ITEM_MS,
 };
 use crate::store::execute::{execute_batch, Answered};
@@ -338,7 +338,7 @@ async fn single(shared: &Shared, command: &(Command, CommandContext)) -> Answer 
         shared.appended.as_deref(),
     )
     .await
-        .map(|mut answers| answers.pop().expect("one answer per command"))
+    .map(|mut answers| answers.pop().expect("one answer per command"))
 }
 
 /// Runs a command on a suspect item on its own, beside the pipelines, or
