@@ -163,11 +163,6 @@ pub const MAX_EXPIRIES_PER_PASS: i64 = 500;
 /// and lock time; large enough that set-based SQL amortises per-batch costs.
 pub const PROJECTION_BATCH_EVENTS: i64 = 10_000;
 
-/// Batches of up to this many events run the projections' statements with
-/// their generic (cached) plans; larger ones are planned for their size
-/// (`projection/batch.rs`, `use_slot`).
-pub const GENERIC_PLAN_MAX_EVENTS: i64 = 2_000;
-
 /// Batch size used by rebuilds, which read the log from the start.
 pub const REBUILD_BATCH_EVENTS: i64 = 50_000;
 

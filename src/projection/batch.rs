@@ -5,7 +5,6 @@ use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 
 use crate::domain::StreamKind;
-use crate::limits::GENERIC_PLAN_MAX_EVENTS;
 use crate::projection::{ReadModel, Slot};
 use crate::store::{Cursor, StoreError};
 
@@ -87,29 +86,18 @@ pub(crate) async fn lock_checkpoint(
 /// last batches only means applying them again, and no caller waits on it.
 /// Its commit then costs no flush beside the commands' own.
 ///
-/// A batch of up to `GENERIC_PLAN_MAX_EVENTS` events runs the apply
-/// statements with their generic plans: planning them afresh for each small
-/// batch cost more than running them (2.4 ms against 1.4 ms for
-/// `order_view`'s second statement over 240 events, `docs/benchmarks.md`),
-/// and for a small range of the commit-order index the generic plan is the
-/// same index scan. Larger batches (a backlog, a rebuild) are planned for
-/// their size.
-pub(crate) async fn use_slot(
-    tx: &Transaction<'_>,
-    slot: Slot,
-    events: i64,
-) -> Result<(), StoreError> {
+/// Plans are left to PostgreSQL's default (each batch planned for its range
+/// unless a generic plan is estimated as cheap): forcing generic plans saved
+/// the planning, but for
+/// `reservation_expiry`'s closing statement it was 150 times slower to run
+/// (docs/benchmarks.md, issue 24).
+pub(crate) async fn use_slot(tx: &Transaction<'_>, slot: Slot) -> Result<(), StoreError> {
     let commit = match slot {
         Slot::Live => "SET LOCAL synchronous_commit = off;",
         Slot::Rebuild => "",
     };
-    let plans = if events <= GENERIC_PLAN_MAX_EVENTS {
-        "SET LOCAL plan_cache_mode = force_generic_plan;"
-    } else {
-        ""
-    };
     tx.batch_execute(&format!(
-        "SET LOCAL search_path = {}, public; SET LOCAL jit = off; {commit} {plans}",
+        "SET LOCAL search_path = {}, public; SET LOCAL jit = off; {commit}",
         slot.schema()
     ))
     .await?;
@@ -207,7 +195,7 @@ pub(crate) async fn apply_range(
             cursor: from,
         });
     };
-    use_slot(tx, slot, events).await?;
+    use_slot(tx, slot).await?;
     run_apply_sql(tx, p, from, to).await?;
     let to_tx = to.tx_id.to_string();
     tx.execute(

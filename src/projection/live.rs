@@ -58,7 +58,7 @@ pub async fn apply_live(
             cursor: from,
         });
     };
-    use_slot(&tx, Slot::Live, window.events).await?;
+    use_slot(&tx, Slot::Live).await?;
     let (mut names, mut counts) = (Vec::new(), Vec::new());
     for (p, at) in cursors {
         if at >= window.to {

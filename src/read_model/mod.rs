@@ -11,8 +11,10 @@ mod diff;
 pub mod order_view;
 mod order_view_batch;
 pub mod reservation_expiry;
+mod reservation_expiry_batch;
 pub mod reservation_totals;
 pub mod stock_levels;
+mod window;
 
 use std::any::Any;
 use std::future::Future;

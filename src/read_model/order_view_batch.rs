@@ -24,20 +24,9 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::{EventType, ReservationState, StreamKind};
+use crate::read_model::window::{window, WindowEvent};
 use crate::read_model::BoxFuture;
 use crate::store::{Cursor, StoreError};
-
-/// The window's events of streams that name an order, in commit order (so
-/// each stream's in seq order: each is appended after the one before it
-/// committed).
-const WINDOW: &str = "
-    SELECT stream, seq, type, (data ->> 'expires_at')::timestamptz, order_id,
-           skus, locations, quantities, recorded_at, position
-    FROM events
-    WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
-      AND (tx_id, position) <= ($3::text::xid8, $4::bigint)
-      AND order_id IS NOT NULL
-    ORDER BY tx_id, position";
 
 /// The rows of orders whose reservation began before the window.
 const EXISTING: &str = "
@@ -93,20 +82,6 @@ struct Row {
     last_position: i64,
 }
 
-/// One event of the window, as the fold reads it.
-#[derive(Clone, Debug)]
-struct WindowEvent {
-    stream: String,
-    seq: i32,
-    kind: Option<EventType>,
-    type_name: String,
-    expires_at: Option<DateTime<Utc>>,
-    order_id: String,
-    lines: Vec<(String, String, i64)>,
-    recorded_at: DateTime<Utc>,
-    position: i64,
-}
-
 /// What the window did to one order's row.
 #[derive(Debug)]
 enum Slot {
@@ -133,43 +108,6 @@ pub(crate) fn apply<'a>(
         fold_all(&mut rows, &events);
         write(tx, rows).await
     })
-}
-
-async fn window(
-    tx: &Transaction<'_>,
-    from: Cursor,
-    to: Cursor,
-) -> Result<Vec<WindowEvent>, StoreError> {
-    let stmt = tx.prepare_cached(WINDOW).await?;
-    let (from_tx, to_tx) = (from.tx_id.to_string(), to.tx_id.to_string());
-    let rows = tx
-        .query(&stmt, &[&from_tx, &from.position, &to_tx, &to.position])
-        .await?;
-    Ok(rows
-        .iter()
-        .map(|r| {
-            let type_name: String = r.get(2);
-            let skus: Vec<String> = r.get(5);
-            let locations: Vec<String> = r.get(6);
-            let quantities: Vec<i64> = r.get(7);
-            WindowEvent {
-                stream: r.get(0),
-                seq: r.get(1),
-                kind: EventType::parse(&type_name),
-                type_name,
-                expires_at: r.get(3),
-                order_id: r.get(4),
-                lines: skus
-                    .into_iter()
-                    .zip(locations)
-                    .zip(quantities)
-                    .map(|((s, l), q)| (s, l, q))
-                    .collect(),
-                recorded_at: r.get(8),
-                position: r.get(9),
-            }
-        })
-        .collect())
 }
 
 /// Every order the window touches: a fresh row for a reservation that began

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 use tokio_postgres::Client;
 
 use crate::domain::{Reservation, ReservationId, ReservationState};
-use crate::read_model::{Diffs, Model, Rows, StreamSeen};
+use crate::read_model::{BatchFold, Diffs, Model, Rows, StreamSeen};
 use crate::store::StoreError;
 
 pub struct ReservationExpiry;
@@ -17,12 +17,12 @@ pub static RESERVATION_EXPIRY: Model<ReservationExpiry> = Model {
     name: "reservation_expiry",
     tables: &["reservation_expiry"],
     schema: include_str!("../../projections/reservation_expiry/schema.sql"),
-    apply: &[
-        include_str!("../../projections/reservation_expiry/apply_1_opened.sql"),
-        include_str!("../../projections/reservation_expiry/apply_2_extended.sql"),
-        include_str!("../../projections/reservation_expiry/apply_3_closed.sql"),
-    ],
-    batch: None,
+    // Folded in Rust (`reservation_expiry_batch.rs` says why).
+    apply: &[],
+    batch: Some(BatchFold {
+        version: "reservation_expiry batch fold 1",
+        apply: crate::read_model::reservation_expiry_batch::apply,
+    }),
     rows: PhantomData,
 };
 

@@ -8,12 +8,13 @@
 use deadpool_postgres::Pool;
 use stockledger::store::pool;
 
-/// What marks a workers' statement: the tables and functions only they touch.
-/// The hot, flash and mixed runs send no reads, so a page of the log (the
-/// sealer's read) is theirs too.
+/// What marks a workers' statement: the tables and functions only they
+/// touch, and reading the log by a range of commit order, which the command
+/// path never does (it reads streams by name). The hot, flash and mixed runs
+/// send no reads, so a page of the log (the sealer's read) is theirs too.
 const WORKER_STATEMENTS: &str = "projection_checkpoints|pg_stat_activity|stock_levels|order_view\
-|reservation_expiry|reservation_totals|event_chain|seals|search_path|ARRAY\\[tx_id|advisory_unlock\
-|hashtextextended\\('(projection|stockledger:sealer)|ORDER BY tx_id, position";
+|reservation_expiry|reservation_totals|event_chain|seals|search_path|advisory_unlock\
+|hashtextextended\\('(projection|stockledger:sealer)|\\(tx_id, position\\) >";
 
 const TIMES: &str = "
     SELECT coalesce(sum(t) FILTER (WHERE kind = 'commands'), 0)::float8,
