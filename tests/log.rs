@@ -185,3 +185,28 @@ async fn a_page_of_the_log_is_read_in_index_order_without_a_sort() {
         assert!(!plan.contains("Sort"), "{limit}: {plan}");
     }
 }
+
+/// The expiry worker's look-up of due reservations is bounded by the index:
+/// with many open reservations and none due, it reads none of them (its
+/// bound was once `clock_timestamp()`, which the planner cannot use as an
+/// index condition, so every pass walked the whole index).
+#[tokio::test]
+async fn the_due_lookup_is_an_index_range() {
+    let db = TestDb::new().await;
+    let client = db.client().await;
+    client
+        .batch_execute(
+            "INSERT INTO reservation_expiry (reservation_id, order_id, expires_at)
+             SELECT 'r' || g, 'o' || g, now() + interval '1 hour'
+             FROM generate_series(1, 5000) AS g;
+             ANALYZE reservation_expiry",
+        )
+        .await
+        .unwrap();
+    let sql = stockledger::read_model::reservation_expiry::DUE_SQL;
+    let plan = explain(&client, sql, &[&500_i64]).await;
+    assert!(
+        plan.contains("Index Cond: (expires_at <="),
+        "the bound is not an index condition: {plan}"
+    );
+}

@@ -96,6 +96,17 @@ impl Rows for ReservationExpiry {
     }
 }
 
+/// The due reservations, oldest first. The bound is the statement's start
+/// (`statement_timestamp()`, stable within the statement), never
+/// `clock_timestamp()`: a volatile bound cannot be an index condition, so
+/// the expiry worker walked the whole `expires_at` index every pass when
+/// nothing was due (130–190 ms a pass with 300,000 open reservations,
+/// docs/benchmarks.md, issue 24).
+pub const DUE_SQL: &str = "SELECT reservation_id FROM reservation_expiry
+     WHERE expires_at <= statement_timestamp()
+     ORDER BY expires_at
+     LIMIT $1";
+
 /// Reservations whose expiry has passed by the database clock, oldest first.
 /// The copy may lag or hold a reservation that was settled meanwhile: the
 /// expire command decides from the log, so such a row only costs a "not due"
@@ -104,14 +115,7 @@ pub(crate) async fn due(
     client: &ClientWrapper,
     limit: i64,
 ) -> Result<Vec<ReservationId>, StoreError> {
-    let stmt = client
-        .prepare_cached(
-            "SELECT reservation_id FROM reservation_expiry
-             WHERE expires_at <= clock_timestamp()
-             ORDER BY expires_at
-             LIMIT $1",
-        )
-        .await?;
+    let stmt = client.prepare_cached(DUE_SQL).await?;
     let rows = client.query(&stmt, &[&limit]).await?;
     rows.iter()
         .map(|r| {
