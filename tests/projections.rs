@@ -324,3 +324,43 @@ async fn the_runner_is_woken_by_its_own_process_commits() {
     task.await.unwrap();
     db.assert_audit_clean().await;
 }
+
+/// A read model far behind the others (new, or its checkpoint reset) gets
+/// windows of its own: in the same batch the others still take what is new.
+#[tokio::test]
+async fn a_model_far_behind_does_not_hold_back_the_others() {
+    let db = TestDb::new().await;
+    for i in 0..20 {
+        db.receive(&format!("in-{i}"), "early", 1).await;
+    }
+    db.project_all().await;
+    db.client()
+        .await
+        .batch_execute(
+            "DELETE FROM reservation_totals;
+             UPDATE projection_checkpoints SET tx_id = '0', position = 0, events_applied = 0
+             WHERE name = 'reservation_totals' AND slot = 'live'",
+        )
+        .await
+        .unwrap();
+    db.receive("in-late", "late", 7).await;
+    let mut client = stockledger::store::pool::get(db.store.pool())
+        .await
+        .unwrap();
+    stockledger::projection::apply_live(&mut client, stockledger::projection::ALL, 5)
+        .await
+        .unwrap();
+    let late: Vec<i64> = db
+        .column("SELECT on_hand FROM stock_levels WHERE sku = 'late'")
+        .await;
+    assert_eq!(late, [7], "stock_levels waited for reservation_totals");
+    let behind: Vec<i64> = db
+        .column(
+            "SELECT events_applied FROM projection_checkpoints
+             WHERE name = 'reservation_totals' AND slot = 'live'",
+        )
+        .await;
+    assert_eq!(behind, [5]);
+    db.project_all().await;
+    db.assert_audit_clean().await;
+}

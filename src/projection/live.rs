@@ -7,8 +7,10 @@
 //! work. Applying every read model from one window pays them once per batch
 //! instead of once per read model. Each read model keeps its own checkpoint,
 //! and they need not agree (a rebuild swaps in a copy that stopped
-//! elsewhere): the window starts at the furthest-behind checkpoint, and each
-//! model applies only the part of it after its own.
+//! elsewhere, a new read model starts from the beginning): the models at one
+//! checkpoint share a window, each group its own.
+
+use std::collections::BTreeMap;
 
 use deadpool_postgres::{ClientWrapper, Transaction};
 
@@ -24,24 +26,19 @@ const LOCK_LIVE: &str = "
     ORDER BY name
     FOR UPDATE";
 
-/// Moves the named live checkpoints to the batch's end, each by the events
-/// it applied.
+/// Moves the named live checkpoints, which stood together, to the window's end.
 const ADVANCE_LIVE: &str = "
-    UPDATE projection_checkpoints AS c
-    SET tx_id = $2::text::xid8, position = $3, events_applied = c.events_applied + a.events,
-        last_event_at = greatest(c.last_event_at, $4), updated_at = now()
-    FROM unnest($1::text[], $5::bigint[]) AS a(name, events)
-    WHERE c.slot = 'live' AND c.name = a.name";
+    UPDATE projection_checkpoints
+    SET tx_id = $2::text::xid8, position = $3, events_applied = events_applied + $5,
+        last_event_at = greatest(last_event_at, $4), updated_at = now()
+    WHERE slot = 'live' AND name = ANY($1)";
 
-/// Events in `(from, to]`, for a model whose checkpoint is inside the window.
-const COUNT_RANGE: &str = "
-    SELECT count(*) FROM events
-    WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
-      AND (tx_id, position) <= ($3::text::xid8, $4::bigint)";
-
-/// Applies up to `max_events` events after the furthest-behind live
-/// checkpoint of `models` to each of them, in one transaction with their
-/// checkpoints. Returns the window's events (zero when every model is caught up).
+/// Applies up to `max_events` events after each live checkpoint of
+/// `models` to the models at it, in one transaction with their checkpoints.
+/// Models whose checkpoints agree (the usual case) share one window; one far
+/// behind (new, or swapped in by a rebuild) gets a window of its own, so it
+/// never holds the others back while it catches up. Returns the largest
+/// window's events (zero when every model is caught up) and its end.
 pub async fn apply_live(
     client: &mut ClientWrapper,
     models: &[&'static dyn ReadModel],
@@ -50,34 +47,30 @@ pub async fn apply_live(
     // The horizon is read before the transaction begins (see horizon.rs).
     let horizon = crate::store::horizon::safe_horizon(client).await?;
     let tx = client.transaction().await?;
-    let cursors = lock_live(&tx, models).await?;
-    let from = cursors.iter().map(|(_, c)| *c).min().unwrap_or_default();
-    let Some(window) = boundary(&tx, from, max_events, horizon).await? else {
-        return Ok(Applied {
-            events: 0,
-            cursor: from,
-        });
-    };
-    use_slot(&tx, Slot::Live).await?;
-    let (mut names, mut counts) = (Vec::new(), Vec::new());
-    for (p, at) in cursors {
-        if at >= window.to {
-            continue;
-        }
-        run_apply_sql(&tx, p, at, window.to).await?;
-        names.push(p.name());
-        counts.push(if at == from {
-            window.events
-        } else {
-            count_range(&tx, at, window.to).await?
-        });
+    let mut groups: BTreeMap<Cursor, Vec<&'static dyn ReadModel>> = BTreeMap::new();
+    for (p, at) in lock_live(&tx, models).await? {
+        groups.entry(at).or_default().push(p);
     }
-    advance(&tx, &window, &names, &counts).await?;
-    tx.commit().await?;
-    Ok(Applied {
-        events: window.events,
-        cursor: window.to,
-    })
+    let mut applied = Applied::default();
+    for (at, group) in groups {
+        let Some(window) = boundary(&tx, at, max_events, horizon).await? else {
+            continue;
+        };
+        if applied.events == 0 {
+            use_slot(&tx, Slot::Live).await?;
+        }
+        for &p in &group {
+            run_apply_sql(&tx, p, at, window.to).await?;
+        }
+        let names: Vec<&str> = group.iter().map(|p| p.name()).collect();
+        advance(&tx, &window, &names).await?;
+        applied.events = applied.events.max(window.events);
+        applied.cursor = applied.cursor.max(window.to);
+    }
+    if applied.events > 0 {
+        tx.commit().await?;
+    }
+    Ok(applied)
 }
 
 /// Each model with its live checkpoint, locked; a model without one is an error.
@@ -108,27 +101,10 @@ async fn lock_live(
         .collect()
 }
 
-async fn count_range(tx: &Transaction<'_>, from: Cursor, to: Cursor) -> Result<i64, StoreError> {
-    let stmt = tx.prepare_cached(COUNT_RANGE).await?;
-    let row = tx
-        .query_one(
-            &stmt,
-            &[
-                &from.tx_id.to_string(),
-                &from.position,
-                &to.tx_id.to_string(),
-                &to.position,
-            ],
-        )
-        .await?;
-    Ok(row.get(0))
-}
-
 async fn advance(
     tx: &Transaction<'_>,
     window: &Boundary,
     names: &[&str],
-    counts: &[i64],
 ) -> Result<(), StoreError> {
     let stmt = tx.prepare_cached(ADVANCE_LIVE).await?;
     tx.execute(
@@ -138,7 +114,7 @@ async fn advance(
             &window.to.tx_id.to_string(),
             &window.to.position,
             &window.last_at,
-            &counts,
+            &window.events,
         ],
     )
     .await?;

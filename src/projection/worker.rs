@@ -62,14 +62,26 @@ async fn become_runner(
 ) -> Result<Option<ClientWrapper>, StoreError> {
     let client = pool::get(pool).await?;
     let names: Vec<&str> = models.iter().map(|p| p.name()).collect();
-    let got: bool = client.query_one(RUNNER_LOCKS, &[&names]).await?.get(0);
-    if !got {
-        client
-            .batch_execute("SELECT pg_advisory_unlock_all()")
-            .await?;
-        return Ok(None);
+    // A connection that may hold some of the locks after an error is closed,
+    // never handed back: a rollback does not release session locks.
+    let got: bool = match client.query_one(RUNNER_LOCKS, &[&names]).await {
+        Ok(row) => row.get(0),
+        Err(e) => {
+            drop(deadpool_postgres::Object::take(client));
+            return Err(e.into());
+        }
+    };
+    if got {
+        return Ok(Some(deadpool_postgres::Object::take(client)));
     }
-    Ok(Some(deadpool_postgres::Object::take(client)))
+    if let Err(e) = client
+        .batch_execute("SELECT pg_advisory_unlock_all()")
+        .await
+    {
+        drop(deadpool_postgres::Object::take(client));
+        return Err(e.into());
+    }
+    Ok(None)
 }
 
 /// Waits for a wake-up, the poll interval or cancellation; returns whether
@@ -129,8 +141,12 @@ pub async fn run_all(
                 }
                 Err(e) => {
                     // Dropping the connection releases the runner locks, so a
-                    // healthy process can take over while we reconnect.
+                    // healthy process can take over; a failure that repeats
+                    // (a corrupt row, say) is tried again at the poll
+                    // interval, not in a tight loop.
                     warn!(error = %e, "projection batch failed; reconnecting");
+                    drop(client);
+                    wait().await;
                     break;
                 }
             }

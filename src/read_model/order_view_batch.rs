@@ -211,11 +211,15 @@ fn parse_state(s: &str) -> Option<ReservationState> {
     .find(|st| st.as_str() == s)
 }
 
-/// Applies every event of the window to its order's row, in order.
+/// Applies every event of the window to its order's row, in order. An event
+/// of another stream that names the order (a broken log) is not the row's.
 fn fold_all(rows: &mut HashMap<String, Slot>, events: &[WindowEvent]) {
+    let prefix = StreamKind::Reservation.prefix();
     for e in events {
         if let Some(Slot::Row(row)) = rows.get_mut(&e.order_id) {
-            fold_event(row, e);
+            if e.stream.strip_prefix(prefix) == Some(row.reservation_id.as_str()) {
+                fold_event(row, e);
+            }
         }
     }
 }

@@ -172,7 +172,10 @@ async fn pipeline(shared: Arc<Shared>, rx: Arc<Mutex<mpsc::Receiver<Job>>>, conf
         let batch = {
             let mut rx = rx.lock().await;
             let Some(first) = rx.recv().await else { return };
-            gather(&shared, &mut rx, first, config).await
+            let batch = gather(&shared, &mut rx, first, config).await;
+            // Counted before the next pipeline can gather, so it follows.
+            shared.committing.fetch_add(1, Ordering::AcqRel);
+            batch
         };
         let (aside, batch): (Vec<Job>, Vec<Job>) = batch
             .into_iter()
@@ -181,11 +184,10 @@ async fn pipeline(shared: Arc<Shared>, rx: Arc<Mutex<mpsc::Receiver<Job>>>, conf
             run_aside(&shared, job);
         }
         if !batch.is_empty() {
-            shared.committing.fetch_add(1, Ordering::AcqRel);
             answer_guarded(batch, |commands| run(&shared, commands)).await;
-            shared.committing.fetch_sub(1, Ordering::AcqRel);
-            shared.committed.notify_waiters();
         }
+        shared.committing.fetch_sub(1, Ordering::AcqRel);
+        shared.committed.notify_waiters();
     }
 }
 
