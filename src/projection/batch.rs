@@ -6,6 +6,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::domain::StreamKind;
 use crate::projection::{ReadModel, Slot};
+use crate::read_model::window::Window;
 use crate::store::{Cursor, StoreError};
 
 /// What one batch did.
@@ -105,13 +106,14 @@ pub(crate) async fn use_slot(tx: &Transaction<'_>, slot: Slot) -> Result<(), Sto
 }
 
 /// Runs the read model's statements over the events in `(from, to]`, in the
-/// copy `use_slot` chose.
+/// copy `use_slot` chose, and its batch fold over the window's events (read
+/// once for every model that shares `window`).
 pub(crate) async fn run_apply_sql(
     tx: &Transaction<'_>,
     p: &dyn ReadModel,
-    from: Cursor,
-    to: Cursor,
+    window: &mut Window,
 ) -> Result<(), StoreError> {
+    let (from, to) = (window.from, window.to);
     let (from_tx, to_tx) = (from.tx_id.to_string(), to.tx_id.to_string());
     // The fifth parameter, for the statements that take it, is the prefix of
     // reservation streams: the SQL never spells a stream name itself.
@@ -129,7 +131,7 @@ pub(crate) async fn run_apply_sql(
         tx.execute(&stmt, &params[..taken]).await?;
     }
     if let Some(fold) = p.batch_fold() {
-        (fold.apply)(tx, from, to).await?;
+        (fold.apply)(tx, window.events(tx).await?).await?;
     }
     Ok(())
 }
@@ -196,7 +198,7 @@ pub(crate) async fn apply_range(
         });
     };
     use_slot(tx, slot).await?;
-    run_apply_sql(tx, p, from, to).await?;
+    run_apply_sql(tx, p, &mut Window::new(from, to)).await?;
     let to_tx = to.tx_id.to_string();
     tx.execute(
         "UPDATE projection_checkpoints

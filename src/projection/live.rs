@@ -16,6 +16,7 @@ use deadpool_postgres::{ClientWrapper, Transaction};
 
 use crate::projection::batch::{boundary, run_apply_sql, use_slot, Applied, Boundary};
 use crate::projection::{ReadModel, Slot};
+use crate::read_model::window::Window;
 use crate::store::{Cursor, StoreError};
 
 /// Locks the live checkpoints of the named models, in one statement and in
@@ -59,8 +60,9 @@ pub async fn apply_live(
         if applied.events == 0 {
             use_slot(&tx, Slot::Live).await?;
         }
+        let mut shared = Window::new(at, window.to);
         for &p in &group {
-            run_apply_sql(&tx, p, at, window.to).await?;
+            run_apply_sql(&tx, p, &mut shared).await?;
         }
         let names: Vec<&str> = group.iter().map(|p| p.name()).collect();
         advance(&tx, &window, &names).await?;

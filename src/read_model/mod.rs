@@ -14,7 +14,7 @@ pub mod reservation_expiry;
 mod reservation_expiry_batch;
 pub mod reservation_totals;
 pub mod stock_levels;
-mod window;
+pub mod window;
 
 use std::any::Any;
 use std::future::Future;
@@ -139,8 +139,8 @@ impl std::fmt::Debug for dyn ReadModel {
     }
 }
 
-/// A batch of a read model folded in Rust: what it writes for the events in
-/// `(from, to]`, in the copy the transaction's `search_path` names, and
+/// A batch of a read model folded in Rust: what it writes for the window's
+/// events, in the copy the transaction's `search_path` names, and
 /// the version of that definition (part of the read model's checksum: change
 /// it whenever what the fold writes changes).
 #[derive(Clone, Copy)]
@@ -149,8 +149,7 @@ pub struct BatchFold {
     #[allow(clippy::type_complexity)]
     pub apply: for<'a> fn(
         &'a deadpool_postgres::Transaction<'a>,
-        crate::store::Cursor,
-        crate::store::Cursor,
+        &'a [window::WindowEvent],
     ) -> BoxFuture<'a, Result<(), StoreError>>,
 }
 

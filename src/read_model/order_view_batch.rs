@@ -24,9 +24,9 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::{EventType, ReservationState, StreamKind};
-use crate::read_model::window::{window, WindowEvent};
+use crate::read_model::window::WindowEvent;
 use crate::read_model::BoxFuture;
-use crate::store::{Cursor, StoreError};
+use crate::store::StoreError;
 
 /// The rows of orders whose reservation began before the window.
 const EXISTING: &str = "
@@ -91,21 +91,19 @@ enum Slot {
     Unread,
 }
 
-/// The batch fold of `order_view` over `(from, to]`, in the copy the
+/// The batch fold of `order_view` over a window's events, in the copy the
 /// transaction's `search_path` names.
 pub(crate) fn apply<'a>(
     tx: &'a Transaction<'a>,
-    from: Cursor,
-    to: Cursor,
+    events: &'a [WindowEvent],
 ) -> BoxFuture<'a, Result<(), StoreError>> {
     Box::pin(async move {
-        let events = window(tx, from, to).await?;
         if events.is_empty() {
             return Ok(());
         }
-        let mut rows = fold_new(&events);
+        let mut rows = fold_new(events);
         read_existing(tx, &mut rows).await?;
-        fold_all(&mut rows, &events);
+        fold_all(&mut rows, events);
         write(tx, rows).await
     })
 }

@@ -17,9 +17,9 @@ use deadpool_postgres::Transaction;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::domain::{EventType, StreamKind};
-use crate::read_model::window::{window, WindowEvent};
+use crate::read_model::window::WindowEvent;
 use crate::read_model::BoxFuture;
-use crate::store::{Cursor, StoreError};
+use crate::store::StoreError;
 
 const INSERT: &str = "
     INSERT INTO reservation_expiry (reservation_id, order_id, expires_at)
@@ -48,17 +48,13 @@ enum Change {
     Close,
 }
 
-/// The batch fold of `reservation_expiry` over `(from, to]`, in the copy the
-/// transaction's `search_path` names.
+/// The batch fold of `reservation_expiry` over a window's events, in the
+/// copy the transaction's `search_path` names.
 pub(crate) fn apply<'a>(
     tx: &'a Transaction<'a>,
-    from: Cursor,
-    to: Cursor,
+    events: &'a [WindowEvent],
 ) -> BoxFuture<'a, Result<(), StoreError>> {
-    Box::pin(async move {
-        let events = window(tx, from, to).await?;
-        write(tx, changes(&events)).await
-    })
+    Box::pin(write(tx, changes(events)))
 }
 
 /// Each reservation's change, by reservation id, from the window's events

@@ -1,6 +1,6 @@
 //! The events of a batch's window that the Rust batch folds read: those of
 //! streams that name an order (reservations; tombstones name none), by their
-//! typed columns, in commit order.
+//! typed columns, in commit order, read once per batch for every fold.
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Transaction;
@@ -22,7 +22,7 @@ const WINDOW: &str = "
 
 /// One event of the window, as the fold reads it.
 #[derive(Clone, Debug)]
-pub(crate) struct WindowEvent {
+pub struct WindowEvent {
     pub stream: String,
     pub seq: i32,
     pub kind: Option<EventType>,
@@ -34,8 +34,34 @@ pub(crate) struct WindowEvent {
     pub position: i64,
 }
 
+/// A batch's window `(from, to]`: its events are read the first time a
+/// batch fold asks, and every other fold of the batch gets the same ones.
+pub struct Window {
+    pub from: Cursor,
+    pub to: Cursor,
+    events: Option<Vec<WindowEvent>>,
+}
+
+impl Window {
+    pub fn new(from: Cursor, to: Cursor) -> Window {
+        Window {
+            from,
+            to,
+            events: None,
+        }
+    }
+
+    /// The window's events, read once.
+    pub async fn events(&mut self, tx: &Transaction<'_>) -> Result<&[WindowEvent], StoreError> {
+        if self.events.is_none() {
+            self.events = Some(read(tx, self.from, self.to).await?);
+        }
+        Ok(self.events.as_deref().unwrap_or_default())
+    }
+}
+
 /// The window's events in `(from, to]`.
-pub(crate) async fn window(
+async fn read(
     tx: &Transaction<'_>,
     from: Cursor,
     to: Cursor,
