@@ -153,6 +153,51 @@ async fn a_swallowed_commit_is_ended_and_run_again() {
     settled(&db, 1, (10, 4, 0)).await;
 }
 
+/// A fresh database (nothing has run since PostgreSQL started, as after a
+/// restart, a crash recovery or a failover): the very first command's COMMIT
+/// is swallowed, leaving its transaction open. The server's incarnation row
+/// must not be written inside that transaction, or every other command (and
+/// the stuck command's own outcome check) waits on it: receipts for other
+/// items still go through, and the stuck command is resolved and run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_first_command_after_a_restart_holds_no_lock_others_need() {
+    let db = TestDb::new().await;
+    let proxy = proxy_for(&db).await;
+    let store = store_through(&proxy, &db, true);
+    proxy.on_next_commits(&[CommitFault::Swallow]);
+    let s = store.clone();
+    let stuck =
+        tokio::spawn(async move { s.execute(receive("first", "slow", 1), ctx()).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut others = Vec::new();
+    for i in 0..5 {
+        let s = store.clone();
+        others.push(tokio::spawn(async move {
+            tokio::time::timeout(
+                request_timeout(),
+                s.execute(receive(&format!("other-{i}"), &format!("sku-{i}"), 1), ctx()),
+            )
+            .await
+        }));
+    }
+    for o in others {
+        let answer = o
+            .await
+            .unwrap()
+            .expect("answered within the request timeout");
+        answer.expect("not held up by the stuck first command").unwrap();
+    }
+    stuck
+        .await
+        .unwrap()
+        .expect("the stuck command is resolved and run again")
+        .unwrap();
+    assert_eq!(db.count_events().await, 6);
+    assert_eq!(db.figures("slow").await, (1, 0, 0));
+    db.project_all().await;
+    db.assert_audit_clean().await;
+}
+
 /// Two COMMIT replies black-holed for good (the connections stay open): the
 /// two stuck commands are resolved after the attempt deadline, and writes for
 /// other items keep succeeding well within the HTTP request timeout.

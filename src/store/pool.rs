@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use deadpool_postgres::{
-    Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
+    Hook, HookError, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime,
 };
 use tokio_postgres::NoTls;
 
@@ -69,8 +69,46 @@ pub fn build(config: tokio_postgres::Config, size: usize) -> Result<Pool, StoreE
         .create_timeout(Some(Duration::from_millis(POOL_WAIT_TIMEOUT_MS)))
         .recycle_timeout(Some(Duration::from_millis(POOL_WAIT_TIMEOUT_MS)))
         .runtime(Runtime::Tokio1)
+        .post_create(Hook::async_fn(|client, _| {
+            Box::pin(async move {
+                // A connection that cannot record it still serves: the
+                // function writes the row itself when it is missing.
+                if let Err(e) = record_incarnation(client).await {
+                    tracing::warn!(error = %e, "could not record the server's incarnation");
+                }
+                Ok::<(), HookError>(())
+            })
+        }))
         .build()
         .map_err(|e| StoreError::Database(Cause::with_source("building the pool", e)))
+}
+
+/// Makes sure the server's incarnation row (`schema/0006`) exists, in a
+/// transaction of its own, before the connection serves anything.
+///
+/// The row is gone after every restart, crash recovery and failover (the
+/// table is unlogged), and whichever transaction writes it first holds its
+/// key until it ends. Written by the first *command* transaction, a COMMIT
+/// that never arrives would hold every other command, and the outcome check
+/// of the stuck one, behind that key for as long as the connection stalls.
+/// Written here it commits at once; every connection after a restart is a
+/// new one, so it passes here first. Before the schema has the function (a
+/// pool used to migrate a new database) there is nothing to record, nor on a
+/// standby, which cannot write (a read pool).
+async fn record_incarnation(client: &tokio_postgres::Client) -> Result<(), StoreError> {
+    let exists = client
+        .query_one(
+            "SELECT to_regprocedure('stockledger_incarnation()') IS NOT NULL
+                    AND NOT pg_is_in_recovery()",
+            &[],
+        )
+        .await?;
+    if exists.get::<_, bool>(0) {
+        client
+            .execute("SELECT stockledger_incarnation()", &[])
+            .await?;
+    }
+    Ok(())
 }
 
 pub async fn get(pool: &Pool) -> Result<Object, StoreError> {
