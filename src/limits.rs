@@ -104,6 +104,13 @@ pub const STATEMENT_TIMEOUT_MS: u64 = 30_000;
 /// than any statement of the running service may, so migrations lift
 /// `STATEMENT_TIMEOUT_MS` to this inside their own transaction.
 pub const MIGRATION_STATEMENT_TIMEOUT_MS: u64 = 3_600_000;
+
+/// Longest a process waits for another's migration (or for the other
+/// processes started with it, which take the migration lock one at a time)
+/// before it gives up, retryably. Far past the command path's
+/// `LOCK_TIMEOUT_MS`: a CLI command started beside forty others must get its
+/// turn, not a lock timeout.
+pub const MIGRATION_LOCK_WAIT_MS: u64 = 60_000;
 pub const IDLE_IN_TRANSACTION_TIMEOUT_MS: u64 = 60_000;
 
 /// Longest wait for a row or advisory lock inside any statement. A lock held

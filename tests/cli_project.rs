@@ -85,3 +85,64 @@ async fn stock_of_an_item_never_received_is_not_found() {
     let doc: serde_json::Value = serde_json::from_slice(&found.stdout).unwrap();
     assert_eq!(doc["on_hand"], 10, "{doc}");
 }
+
+/// Forty CLI processes reserve one item (15 units) at once while another
+/// process holds the migration lock for longer than the lock timeout (as a
+/// busy machine or a slow migration does): each waits its turn, and every one
+/// ends with 0 (reserved) or 3 (insufficient stock), never with an internal
+/// error; exactly 15 win.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contended_cli_commands_wait_their_turn() {
+    let db = TestDb::new().await;
+    db.receive("in-1", "hot", 15).await;
+    let holder = db.client().await;
+    holder
+        .execute(
+            "SELECT pg_advisory_lock($1)",
+            &[&stockledger::store::migrate::MIGRATION_LOCK_KEY],
+        )
+        .await
+        .unwrap();
+    let mut runs = Vec::new();
+    for i in 0..40 {
+        let url = db.url();
+        runs.push(tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_stockledger"))
+                .args(["--json", "reserve", "--reservation-id"])
+                .arg(format!("r{i}"))
+                .arg("--order-id")
+                .arg(format!("o{i}"))
+                .args(["--line", "hot:1"])
+                .env("DATABASE_URL", url)
+                .output()
+                .expect("run stockledger reserve")
+        }));
+    }
+    // Longer than the lock timeout: before, every process waiting here got
+    // a lock timeout, reported as INTERNAL.
+    tokio::time::sleep(std::time::Duration::from_millis(
+        stockledger::limits::LOCK_TIMEOUT_MS * 2,
+    ))
+    .await;
+    holder
+        .execute(
+            "SELECT pg_advisory_unlock($1)",
+            &[&stockledger::store::migrate::MIGRATION_LOCK_KEY],
+        )
+        .await
+        .unwrap();
+    let mut won = 0;
+    for run in runs {
+        let out = run.await.unwrap();
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(0) | Some(3)),
+            "exit {code:?}: {} {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        won += usize::from(code == Some(0));
+    }
+    assert_eq!(won, 15);
+    assert_eq!(db.figures("hot").await, (15, 15, 0));
+}

@@ -237,7 +237,7 @@ impl Printer {
     }
 
     pub fn error(&self, e: &anyhow::Error) {
-        let store = e.downcast_ref::<stockledger::store::StoreError>();
+        let store = store_error(e);
         let retryable = store.is_some_and(|s| s.is_retryable());
         let code = store.map_or(stockledger::store::error::INTERNAL, |s| s.code());
         if self.json {
@@ -284,5 +284,35 @@ impl Printer {
         }
         text.push_str(&format!("next: {}", page.next));
         self.value(&doc, &text);
+    }
+}
+
+/// The store's error behind `e`, wherever it sits in the chain (opening the
+/// database wraps it in `DbError`): its code is the one callers script
+/// against, so a lock wait that ran out is `UNAVAILABLE`, not `INTERNAL`.
+fn store_error(e: &anyhow::Error) -> Option<&stockledger::store::StoreError> {
+    e.chain().find_map(|cause| {
+        cause
+            .downcast_ref::<stockledger::store::StoreError>()
+            .or_else(|| {
+                cause
+                    .downcast_ref::<stockledger::db::DbError>()
+                    .and_then(|d| d.store())
+            })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use stockledger::db::DbError;
+    use stockledger::store::StoreError;
+
+    /// A lock wait that ran out while opening the database keeps its code.
+    #[test]
+    fn a_store_error_inside_opening_keeps_its_code() {
+        let e = anyhow::Error::from(DbError::Store(StoreError::LockTimeout));
+        assert_eq!(super::store_error(&e).map(|s| s.code()), Some("UNAVAILABLE"));
+        let plain = anyhow::anyhow!("something else");
+        assert!(super::store_error(&plain).is_none());
     }
 }

@@ -30,6 +30,17 @@ pub enum DbError {
     Store(#[from] StoreError),
 }
 
+impl DbError {
+    /// The store's error inside, which carries the stable code and whether
+    /// a retry may succeed (a lock wait that ran out, an unreachable server).
+    pub fn store(&self) -> Option<&StoreError> {
+        match self {
+            DbError::Store(e) => Some(e),
+            DbError::BadUrl(_) | DbError::Cluster(_) => None,
+        }
+    }
+}
+
 /// A server to talk to, and how we got it.
 pub struct Server {
     /// Connection settings for the server's default database.

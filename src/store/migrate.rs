@@ -7,13 +7,13 @@
 use tokio_postgres::Client;
 
 use crate::domain::fingerprint::sha256_hex;
-use crate::limits::MIGRATION_STATEMENT_TIMEOUT_MS;
+use crate::limits::{MIGRATION_LOCK_WAIT_MS, MIGRATION_STATEMENT_TIMEOUT_MS};
 use crate::store::error::Cause;
 use crate::store::roles;
 use crate::store::StoreError;
 
 /// Advisory lock key held while migrating ("stockledger" in ASCII, truncated).
-const MIGRATION_LOCK_KEY: i64 = 0x73746f636b6c6564;
+pub const MIGRATION_LOCK_KEY: i64 = 0x73746f636b6c6564;
 
 pub struct Migration {
     pub version: i32,
@@ -94,9 +94,23 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, StoreError> {
 /// Applies the pending migrations up to and including version `last`: how a
 /// test builds a database as an older release left it.
 pub async fn migrate_through(client: &mut Client, last: i32) -> Result<Vec<i32>, StoreError> {
+    // Every command of the CLI migrates first, so processes started together
+    // queue here: each waits its turn (up to `MIGRATION_LOCK_WAIT_MS`), not
+    // the command path's one-second lock timeout, which under load ran out
+    // and failed commands that only had to wait.
     client
-        .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK_KEY])
+        .batch_execute(&format!(
+            "SET lock_timeout = {MIGRATION_LOCK_WAIT_MS}; \
+             SET statement_timeout = {MIGRATION_LOCK_WAIT_MS}"
+        ))
         .await?;
+    let locked = client
+        .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK_KEY])
+        .await;
+    client
+        .batch_execute("RESET lock_timeout; RESET statement_timeout")
+        .await?;
+    locked?;
     let result = migrate_locked(client, last).await;
     // Unlock even on failure; a lost connection releases the lock anyway.
     let _ = client
