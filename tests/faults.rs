@@ -166,8 +166,7 @@ async fn the_first_command_after_a_restart_holds_no_lock_others_need() {
     let store = store_through(&proxy, &db, true);
     proxy.on_next_commits(&[CommitFault::Swallow]);
     let s = store.clone();
-    let stuck =
-        tokio::spawn(async move { s.execute(receive("first", "slow", 1), ctx()).await });
+    let stuck = tokio::spawn(async move { s.execute(receive("first", "slow", 1), ctx()).await });
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut others = Vec::new();
     for i in 0..5 {
@@ -175,7 +174,10 @@ async fn the_first_command_after_a_restart_holds_no_lock_others_need() {
         others.push(tokio::spawn(async move {
             tokio::time::timeout(
                 request_timeout(),
-                s.execute(receive(&format!("other-{i}"), &format!("sku-{i}"), 1), ctx()),
+                s.execute(
+                    receive(&format!("other-{i}"), &format!("sku-{i}"), 1),
+                    ctx(),
+                ),
             )
             .await
         }));
@@ -185,7 +187,9 @@ async fn the_first_command_after_a_restart_holds_no_lock_others_need() {
             .await
             .unwrap()
             .expect("answered within the request timeout");
-        answer.expect("not held up by the stuck first command").unwrap();
+        answer
+            .expect("not held up by the stuck first command")
+            .unwrap();
     }
     stuck
         .await

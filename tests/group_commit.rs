@@ -367,3 +367,68 @@ async fn a_stuck_batch_does_not_hold_the_next_one() {
     // it is answered.
     stuck.await.unwrap().ok();
 }
+
+/// Commands queued behind a stall (here: the store's only connection held
+/// elsewhere, so both pipelines wait) whose callers give up before their
+/// turn are never started: none of them is in the log afterwards, while the
+/// commands whose callers still wait all are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn commands_whose_callers_gave_up_are_not_started() {
+    use stockledger::store::{pool, Store};
+    let db = TestDb::new().await;
+    db.receive("in-1", "hot", 1_000).await;
+    let store = Store::with_group_commit(
+        pool::build(db.config.clone(), 1).unwrap(),
+        GroupConfig::default(),
+    );
+    let held = pool::get(store.pool()).await.unwrap();
+    // Two callers that wait: one per pipeline, each stuck waiting for the
+    // connection, so whatever comes next stays queued.
+    let mut waiting = Vec::new();
+    for i in 0..2 {
+        let s = store.clone();
+        waiting.push(tokio::spawn(async move {
+            s.execute(
+                receive(&format!("plug-{i}"), "plug", 1),
+                CommandContext::new("test"),
+            )
+            .await
+        }));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A hundred callers that give up after 200 ms, while queued.
+    let mut impatient = Vec::new();
+    for i in 0..100 {
+        let s = store.clone();
+        impatient.push(tokio::spawn(async move {
+            tokio::time::timeout(
+                Duration::from_millis(200),
+                s.execute(
+                    reserve(&format!("r{i}"), &format!("o{i}"), &[("hot", 1)], None),
+                    CommandContext::new("test"),
+                ),
+            )
+            .await
+        }));
+    }
+    for i in impatient {
+        assert!(i.await.unwrap().is_err(), "the caller gave up first");
+    }
+    drop(held);
+    for w in waiting {
+        w.await.unwrap().unwrap().unwrap();
+    }
+    // Queued after all of them: once it is answered, the queue before it has
+    // been taken.
+    store
+        .execute(receive("last", "plug", 1), CommandContext::new("test"))
+        .await
+        .unwrap()
+        .unwrap();
+    let reservations: Vec<i64> = db
+        .column("SELECT count(*) FROM events WHERE type = 'ReservationCreated'")
+        .await;
+    assert_eq!(reservations, vec![0], "no abandoned command was started");
+    assert_eq!(db.figures("hot").await, (1_000, 0, 0));
+    assert_eq!(db.figures("plug").await, (3, 0, 0));
+}

@@ -311,7 +311,10 @@ mod tests {
     #[test]
     fn a_store_error_inside_opening_keeps_its_code() {
         let e = anyhow::Error::from(DbError::Store(StoreError::LockTimeout));
-        assert_eq!(super::store_error(&e).map(|s| s.code()), Some("UNAVAILABLE"));
+        assert_eq!(
+            super::store_error(&e).map(|s| s.code()),
+            Some("UNAVAILABLE")
+        );
         let plain = anyhow::anyhow!("something else");
         assert!(super::store_error(&plain).is_none());
     }

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::Pool;
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::{mpsc, oneshot, Mutex, Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
 use tracing::{error, warn};
 
 use crate::domain::{Command, CommandContext, Items};
@@ -49,7 +50,37 @@ type Answer = Result<Answered, StoreError>;
 struct Job {
     command: Command,
     context: CommandContext,
+    caller: Caller,
     reply: oneshot::Sender<Answer>,
+}
+
+/// Whether a queued command's caller still waits for it. A command must not
+/// start once its caller has gone (an HTTP request timed out, a client hung
+/// up) or its deadline has passed: nobody would hear the answer, and a
+/// reservation would hold stock for its whole hold time for nobody. One
+/// already started may finish; its caller's 503 says to retry with the same
+/// ids, which finds it.
+#[derive(Clone)]
+struct Caller {
+    /// Cancelled when the caller stops waiting (its future is dropped).
+    gone: CancellationToken,
+    /// The command's deadline, from when it was queued.
+    deadline: Instant,
+}
+
+impl Caller {
+    fn waiting(&self) -> bool {
+        !self.gone.is_cancelled() && Instant::now() < self.deadline
+    }
+}
+
+/// The answer to a command that was not started because its caller stopped
+/// waiting: heard only by a caller whose deadline passed while still there.
+fn not_started() -> StoreError {
+    StoreError::Unavailable(
+        "the command waited past its deadline and was not started; send it again with the same ids"
+            .into(),
+    )
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -96,6 +127,8 @@ impl Default for GroupConfig {
 /// once the queue is empty.
 pub struct GroupCommit {
     queue: mpsc::Sender<Job>,
+    /// How long a queued command may wait before it starts.
+    deadline: Duration,
 }
 
 /// What the pipelines share.
@@ -139,16 +172,24 @@ impl GroupCommit {
         for _ in 0..config.pipelines {
             tokio::spawn(pipeline(shared.clone(), rx.clone(), config));
         }
-        GroupCommit { queue }
+        GroupCommit { queue, deadline }
     }
 
     /// Queues a command and waits for its answer, given after the commit.
     pub async fn execute(&self, command: Command, context: CommandContext) -> Answer {
         let (reply, answer) = oneshot::channel();
+        let gone = CancellationToken::new();
+        // Dropped with this future: the pipelines then know nobody waits.
+        let _waiting = gone.clone().drop_guard();
+        let caller = Caller {
+            gone,
+            deadline: Instant::now() + self.deadline,
+        };
         self.queue
             .try_send(Job {
                 command,
                 context,
+                caller,
                 reply,
             })
             .map_err(|e| match e {
@@ -177,6 +218,17 @@ async fn pipeline(shared: Arc<Shared>, rx: Arc<Mutex<mpsc::Receiver<Job>>>, conf
             shared.committing.fetch_add(1, Ordering::AcqRel);
             batch
         };
+        let (batch, abandoned): (Vec<Job>, Vec<Job>) =
+            batch.into_iter().partition(|j| j.caller.waiting());
+        if !abandoned.is_empty() {
+            warn!(
+                commands = abandoned.len(),
+                "commands whose callers stopped waiting were not started"
+            );
+        }
+        for job in abandoned {
+            let _ = job.reply.send(Err(not_started()));
+        }
         let (aside, batch): (Vec<Job>, Vec<Job>) = batch
             .into_iter()
             .partition(|j| shared.suspects.touches(&j.command));
@@ -184,7 +236,7 @@ async fn pipeline(shared: Arc<Shared>, rx: Arc<Mutex<mpsc::Receiver<Job>>>, conf
             run_aside(&shared, job);
         }
         if !batch.is_empty() {
-            answer_guarded(batch, |commands| run(&shared, commands)).await;
+            answer_guarded(batch, |commands, callers| run(&shared, commands, callers)).await;
         }
         shared.committing.fetch_sub(1, Ordering::AcqRel);
         shared.committed.notify_waiters();
@@ -258,15 +310,19 @@ async fn follow(
 /// error instead of leaving it without an answer, and the pipeline goes on.
 async fn answer_guarded<F, Fut>(jobs: Vec<Job>, work: F)
 where
-    F: FnOnce(Vec<(Command, CommandContext)>) -> Fut,
+    F: FnOnce(Vec<(Command, CommandContext)>, Vec<Caller>) -> Fut,
     Fut: std::future::Future<Output = Vec<Answer>>,
 {
-    let (commands, replies): (Vec<_>, Vec<_>) = jobs
-        .into_iter()
-        .map(|j| ((j.command, j.context), j.reply))
-        .unzip();
+    let mut commands = Vec::with_capacity(jobs.len());
+    let mut callers = Vec::with_capacity(jobs.len());
+    let mut replies = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        commands.push((j.command, j.context));
+        callers.push(j.caller);
+        replies.push(j.reply);
+    }
     let n = commands.len();
-    let answers = std::panic::AssertUnwindSafe(work(commands))
+    let answers = std::panic::AssertUnwindSafe(work(commands, callers))
         .catch_unwind()
         .await
         .unwrap_or_else(|panic| {
@@ -288,7 +344,11 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Runs one batch and gives each command its answer.
-async fn run(shared: &Shared, commands: Vec<(Command, CommandContext)>) -> Vec<Answer> {
+async fn run(
+    shared: &Shared,
+    commands: Vec<(Command, CommandContext)>,
+    callers: Vec<Caller>,
+) -> Vec<Answer> {
     match execute_batch(
         &shared.pool,
         &commands,
@@ -303,21 +363,30 @@ async fn run(shared: &Shared, commands: Vec<(Command, CommandContext)>) -> Vec<A
                 commands = commands.len(),
                 "a lock wait ran out; running the batch's commands one by one"
             );
-            one_by_one(shared, commands).await
+            one_by_one(shared, commands, callers).await
         }
         Err(e) if e.is_retryable() || commands.len() == 1 => vec![Err(e); commands.len()],
         Err(e) => {
             warn!(error = %e, commands = commands.len(), "batch failed; running its commands one by one");
-            one_by_one(shared, commands).await
+            one_by_one(shared, commands, callers).await
         }
     }
 }
 
 /// Runs each command in its own transaction, a few at once (each takes a
 /// connection), marking the items of those that wait out a lock as suspect.
-async fn one_by_one(shared: &Shared, commands: Vec<(Command, CommandContext)>) -> Vec<Answer> {
-    futures_util::stream::iter(commands)
-        .map(|command| async move {
+/// A command whose caller stopped waiting while the batch waited is not
+/// started.
+async fn one_by_one(
+    shared: &Shared,
+    commands: Vec<(Command, CommandContext)>,
+    callers: Vec<Caller>,
+) -> Vec<Answer> {
+    futures_util::stream::iter(commands.into_iter().zip(callers))
+        .map(|(command, caller)| async move {
+            if !caller.waiting() {
+                return Err(not_started());
+            }
             // Another command of this batch already found its item locked:
             // answer at once rather than wait out the same lock again.
             if shared.suspects.touches(&command.0) {
@@ -353,9 +422,13 @@ fn run_aside(shared: &Arc<Shared>, job: Job) {
     let shared = shared.clone();
     tokio::spawn(async move {
         let shared = &shared;
-        answer_guarded(vec![job], |commands| async move {
+        answer_guarded(vec![job], |commands, callers| async move {
             let mut answers = Vec::with_capacity(1);
-            for command in &commands {
+            for (command, caller) in commands.iter().zip(&callers) {
+                if !caller.waiting() {
+                    answers.push(Err(not_started()));
+                    continue;
+                }
                 let answer = single(shared, command).await;
                 shared.suspects.learn(&command.0, &answer);
                 answers.push(answer);
@@ -435,6 +508,10 @@ mod tests {
         let job = Job {
             command,
             context: CommandContext::new("test"),
+            caller: Caller {
+                gone: CancellationToken::new(),
+                deadline: Instant::now() + Duration::from_secs(60),
+            },
             reply,
         };
         (job, answer)
@@ -446,7 +523,7 @@ mod tests {
     #[tokio::test]
     async fn a_panicking_batch_answers_its_callers_with_an_error() {
         let (jobs, answers): (Vec<_>, Vec<_>) = (0..3).map(|_| job()).unzip();
-        answer_guarded(jobs, |_| async {
+        answer_guarded(jobs, |_, _| async {
             panic!("decide produced an invalid balance")
         })
         .await;
@@ -460,7 +537,7 @@ mod tests {
         }
         // The same pipeline code answers the next batch normally.
         let (next, answer) = job();
-        answer_guarded(vec![next], |commands| async move {
+        answer_guarded(vec![next], |commands, _| async move {
             commands
                 .iter()
                 .map(|_| Err(StoreError::LockTimeout))
