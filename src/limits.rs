@@ -421,6 +421,15 @@ pub const MAX_EVENT_STREAM_SUBSCRIBERS: usize = 64;
 pub const EVENT_STREAM_POLL_MS: u64 = 250;
 pub const EVENT_STREAM_HEARTBEAT_SECONDS: u64 = 15;
 
+/// `GET /v1/events/stream`: a stream ends after this long, however busy
+/// (the client reconnects with `Last-Event-ID` and loses nothing), so no
+/// answer outlives the checks made when it began by more than this.
+pub const EVENT_STREAM_MAX_SECONDS: u64 = 3_600;
+
+/// `GET /v1/events/stream`: streams one key may hold open at once, so one
+/// key (or one leaked key) cannot take every subscriber slot.
+pub const MAX_EVENT_STREAMS_PER_KEY: usize = 8;
+
 /// `GET /v1/events/stream`: events read from the log per look.
 pub const EVENT_STREAM_BATCH: i64 = 500;
 

@@ -26,10 +26,19 @@ struct Reader {
 
 impl Reader {
     async fn open(s: &TestServer, query: &str, last_event_id: Option<&str>) -> Reader {
+        Self::open_as(s, "auditor", query, last_event_id).await
+    }
+
+    async fn open_as(
+        s: &TestServer,
+        role: &str,
+        query: &str,
+        last_event_id: Option<&str>,
+    ) -> Reader {
         let mut r = s.req(
             Method::GET,
             &format!("/v1/events/stream{query}"),
-            Some("auditor"),
+            Some(role),
         );
         if let Some(id) = last_event_id {
             r = r.header("last-event-id", id);
@@ -231,4 +240,58 @@ async fn subscribers_are_bounded_checked_and_ended_at_shutdown() {
         .expect("shutdown waits for open event streams");
     assert!(two.ends_cleanly().await, "the stream was cut, not ended");
     drop(reopened);
+}
+
+/// A stream opened with a key that is then revoked ends (as the key's plain
+/// requests start to get 401) instead of delivering the log for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_keys_stream_ends() {
+    let mut s = TestServer::start(test_config()).await;
+    receive(&s, 2, "before").await;
+    let mut stream = Reader::open(&s, "", None).await;
+    stream.events(2).await;
+    let owner = s.db.owner_store();
+    let owner = owner.pool().get().await.unwrap();
+    stockledger::store::keys::revoke(&owner, "auditor")
+        .await
+        .unwrap()
+        .expect("the auditor key");
+    receive(&s, 3, "after").await;
+    // Keys are looked up afresh here (no cache): the stream must end at its
+    // next look at the log; 30 s only bounds the wait for that.
+    let ended = tokio::time::timeout(Duration::from_secs(30), stream.ends_cleanly())
+        .await
+        .expect("the revoked key's stream ends");
+    assert!(ended, "ended, not cut");
+    let (status, _) = s.get("/v1/events", "auditor").await;
+    assert_eq!(status, 401);
+    s.stop().await;
+}
+
+/// One key holds at most `MAX_EVENT_STREAMS_PER_KEY` streams, however many
+/// slots are free; another key still gets one; and every stream ends after
+/// the configured lifetime, to be resumed with `Last-Event-ID`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_key_cannot_hold_every_stream_and_streams_end_in_time() {
+    let mut config = test_config();
+    config.stream_lifetime = Duration::from_secs(2);
+    let mut s = TestServer::start(config).await;
+    let cap = stockledger::limits::MAX_EVENT_STREAMS_PER_KEY;
+    let mut held = Vec::new();
+    for _ in 0..cap {
+        held.push(Reader::open_as(&s, "admin", "", None).await);
+    }
+    let over = s
+        .req(Method::GET, "/v1/events/stream", Some("admin"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(over.status(), 503, "one stream past the key's cap");
+    let mut other = Reader::open_as(&s, "auditor", "", None).await;
+    let ended = tokio::time::timeout(common::HANG_GUARD, other.ends_cleanly())
+        .await
+        .expect("a stream ends after its lifetime");
+    assert!(ended);
+    drop(held);
+    s.stop().await;
 }

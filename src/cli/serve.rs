@@ -122,6 +122,7 @@ pub async fn serve(
         }),
         stream_subscribers: args.max_stream_subscribers.max(1),
         stream_heartbeat: ServerConfig::default().stream_heartbeat,
+        stream_lifetime: ServerConfig::default().stream_lifetime,
         connections: ConnectionLimits {
             max_connections: listener::fit_to_open_files_limit(args.max_connections.max(1)),
             max_per_address: args.max_connections_per_address.max(1),

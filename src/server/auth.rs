@@ -120,7 +120,7 @@ fn constant_time_eq(a: &str, b: &str) -> bool {
 
 /// The key presented in `Authorization: Bearer <key>`; the scheme's case does
 /// not matter (RFC 9110 §11.1).
-fn presented_key(headers: &axum::http::HeaderMap) -> Option<&str> {
+pub(crate) fn presented_key(headers: &axum::http::HeaderMap) -> Option<&str> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, key) = value.trim_start().split_once(' ')?;
     let key = key.trim();
@@ -164,6 +164,25 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Caller, ApiErro
         name: key.name,
         role: key.role,
     })
+}
+
+/// Whether the key behind `hash` is still live, with a role allowed
+/// `access`: for an answer that outlives its request (an event stream),
+/// asked again every key-cache period, so a revoked key's stream ends as its
+/// plain requests start to get 401. A lookup that cannot be made now (the
+/// database is away) does not end it: the stream's own reads fail then.
+pub(crate) async fn still_allowed(state: &AppState, hash: &str, access: Access) -> bool {
+    let found = match state.keys.get(hash) {
+        Some(cached) => cached,
+        None => match state.store.find_key(hash).await {
+            Ok(found) => {
+                state.keys.put(hash.to_owned(), found.clone());
+                found
+            }
+            Err(_) => return true,
+        },
+    };
+    found.is_some_and(|(key, stored)| constant_time_eq(&stored, hash) && access.allows(key.role))
 }
 
 /// A key not in the cache costs a query: at most a few run at once in the

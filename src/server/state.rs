@@ -39,6 +39,10 @@ pub struct ServerConfig {
     /// after which a heartbeat comment is sent.
     pub stream_subscribers: usize,
     pub stream_heartbeat: Duration,
+    /// How long one event stream may last before it ends (the client
+    /// resumes with `Last-Event-ID`); its key is checked again every
+    /// `key_cache` period while it lasts.
+    pub stream_lifetime: Duration,
     pub connections: listener::ConnectionLimits,
 }
 
@@ -58,6 +62,7 @@ impl Default for ServerConfig {
             relay: None,
             stream_subscribers: crate::limits::MAX_EVENT_STREAM_SUBSCRIBERS,
             stream_heartbeat: Duration::from_secs(crate::limits::EVENT_STREAM_HEARTBEAT_SECONDS),
+            stream_lifetime: Duration::from_secs(crate::limits::EVENT_STREAM_MAX_SECONDS),
             connections: listener::ConnectionLimits::default(),
         }
     }
@@ -84,6 +89,8 @@ pub struct AppState {
     pub heavy_reads: Arc<tokio::sync::Semaphore>,
     /// Permits for event-stream subscribers (`GET /v1/events/stream`).
     pub subscribers: Arc<tokio::sync::Semaphore>,
+    /// Open event streams by key name (`MAX_EVENT_STREAMS_PER_KEY`).
+    pub streams_by_key: Arc<crate::server::stream::StreamsByKey>,
     /// Fires when the server starts to shut down, so that endless answers
     /// (event streams) end and the drain can finish.
     pub closing: tokio_util::sync::CancellationToken,
@@ -111,6 +118,7 @@ impl AppState {
             scrape: Arc::new(ops::ScrapeCache::default()),
             heavy_reads: Arc::new(tokio::sync::Semaphore::new(MAX_HEAVY_READS_IN_FLIGHT)),
             subscribers: Arc::new(tokio::sync::Semaphore::new(config.stream_subscribers)),
+            streams_by_key: Arc::default(),
             closing,
             config: Arc::new(config),
         }

@@ -3,29 +3,34 @@
 //! `GET /v1/events`; each event's SSE `id` is its cursor, so a client that
 //! reconnects with `Last-Event-ID` resumes exactly after the last event it
 //! received. A comment line is sent when the stream is quiet, the number of
-//! subscribers is bounded, and every stream ends when the server shuts down.
+//! subscribers is bounded (in all and per key), every stream ends when the
+//! server shuts down, when its key is revoked (checked again every key-cache
+//! period) and after `stream_lifetime`; the client then resumes where it was.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
+use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::Stream;
 use serde::Deserialize;
 use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
 use crate::domain::{contract, RecordedEvent, Rejection};
-use crate::limits::{EVENT_STREAM_BATCH, EVENT_STREAM_POLL_MS};
-use crate::server::auth::{Can, ToAudit};
+use crate::limits::{EVENT_STREAM_BATCH, EVENT_STREAM_POLL_MS, MAX_EVENT_STREAMS_PER_KEY};
+use crate::server::auth::{self, Access, Can, ToAudit};
 use crate::server::error::ApiError;
 use crate::server::json::ApiQuery;
 use crate::server::AppState;
 use crate::store::read::event_json;
-use crate::store::{Cursor, Store};
+use crate::store::{keys, Cursor, Store};
 
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -79,22 +84,36 @@ fn start(resume: ResumeHeader, q: &StreamQuery) -> Result<Cursor, Rejection> {
     security(("bearer" = [])))]
 pub async fn events_stream(
     State(s): State<AppState>,
-    _: Can<ToAudit>,
+    Can { caller, .. }: Can<ToAudit>,
+    headers: HeaderMap,
     resume: ResumeHeader,
     ApiQuery(q): ApiQuery<StreamQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let after = start(resume, &q)?;
+    let key_slot = s.streams_by_key.take(&caller.name).ok_or_else(|| {
+        ApiError::unavailable("this key has as many event streams open as it may")
+    })?;
     let permit = s
         .subscribers
         .clone()
         .try_acquire_owned()
         .map_err(|_| ApiError::unavailable("too many event-stream subscribers"))?;
+    // In development mode there is no key to check again.
+    let key = (!s.config.dev)
+        .then(|| auth::presented_key(&headers).map(keys::hash_key))
+        .flatten();
+    let now = Instant::now();
     let feed = Feed {
         store: s.store.clone(),
         after,
         buffered: VecDeque::new(),
         closing: s.closing.clone(),
+        key,
+        recheck_at: now + s.config.key_cache,
+        ends_at: now + s.config.stream_lifetime,
+        state: s.clone(),
         _permit: permit,
+        _key_slot: key_slot,
     };
     let stream = futures_util::stream::unfold(feed, |mut feed| async move {
         let event = feed.next().await?;
@@ -112,16 +131,69 @@ struct Feed {
     after: Cursor,
     buffered: VecDeque<RecordedEvent>,
     closing: CancellationToken,
-    /// Held while the stream lives: a subscriber slot.
+    /// The hash of the key the stream was opened with, checked again at
+    /// `recheck_at` and every key-cache period after.
+    key: Option<String>,
+    recheck_at: Instant,
+    /// When the stream ends, however busy.
+    ends_at: Instant,
+    state: AppState,
+    /// Held while the stream lives: a subscriber slot, and one of its key's.
     _permit: OwnedSemaphorePermit,
+    _key_slot: KeySlot,
+}
+
+/// Open event streams by key name.
+#[derive(Default)]
+pub struct StreamsByKey {
+    open: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl StreamsByKey {
+    /// A slot for one more stream of `key`, or `None` when it holds
+    /// `MAX_EVENT_STREAMS_PER_KEY` already.
+    fn take(&self, key: &str) -> Option<KeySlot> {
+        let mut open = self.open.lock().expect("stream counts lock");
+        let n = open.entry(key.to_owned()).or_insert(0);
+        if *n >= MAX_EVENT_STREAMS_PER_KEY {
+            return None;
+        }
+        *n += 1;
+        Some(KeySlot {
+            open: self.open.clone(),
+            key: key.to_owned(),
+        })
+    }
+}
+
+/// One stream's place in its key's count, given back when the stream ends.
+struct KeySlot {
+    open: Arc<Mutex<HashMap<String, usize>>>,
+    key: String,
+}
+
+impl Drop for KeySlot {
+    fn drop(&mut self) {
+        let mut open = self.open.lock().expect("stream counts lock");
+        if let Some(n) = open.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.key);
+            }
+        }
+    }
 }
 
 impl Feed {
     /// The next event, waiting for one to be committed; `None` ends the
-    /// stream (the server shuts down, or the log cannot be read: the client
-    /// reconnects with `Last-Event-ID`).
+    /// stream (the server shuts down, the key was revoked, the stream's time
+    /// is up, or the log cannot be read: the client reconnects with
+    /// `Last-Event-ID`).
     async fn next(&mut self) -> Option<SseEvent> {
         loop {
+            if !self.may_go_on().await {
+                return None;
+            }
             if let Some(e) = self.buffered.pop_front() {
                 return Some(
                     SseEvent::default()
@@ -142,8 +214,9 @@ impl Feed {
                     self.buffered.extend(page.events);
                 }
                 Ok(_) => {
+                    let poll = Instant::now() + Duration::from_millis(EVENT_STREAM_POLL_MS);
                     tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_millis(EVENT_STREAM_POLL_MS)) => {}
+                        _ = tokio::time::sleep_until(poll.min(self.ends_at)) => {}
                         _ = self.closing.cancelled() => return None,
                     }
                 }
@@ -153,5 +226,24 @@ impl Feed {
                 }
             }
         }
+    }
+
+    /// False once the stream's time is up or its key no longer lets it read
+    /// the log (revoked, or its role changed).
+    async fn may_go_on(&mut self) -> bool {
+        let now = Instant::now();
+        if now >= self.ends_at {
+            return false;
+        }
+        let Some(key) = &self.key else { return true };
+        if now < self.recheck_at {
+            return true;
+        }
+        self.recheck_at = now + self.state.config.key_cache;
+        let allowed = auth::still_allowed(&self.state, key, Access::Audit).await;
+        if !allowed {
+            warn!("an event stream's key was revoked; the stream ends");
+        }
+        allowed
     }
 }
