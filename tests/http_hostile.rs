@@ -483,3 +483,52 @@ async fn arbitrary_bodies_get_typed_errors() {
         "at most a release of r1 (a tombstone) was written: {events}"
     );
 }
+
+/// A read whose request times out is cancelled in PostgreSQL, not left to
+/// run on a connection the pool hands to the next caller: here a stock read
+/// waits for a lock another transaction holds; once its request has been
+/// answered 503, the read is no longer waiting on the server (before, it
+/// waited out the whole lock timeout), and with the lock gone the next read
+/// is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_read_is_cancelled_in_the_database() {
+    let mut config = test_config();
+    config.request_timeout = Duration::from_millis(200);
+    config.run_projections = false;
+    config.run_expiry = false;
+    config.run_sealer = false;
+    let mut s = TestServer::start(config).await;
+    s.db.receive("in-1", "apple", 5).await;
+    let holder = s.db.client().await;
+    holder
+        .batch_execute("BEGIN; LOCK TABLE stock_levels IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let (status, body) = s.get("/v1/stock/apple", "reader").await;
+    assert_eq!(status, 503, "{body}");
+    let waiting = async {
+        loop {
+            let n: Vec<i64> =
+                s.db.column(
+                    "SELECT count(*) FROM pg_stat_activity
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                )
+                .await;
+            if n == vec![0] {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    // Well inside the lock timeout, which alone would have ended the read.
+    tokio::time::timeout(
+        Duration::from_millis(stockledger::limits::LOCK_TIMEOUT_MS / 2),
+        waiting,
+    )
+    .await
+    .expect("the abandoned read was cancelled, not left waiting");
+    holder.batch_execute("COMMIT").await.unwrap();
+    let (status, body) = s.get("/v1/stock/apple", "reader").await;
+    assert_eq!(status, 200, "{body}");
+    s.stop().await;
+}

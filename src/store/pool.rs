@@ -120,3 +120,47 @@ pub async fn get(pool: &Pool) -> Result<Object, StoreError> {
         other => StoreError::Unavailable(Cause::with_source("taking a pooled connection", other)),
     })
 }
+
+/// Runs `read` on a connection from `pool`; see `read_on`.
+pub async fn reading<T>(
+    pool: &Pool,
+    read: impl AsyncFnOnce(&Object) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    read_on(get(pool).await?, read).await
+}
+
+/// Runs `read` on `client`. If the caller stops waiting first (a request
+/// timed out and its future was dropped), the statement the read may still
+/// be running is cancelled on the server, and the connection is closed
+/// rather than handed to the next caller in the middle of that statement.
+pub async fn read_on<T>(
+    client: Object,
+    read: impl AsyncFnOnce(&Object) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let mut lent = Lent(Some(client));
+    let result = read(lent.0.as_ref().expect("lent until the read ends")).await;
+    // Ended: back to the pool as usual.
+    lent.0.take();
+    result
+}
+
+/// A connection lent to one read, until the read ends.
+struct Lent(Option<Object>);
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        let Some(client) = self.0.take() else { return };
+        let cancel = client.cancel_token();
+        let client = Object::take(client);
+        // Without a runtime (the process is ending) there is nothing to
+        // cancel for: the connection closes with it.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = cancel.cancel_query(NoTls).await {
+                    tracing::debug!(error = %e, "could not cancel an abandoned read");
+                }
+                drop(client);
+            });
+        }
+    }
+}

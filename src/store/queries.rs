@@ -61,13 +61,11 @@ impl Store {
         &self,
         id: &ReservationId,
     ) -> Result<Option<ReservationDetails>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        read::reservation(&client, id).await
+        pool::reading(&self.pool, async |c| read::reservation(c, id).await).await
     }
 
     pub async fn balance(&self, item: &Item) -> Result<Option<Balance>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        read::balance(&client, item).await
+        pool::reading(&self.pool, async |c| read::balance(c, item).await).await
     }
 
     pub async fn events(
@@ -76,31 +74,39 @@ impl Store {
         limit: i64,
         stream_prefix: Option<&str>,
     ) -> Result<EventPage, StoreError> {
-        let client = self.read_connection().await?;
         let limit = limit.clamp(1, MAX_EVENTS_PER_READ);
-        read::events(&client, after, limit, stream_prefix).await
+        pool::read_on(self.read_connection().await?, async |c| {
+            read::events(c, after, limit, stream_prefix).await
+        })
+        .await
     }
 
     /// A batch of the log for the relay: like `events`, up to
     /// `RELAY_BATCH_EVENTS` at once.
     pub async fn log_batch(&self, after: Cursor, limit: i64) -> Result<EventPage, StoreError> {
-        let client = self.read_connection().await?;
         let limit = limit.clamp(1, RELAY_BATCH_EVENTS);
-        read::events(&client, after, limit, None).await
+        pool::read_on(self.read_connection().await?, async |c| {
+            read::events(c, after, limit, None).await
+        })
+        .await
     }
 
     /// An item's figures at a past moment, replayed from the log and capped
     /// where the log is stable (see `history`).
     pub async fn stock_as_of(&self, item: &Item, as_of: AsOf) -> Result<AsOfFigures, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        history::figures_as_of(&client, item, as_of).await
+        pool::reading(&self.pool, async |c| {
+            history::figures_as_of(c, item, as_of).await
+        })
+        .await
     }
 
     /// Every event that moved `item`, oldest first (on a standby when the
     /// store reads there: it stops at the safe horizon, as pages do).
     pub async fn item_history(&self, item: &Item) -> Result<Vec<RecordedEvent>, StoreError> {
-        let client = self.read_connection().await?;
-        history::item_events(&client, item).await
+        pool::read_on(self.read_connection().await?, async |c| {
+            history::item_events(c, item).await
+        })
+        .await
     }
 
     /// The reservation holding `order` with its whole history.
@@ -108,11 +114,14 @@ impl Store {
         &self,
         order: &OrderId,
     ) -> Result<Option<ReservationDetails>, StoreError> {
-        let client = self.read_connection().await?;
-        match history::reservation_of_order(&client, order).await? {
-            Some(id) => read::reservation(&client, &id).await,
-            None => Ok(None),
-        }
+        pool::read_on(
+            self.read_connection().await?,
+            async |c| match history::reservation_of_order(c, order).await? {
+                Some(id) => read::reservation(c, &id).await,
+                None => Ok(None),
+            },
+        )
+        .await
     }
 
     /// An item's current figures: the `stock_levels` row, or the write-side
@@ -120,21 +129,23 @@ impl Store {
     /// `None` for an item never received: callers answer NOT_FOUND (the CLI
     /// and the API alike, see docs/domain.md).
     pub async fn stock_now(&self, item: &Item) -> Result<Option<StockNow>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        let level = stock_levels::level(&client, item).await?;
-        let (figures, from_balance) = match level.figures {
-            Some(f) => (f, false),
-            None => match read::balance(&client, item).await? {
-                Some(b) => (b, true),
-                None => return Ok(None),
-            },
-        };
-        Ok(Some(StockNow {
-            figures,
-            position: level.position,
-            recorded_at: level.recorded_at,
-            from_balance,
-        }))
+        pool::reading(&self.pool, async |c| {
+            let level = stock_levels::level(c, item).await?;
+            let (figures, from_balance) = match level.figures {
+                Some(f) => (f, false),
+                None => match read::balance(c, item).await? {
+                    Some(b) => (b, true),
+                    None => return Ok(None),
+                },
+            };
+            Ok(Some(StockNow {
+                figures,
+                position: level.position,
+                recorded_at: level.recorded_at,
+                from_balance,
+            }))
+        })
+        .await
     }
 
     /// The `order_view` row of `order`, as JSON, if the read model has it.
@@ -142,15 +153,13 @@ impl Store {
         &self,
         order: &OrderId,
     ) -> Result<Option<serde_json::Value>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        order_view::row(&client, order).await
+        pool::reading(&self.pool, async |c| order_view::row(c, order).await).await
     }
 
     /// Reservations and the units they hold, by state, from the
     /// `reservation_totals` read model.
     pub async fn reservation_totals(&self) -> Result<reservation_totals::Totals, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        reservation_totals::totals(&client).await
+        pool::reading(&self.pool, async |c| reservation_totals::totals(c).await).await
     }
 
     /// Whether this store's connections are a superuser's: then nothing but
@@ -170,20 +179,17 @@ impl Store {
     /// The latest seal as a digest (docs/auditing.md); `None` before the
     /// first block is sealed.
     pub async fn digest(&self) -> Result<Option<crate::seal::Digest>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        crate::seal::digest::latest(&client).await
+        pool::reading(&self.pool, async |c| crate::seal::digest::latest(c).await).await
     }
 
     /// Every read model's checkpoint, lag and state.
     pub async fn projection_status(&self) -> Result<Vec<ProjectionStatus>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        status::status(&**client).await
+        pool::reading(&self.pool, async |c| status::status(&***c).await).await
     }
 
     /// The migrations this binary knows that the database lacks.
     pub async fn pending_migrations(&self) -> Result<Vec<i32>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        migrate::pending(&client).await
+        pool::reading(&self.pool, async |c| migrate::pending(c).await).await
     }
 
     /// The pool's size, idle connections and waiting callers.
@@ -193,8 +199,7 @@ impl Store {
 
     /// The live key whose hash is `key_hash`, with its stored hash.
     pub async fn find_key(&self, key_hash: &str) -> Result<Option<(ApiKey, String)>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        keys::find(&client, key_hash).await
+        pool::reading(&self.pool, async |c| keys::find(c, key_hash).await).await
     }
 
     /// Creates a key; the answer carries its secret, shown once.
@@ -203,18 +208,15 @@ impl Store {
         name: Option<&str>,
         role: Role,
     ) -> Result<Result<(ApiKey, String), Rejection>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        keys::create(&client, name, role).await
+        pool::reading(&self.pool, async |c| keys::create(c, name, role).await).await
     }
 
     pub async fn list_keys(&self) -> Result<Vec<ApiKey>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        keys::list(&client).await
+        pool::reading(&self.pool, async |c| keys::list(c).await).await
     }
 
     /// Revokes the key with this name or id; `None` if there is none.
     pub async fn revoke_key(&self, name_or_id: &str) -> Result<Option<ApiKey>, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        keys::revoke(&client, name_or_id).await
+        pool::reading(&self.pool, async |c| keys::revoke(c, name_or_id).await).await
     }
 }
