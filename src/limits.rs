@@ -74,6 +74,13 @@ pub const RETRY_BACKOFF_MAX_MS: u64 = 200;
 /// Most events returned by one read of the log, and how many a read that
 /// names no limit gets.
 pub const MAX_EVENTS_PER_READ: i64 = 1000;
+
+/// Most events of the log one read filtered by a stream prefix looks at. A
+/// prefix that matches little (one stream, or nothing at all) would
+/// otherwise walk the whole rest of the log for one page; bounded, such a
+/// page may hold fewer events than asked for, or none, and its `next` moves
+/// on past what was looked at (docs/domain.md, "Reading the log").
+pub const MAX_EVENTS_SCANNED_PER_FILTERED_READ: i64 = 20_000;
 pub const DEFAULT_EVENTS_PER_READ: i64 = 100;
 
 /// Most digits in each of a log cursor's two numbers (`TX:POSITION`): as

@@ -172,7 +172,7 @@ pub struct EventsQuery {
 }
 
 #[utoipa::path(get, path = "/v1/events", operation_id = "listEvents", tag = "reads", params(EventsQuery),
-    responses((status = 200, description = "a page of the log in safe commit order", body = EventsPage)),
+    responses((status = 200, description = "a page of the log in safe commit order; read on with `next` as `after` until `next` comes back equal to `after`. A page filtered by `stream` looks at no more than 20,000 events of the log (MAX_EVENTS_SCANNED_PER_FILTERED_READ), so it may be short, or empty, before the end", body = EventsPage)),
     security(("bearer" = [])))]
 pub async fn events(
     State(s): State<AppState>,
@@ -200,6 +200,18 @@ pub async fn events(
             return Err(Rejection::invalid("stream", reason).into());
         }
     }
+    // A filtered page may walk up to MAX_EVENTS_SCANNED_PER_FILTERED_READ
+    // events to fill itself: heavy, so it waits for a permit like the other
+    // heavy reads, within the request timeout.
+    let _permit = match q.stream {
+        Some(_) => Some(
+            s.heavy_reads
+                .acquire()
+                .await
+                .map_err(|_| ApiError::unavailable("the server is shutting down"))?,
+        ),
+        None => None,
+    };
     let page = s.store.events(after, limit, q.stream.as_deref()).await?;
     Ok(Json(json!({
         "events": page.events.iter().map(event_json).collect::<Vec<_>>(),

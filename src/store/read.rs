@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use crate::domain::{
     Balance, Item, RecordedEvent, Rejection, ReservationId, ReservationView, StreamId,
 };
-use crate::limits::MAX_CURSOR_PART_DIGITS;
+use crate::limits::{MAX_CURSOR_PART_DIGITS, MAX_EVENTS_SCANNED_PER_FILTERED_READ};
 use crate::store::load::fold_stream;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::StoreError;
@@ -107,10 +107,24 @@ pub fn events_page_sql() -> String {
     )
 }
 
+/// The place `MAX_EVENTS_SCANNED_PER_FILTERED_READ` events after the cursor
+/// (parameters as `events_page_sql`'s first two and its horizon, then the
+/// count less one): an index-only walk of the commit order, no filter.
+const SCAN_BOUND_SQL: &str = "SELECT tx_id::text::bigint, position FROM events
+     WHERE (tx_id, position) > ($1::text::xid8, $2) AND tx_id < $3::text::xid8
+     ORDER BY tx_id, position
+     OFFSET $4 LIMIT 1";
+
 /// Reads up to `limit` events after `after` in safe commit order, optionally
 /// only from streams starting with `stream_prefix`. The callers bound
 /// `limit` (`MAX_EVENTS_PER_READ` for readers, `RELAY_BATCH_EVENTS` for the
 /// relay).
+///
+/// A filtered read looks at no more than
+/// `MAX_EVENTS_SCANNED_PER_FILTERED_READ` events: when it stops there short
+/// of `limit`, its `next` is the last place it looked at, so the next page
+/// goes on from there (an empty page whose `next` moved is not the end; a
+/// `next` equal to `after` is).
 pub async fn events(
     client: &Client,
     after: Cursor,
@@ -118,6 +132,30 @@ pub async fn events(
     stream_prefix: Option<&str>,
 ) -> Result<EventPage, StoreError> {
     let horizon = crate::store::horizon::safe_horizon(client).await?;
+    let bound = match stream_prefix {
+        None => None,
+        Some(_) => {
+            let stmt = client.prepare_cached(SCAN_BOUND_SQL).await?;
+            client
+                .query_opt(
+                    &stmt,
+                    &[
+                        &after.tx_id.to_string(),
+                        &after.position,
+                        &horizon.to_string(),
+                        &(MAX_EVENTS_SCANNED_PER_FILTERED_READ - 1),
+                    ],
+                )
+                .await?
+                .map(|row| Cursor {
+                    tx_id: row.get(0),
+                    position: row.get(1),
+                })
+        }
+    };
+    if let Some(bound) = bound {
+        return events_before(client, after, bound, limit, stream_prefix).await;
+    }
     let stmt = client.prepare_cached(&events_page_sql()).await?;
     let rows = client
         .query(
@@ -136,6 +174,49 @@ pub async fn events(
         .map(recorded_event)
         .collect::<Result<Vec<_>, _>>()?;
     let next = events.last().map_or(after, Cursor::of);
+    Ok(EventPage { events, next })
+}
+
+/// A filtered page of the events after `after` up to and including `bound`;
+/// its `next` is `bound` unless the page filled up first.
+async fn events_before(
+    client: &Client,
+    after: Cursor,
+    bound: Cursor,
+    limit: i64,
+    stream_prefix: Option<&str>,
+) -> Result<EventPage, StoreError> {
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM events
+         WHERE (tx_id, position) > ($1::text::xid8, $2)
+           AND (tx_id, position) <= ($5::text::xid8, $6)
+           AND starts_with(stream, $4)
+         ORDER BY events.tx_id, events.position
+         LIMIT $3"
+    );
+    let stmt = client.prepare_cached(&sql).await?;
+    let rows = client
+        .query(
+            &stmt,
+            &[
+                &after.tx_id.to_string(),
+                &after.position,
+                &limit,
+                &stream_prefix,
+                &bound.tx_id.to_string(),
+                &bound.position,
+            ],
+        )
+        .await?;
+    let events = rows
+        .iter()
+        .map(recorded_event)
+        .collect::<Result<Vec<_>, _>>()?;
+    let full = i64::try_from(events.len()).is_ok_and(|n| n >= limit);
+    let next = match events.last() {
+        Some(last) if full => Cursor::of(last),
+        _ => bound,
+    };
     Ok(EventPage { events, next })
 }
 

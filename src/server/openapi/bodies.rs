@@ -214,7 +214,10 @@ pub struct OrderResponse {
 #[derive(Serialize, ToSchema)]
 pub struct EventsPage {
     pub events: Vec<Event>,
-    /// Pass as `after` to read on; the same cursor again when the page is empty.
+    /// Pass as `after` to read on. You have read all there is when it comes back equal to
+    /// `after`. Without `stream` that is exactly when the page is empty; with `stream` a page
+    /// looks at no more than 20,000 events of the log (`MAX_EVENTS_SCANNED_PER_FILTERED_READ`),
+    /// so it may hold fewer events than `limit`, or none, while `next` moves on.
     #[schema(schema_with = contract::cursor)]
     pub next: String,
 }
