@@ -295,3 +295,20 @@ async fn one_key_cannot_hold_every_stream_and_streams_end_in_time() {
     drop(held);
     s.stop().await;
 }
+
+/// `after` is checked even when `Last-Event-ID` (which wins) is sent: a
+/// request the contract calls malformed is refused, never answered 200.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_after_is_refused_beside_a_good_last_event_id() {
+    let mut s = TestServer::start(test_config()).await;
+    let r = s
+        .req(Method::GET, "/v1/events/stream?after=1:x", Some("auditor"))
+        .header("last-event-id", "0:0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["details"]["field"], "after", "{body}");
+    s.stop().await;
+}

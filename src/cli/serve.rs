@@ -45,6 +45,10 @@ pub struct ServeArgs {
     /// Subscribers of GET /v1/events/stream at once.
     #[arg(long, env = "STOCKLEDGER_MAX_STREAM_SUBSCRIBERS", default_value_t = stockledger::limits::MAX_EVENT_STREAM_SUBSCRIBERS)]
     max_stream_subscribers: usize,
+    /// Seconds after which an event stream ends, however busy (the client
+    /// resumes with Last-Event-ID and loses nothing).
+    #[arg(long, env = "STOCKLEDGER_STREAM_LIFETIME_SECONDS", default_value_t = stockledger::limits::EVENT_STREAM_MAX_SECONDS)]
+    stream_lifetime_seconds: u64,
     #[command(flatten)]
     broker: crate::cli::args::BrokerArgs,
     /// A hot standby to read pages of the log from (GET /v1/events, the event
@@ -122,7 +126,7 @@ pub async fn serve(
         }),
         stream_subscribers: args.max_stream_subscribers.max(1),
         stream_heartbeat: ServerConfig::default().stream_heartbeat,
-        stream_lifetime: ServerConfig::default().stream_lifetime,
+        stream_lifetime: Duration::from_secs(args.stream_lifetime_seconds.max(1)),
         connections: ConnectionLimits {
             max_connections: listener::fit_to_open_files_limit(args.max_connections.max(1)),
             max_per_address: args.max_connections_per_address.max(1),

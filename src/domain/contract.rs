@@ -269,6 +269,14 @@ pub fn cursor() -> Schema {
     .into()
 }
 
+/// A string holding a JSON document.
+pub fn json_text() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .content_media_type("application/json")
+        .into()
+}
+
 /// A stream prefix to filter a read of the log by.
 pub fn stream_prefix() -> Schema {
     string(

@@ -61,26 +61,29 @@ impl<S: Send + Sync> FromRequestParts<S> for ResumeHeader {
 }
 
 /// Where the stream starts: after `Last-Event-ID` when the client sends it
-/// (a reconnect), else after `after`, else at the start of the log.
+/// (a reconnect), else after `after`, else at the start of the log. Both are
+/// checked whichever is used: a malformed `after` is refused even beside a
+/// good `Last-Event-ID`, as the contract says.
 fn start(resume: ResumeHeader, q: &StreamQuery) -> Result<Cursor, Rejection> {
-    if let Some(id) = resume.last_event_id {
-        return id.parse::<Cursor>().map_err(|_| {
-            Rejection::invalid(
-                "Last-Event-ID",
-                "must be a cursor TX:POSITION, as sent in `id`",
-            )
-        });
-    }
-    match &q.after {
-        Some(a) => a.parse(),
-        None => Ok(Cursor::START),
-    }
+    let after = q.after.as_deref().map(str::parse::<Cursor>).transpose()?;
+    let resumed = resume
+        .last_event_id
+        .map(|id| {
+            id.parse::<Cursor>().map_err(|_| {
+                Rejection::invalid(
+                    "Last-Event-ID",
+                    "must be a cursor TX:POSITION, as sent in `id`",
+                )
+            })
+        })
+        .transpose()?;
+    Ok(resumed.or(after).unwrap_or(Cursor::START))
 }
 
 #[utoipa::path(get, path = "/v1/events/stream", operation_id = "streamEvents", tag = "reads",
     params(StreamQuery, ResumeHeader),
-    responses((status = 200, description = "Server-Sent Events, endless: each event's `id` is its cursor and its `data` the event as `GET /v1/events` shows it; a `: heartbeat` comment when quiet. Reconnect with `Last-Event-ID` to resume.",
-               content_type = "text/event-stream", body = String)),
+    responses((status = 200, description = "Server-Sent Events, each described by the schema: each event's `id` is its cursor and its `data` the event as `GET /v1/events` shows it; a `: heartbeat` comment when quiet. The stream ends at shutdown, when its key is revoked and after the server's stream lifetime (an hour unless configured); reconnect with `Last-Event-ID` to resume where it ended.",
+               content_type = "text/event-stream", body = crate::server::openapi::StreamedEvent)),
     security(("bearer" = [])))]
 pub async fn events_stream(
     State(s): State<AppState>,

@@ -211,6 +211,21 @@ pub struct OrderResponse {
     pub history: Vec<HistoryEntry>,
 }
 
+/// One Server-Sent Event of `GET /v1/events/stream`, as a client's SSE parser
+/// hands it over (`: heartbeat` comments are not events).
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)] // documents the stream's frames; the handler writes them
+pub struct StreamedEvent {
+    /// The event's cursor: send it back as `Last-Event-ID` to resume after it.
+    #[schema(schema_with = contract::cursor)]
+    pub id: String,
+    /// The SSE event type: always the default, `message`.
+    pub event: Option<String>,
+    /// The event as JSON, exactly as `GET /v1/events` shows it (the `Event` schema).
+    #[schema(schema_with = contract::json_text)]
+    pub data: String,
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct EventsPage {
     pub events: Vec<Event>,

@@ -18,7 +18,7 @@ use utoipa::{Modify, OpenApi};
 pub use bodies::{
     AdjustmentResponse, AsOf, CountResponse, DigestResponse, ErrorBody, Event, EventsPage,
     HistoryEntry, OrderResponse, ProjectionsResponse, ReceiptResponse, ReservationLine,
-    ReservationResponse, ReservationState, Status, StockResponse, TransferResponse,
+    ReservationResponse, ReservationState, Status, StockResponse, StreamedEvent, TransferResponse,
 };
 
 use crate::domain::{
@@ -67,7 +67,7 @@ impl Modify for BearerAuth {
     ),
     components(schemas(
         ErrorBody, ReservationLine, ReceiptResponse, AdjustmentResponse, Event, ReservationResponse, AsOf, StockResponse,
-        HistoryEntry, OrderResponse, EventsPage, ProjectionsResponse, ReceiveRequest, AdjustRequest,
+        HistoryEntry, OrderResponse, EventsPage, StreamedEvent, ProjectionsResponse, ReceiveRequest, AdjustRequest,
         ReserveRequest, LineRequest, ConfirmBody, ReleaseBody, ReservationState, Status,
         DigestResponse, TransferRequest, TransferResponse, CountRequest, CountResponse,
         ConfirmLinesRequest, ReleaseLinesRequest, ExtendRequest
