@@ -18,8 +18,7 @@ use crate::server::metrics::Gauges;
 use crate::server::AppState;
 
 /// `200` while the process runs.
-#[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "operations", responses((status = 200, description = "the process runs", body = crate::server::openapi::Status),
-    (status = 429, description = "RATE_LIMITED", body = crate::server::openapi::ErrorBody)))]
+#[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "operations", responses((status = 200, description = "the process runs", body = crate::server::openapi::Status)))]
 pub async fn healthz() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
 }
@@ -28,9 +27,7 @@ pub async fn healthz() -> Json<serde_json::Value> {
 /// in the background, at most `READINESS_CHECK_INTERVAL_MS` old) and its
 /// schema is what this binary expects; the body names each worker's state.
 #[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
-    responses((status = 200, description = "the database answers and migrations are current", body = crate::server::openapi::Readiness),
-              (status = 429, description = "RATE_LIMITED", body = crate::server::openapi::ErrorBody),
-              (status = 503, description = "UNAVAILABLE", body = crate::server::openapi::ErrorBody)))]
+    responses((status = 200, description = "the database answers and migrations are current", body = crate::server::openapi::Readiness)))]
 pub async fn readyz(State(s): State<AppState>) -> Response {
     match s.health.readiness().await {
         Ok(()) => {
@@ -70,8 +67,7 @@ pub async fn ops_limit(
 /// workers and their restarts. With `--metrics-key-required`, only for
 /// callers with a key (any role).
 #[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String),
-    (status = 401, description = "UNAUTHENTICATED (only with --metrics-key-required)", body = crate::server::openapi::ErrorBody),
-    (status = 429, description = "RATE_LIMITED", body = crate::server::openapi::ErrorBody)))]
+    (status = 401, description = "UNAUTHENTICATED (only with --metrics-key-required)", body = crate::server::openapi::ErrorBody)))]
 pub async fn metrics(State(s): State<AppState>, req: axum::extract::Request) -> Response {
     if s.config.metrics_key_required {
         let (mut parts, _) = req.into_parts();
@@ -111,8 +107,7 @@ pub async fn metrics(State(s): State<AppState>, req: axum::extract::Request) -> 
 }
 
 /// This document.
-#[utoipa::path(get, path = "/openapi.json", operation_id = "openapi", tag = "operations", responses((status = 200, description = "the OpenAPI 3.1 description", body = Object),
-    (status = 429, description = "RATE_LIMITED", body = crate::server::openapi::ErrorBody)))]
+#[utoipa::path(get, path = "/openapi.json", operation_id = "openapi", tag = "operations", responses((status = 200, description = "the OpenAPI 3.1 description", body = Object)))]
 pub async fn openapi() -> Response {
     (
         [(header::CONTENT_TYPE, "application/json")],
