@@ -314,6 +314,37 @@ async fn a_burst_of_readiness_probes_runs_no_statement() {
     assert!(ran <= 4, "300 probes ran {ran} statements");
 }
 
+/// `/readyz` is answered while every pooled connection is taken: it waits
+/// for none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_is_answered_while_the_pool_is_exhausted() {
+    let db = TestDb::new().await;
+    let store = Store::new(pool::build(db.config.clone(), 2).unwrap());
+    let s = TestServer::start_on(
+        db,
+        store.clone(),
+        ServerConfig {
+            readiness_interval: Duration::from_secs(3600),
+            request_timeout: Duration::from_secs(3),
+            ..quiet()
+        },
+    )
+    .await;
+    eventually("ready", || async {
+        let r = s.req(Method::GET, "/readyz", None).send().await.unwrap();
+        r.status().as_u16() == 200
+    })
+    .await;
+    // The server's pool, both connections held by the test.
+    let held = (
+        store.pool().get().await.unwrap(),
+        store.pool().get().await.unwrap(),
+    );
+    let r = s.req(Method::GET, "/readyz", None).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{}", r.text().await.unwrap());
+    drop(held);
+}
+
 /// The routes without a key are rate-limited per client address: one
 /// address's burst gets 429, another address is still answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
