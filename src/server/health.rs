@@ -69,7 +69,7 @@ impl Health {
     pub fn new(interval: Duration) -> Health {
         Health {
             check: watch::Sender::new(None),
-            max_age: Duration::from_millis(READINESS_MAX_AGE_MS).max(interval * 3),
+            max_age: Duration::from_millis(READINESS_MAX_AGE_MS).max(interval.saturating_mul(3)),
             workers: Mutex::new(BTreeMap::new()),
         }
     }
