@@ -461,3 +461,36 @@ pub const MAX_PROOF_LATER_BLOCKS: i64 = 100_000;
 /// and events are held in memory while it is checked, so this bounds it.
 pub const VERIFY_WINDOW_ROWS: i64 = 20_000;
 pub const VERIFY_READERS: usize = 2;
+
+/// The per-address connection cap is at most this fraction (1/N) of the total
+/// cap, whatever `--max-connections-per-address` says: when the open-files
+/// limit lowers the total below the per-address cap, one address could
+/// otherwise take every connection and lock every other client out.
+pub const MAX_CONNECTION_SHARE_PER_ADDRESS: usize = 4;
+
+/// How often the server checks, in the background, whether the database
+/// answers and its schema is current. `/readyz` answers from the last check,
+/// so probes cost the database nothing however many there are.
+pub const READINESS_CHECK_INTERVAL_MS: u64 = 1_000;
+
+/// How long one readiness check may take before it counts as failed: a
+/// database that answers slower than this is not ready to serve requests.
+pub const READINESS_CHECK_TIMEOUT_MS: u64 = 2_000;
+
+/// A readiness check older than this is not trusted (the checker is stuck):
+/// `/readyz` answers 503 until a fresh one arrives.
+pub const READINESS_MAX_AGE_MS: u64 = 10_000;
+
+/// Requests to the routes that need no key (`/healthz`, `/readyz`,
+/// `/metrics` without a key, `/openapi.json`), per client address: sustained
+/// per second and burst. Probes and scrapers ask a few times a minute; this
+/// bounds what an unauthenticated caller can make the server do.
+pub const OPS_REQUESTS_PER_ADDRESS_PER_SECOND: u32 = 20;
+pub const OPS_REQUESTS_PER_ADDRESS_BURST: u32 = 100;
+
+/// A worker that panicked is started again after this back-off, doubled
+/// after each panic up to the maximum, so a worker that fails at once does
+/// not spin; it is reset once the worker has run `WORKER_HEALTHY_AFTER_MS`.
+pub const WORKER_RESTART_BACKOFF_START_MS: u64 = 100;
+pub const WORKER_RESTART_BACKOFF_MAX_MS: u64 = 30_000;
+pub const WORKER_HEALTHY_AFTER_MS: u64 = 60_000;

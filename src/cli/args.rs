@@ -304,6 +304,7 @@ pub struct BrokerArgs {
     #[arg(
         long,
         env = "STOCKLEDGER_NATS_URL",
+        hide_env_values = true,
         default_value = "nats://127.0.0.1:4222"
     )]
     pub nats_url: String,

@@ -31,7 +31,8 @@ pub async fn relay(store: &Store, args: RelayArgs, printer: &Printer) -> Result<
     cancel_on_signal(cancel.clone());
     printer.note(&format!(
         "relaying the log to JetStream stream {} at {}; ctrl-c finishes the current batch and stops",
-        args.broker.stream, args.broker.nats_url
+        args.broker.stream,
+        relay::url::redacted(&args.broker.nats_url)
     ));
     relay::run(
         store.clone(),

@@ -28,6 +28,10 @@ pub struct ServeArgs {
     /// Development mode: no API keys are checked. Never in production.
     #[arg(long, env = "STOCKLEDGER_DEV")]
     dev: bool,
+    /// GET /metrics answers only callers with an API key (any role): its
+    /// figures (reservations and units by state) are not public.
+    #[arg(long, env = "STOCKLEDGER_METRICS_KEY_REQUIRED")]
+    metrics_key_required: bool,
     /// Do not run the projection workers here (run `stockledger project` elsewhere).
     #[arg(long, env = "STOCKLEDGER_NO_PROJECTIONS")]
     no_projections: bool,
@@ -96,17 +100,12 @@ pub async fn serve(
     database_url: Option<&str>,
     printer: &Printer,
 ) -> Result<(), Failure> {
-    let (store, server) = super::open_with_pool(database_url, args.pool_size, printer).await?;
-    let store = super::with_reads(store, args.read_database_url.as_deref(), args.pool_size)?;
-    if store.connected_as_superuser().await? {
-        tracing::warn!(
-            "connected as a superuser: a bug or a stolen connection string could rewrite the log; \
-             connect as a login in stockledger_service (docs/auditing.md, \"Roles\")"
-        );
-    }
+    // Bound first, so that a refused address (--dev on a public one) is
+    // refused before any database work.
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+    let bound = listener.local_addr().map_err(anyhow::Error::from)?;
     let config = ServerConfig {
         dev: args.dev,
         request_timeout: Duration::from_millis(args.request_timeout_ms),
@@ -133,12 +132,21 @@ pub async fn serve(
             header_read_timeout: Duration::from_millis(args.header_read_timeout_ms.max(1)),
             idle_timeout: Duration::from_millis(args.idle_timeout_ms.max(1)),
         },
+        metrics_key_required: args.metrics_key_required,
+        ..ServerConfig::default()
     };
-    printer.note(&format!(
-        "serving http://{} on {}",
-        listener.local_addr().map_err(anyhow::Error::from)?,
-        server.description
-    ));
+    config
+        .check_listen_address(bound)
+        .map_err(anyhow::Error::from)?;
+    let (store, server) = super::open_with_pool(database_url, args.pool_size, printer).await?;
+    let store = super::with_reads(store, args.read_database_url.as_deref(), args.pool_size)?;
+    if store.connected_as_superuser().await? {
+        tracing::warn!(
+            "connected as a superuser: a bug or a stolen connection string could rewrite the log; \
+             connect as a login in stockledger_service (docs/auditing.md, \"Roles\")"
+        );
+    }
+    printer.note(&format!("serving http://{bound} on {}", server.description));
     let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone());
     let grace = {

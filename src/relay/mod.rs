@@ -32,6 +32,7 @@
 mod checkpoint;
 mod message;
 mod stand;
+pub mod url;
 
 use std::time::Duration;
 
@@ -148,14 +149,29 @@ fn broker(e: impl std::fmt::Display) -> RelayError {
 /// later is waited for (the client reconnects by itself), never a reason to
 /// stop.
 pub async fn connect(url: &str) -> Result<async_nats::Client, RelayError> {
-    async_nats::ConnectOptions::new()
+    // Credentials go to the client as options, never inside the URL (see
+    // `url`): it would log them, and would not use them.
+    let (servers, credentials) = self::url::split(url);
+    let options = match credentials {
+        Some(self::url::Credentials::User { user, password }) => {
+            async_nats::ConnectOptions::with_user_and_password(user, password)
+        }
+        Some(self::url::Credentials::Token(token)) => async_nats::ConnectOptions::with_token(token),
+        None => async_nats::ConnectOptions::new(),
+    };
+    options
         .name("stockledger-relay")
         .connection_timeout(Duration::from_millis(RELAY_REQUEST_TIMEOUT_MS))
         .request_timeout(Some(Duration::from_millis(RELAY_REQUEST_TIMEOUT_MS)))
         .retry_on_initial_connect()
-        .connect(url)
+        .connect(servers.as_str())
         .await
-        .map_err(|e| RelayError::Config(format!("cannot use NATS at {url}: {e}")))
+        .map_err(|e| {
+            RelayError::Config(format!(
+                "cannot use NATS at {}: {e}",
+                self::url::redacted(url)
+            ))
+        })
 }
 
 /// The JetStream context the relay publishes through.

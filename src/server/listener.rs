@@ -32,6 +32,7 @@ use crate::limits::UNAVAILABLE_RETRY_AFTER_SECONDS;
 use crate::limits::{
     ACCEPT_ERROR_PAUSE_MS, DEFAULT_HEADER_READ_TIMEOUT_MS, DEFAULT_IDLE_CONNECTION_TIMEOUT_MS,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, FILE_DESCRIPTORS_RESERVED,
+    MAX_CONNECTION_SHARE_PER_ADDRESS,
 };
 use crate::store::error::UNAVAILABLE;
 
@@ -46,6 +47,19 @@ pub struct ConnectionLimits {
     pub header_read_timeout: Duration,
     /// A connection with no request in flight for this long is closed.
     pub idle_timeout: Duration,
+}
+
+impl ConnectionLimits {
+    /// The cap on one address's connections: `max_per_address`, but never
+    /// more than a share of the total (`MAX_CONNECTION_SHARE_PER_ADDRESS`),
+    /// and at least one. The total may have been lowered to fit the
+    /// open-files limit below the per-address cap; one address must still
+    /// leave room for the others.
+    pub fn per_address_cap(&self) -> usize {
+        self.max_per_address
+            .min(self.max_connections / MAX_CONNECTION_SHARE_PER_ADDRESS)
+            .max(1)
+    }
 }
 
 impl Default for ConnectionLimits {
@@ -98,7 +112,7 @@ pub async fn serve(
         "connection caps must allow a connection"
     );
     let total = Arc::new(Semaphore::new(limits.max_connections));
-    let addresses = PerAddress::new(limits.max_per_address);
+    let addresses = PerAddress::new(limits.per_address_cap());
     let connections = TaskTracker::new();
     loop {
         let (stream, peer) = tokio::select! {
@@ -143,7 +157,7 @@ pub async fn serve(
 fn refuse(stream: &TcpStream, why: &str) {
     let body = serde_json::json!({"code": UNAVAILABLE, "message": why, "details": {}}).to_string();
     let response = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: {UNAVAILABLE_RETRY_AFTER_SECONDS}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nx-content-type-options: nosniff\r\ncache-control: no-store\r\nretry-after: {UNAVAILABLE_RETRY_AFTER_SECONDS}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );
     let _ = stream.try_write(response.as_bytes());
@@ -410,5 +424,34 @@ impl http_body::Body for Guarded {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(max_connections: usize, max_per_address: usize) -> usize {
+        ConnectionLimits {
+            max_connections,
+            max_per_address,
+            ..ConnectionLimits::default()
+        }
+        .per_address_cap()
+    }
+
+    #[test]
+    fn one_address_gets_a_share_of_the_total_at_most() {
+        // The defaults are unchanged.
+        assert_eq!(caps(4_096, 1_024), 1_024);
+        // An open-files limit of 1,024 lowers the total below the
+        // per-address cap: one address gets a quarter, not all of it.
+        let lowered = 1_024 - FILE_DESCRIPTORS_RESERVED;
+        assert_eq!(caps(lowered, 1_024), lowered / 4);
+        assert!(caps(lowered, 1_024) < lowered);
+        // A smaller per-address cap stands; a tiny total still allows one.
+        assert_eq!(caps(40, 8), 8);
+        assert_eq!(caps(3, 1_024), 1);
+        assert_eq!(caps(1, 1), 1);
     }
 }

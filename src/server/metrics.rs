@@ -72,6 +72,11 @@ struct ProjectionLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WorkerLabel {
+    worker: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RelayLabel {
     stream: Escaped,
 }
@@ -94,6 +99,13 @@ pub struct Metrics {
     reservation_units: Family<StateLabel, Gauge>,
     relay_lag: Family<RelayLabel, Gauge>,
     relay_published: Family<RelayLabel, Gauge>,
+    database_up: Gauge,
+    figures_age: Gauge<f64, AtomicU64>,
+    worker_restarts: Family<WorkerLabel, Counter>,
+    worker_up: Family<WorkerLabel, Gauge>,
+    /// Renders one at a time: each clears the figures read from the
+    /// database before setting what this scrape read.
+    rendering: std::sync::Mutex<()>,
 }
 
 /// Values read at scrape time from outside the registry.
@@ -107,6 +119,14 @@ pub struct Gauges {
     pub reservations: Vec<(String, i64, i64)>,
     /// (broker stream, events published, lag in events), from the relay checkpoints.
     pub relays: Vec<(String, i64, i64)>,
+    /// Whether the database answered the server's last readiness check.
+    pub database_up: bool,
+    /// Seconds since the figures read from the database (lag, reservations,
+    /// relays) were last all read; figures that could not be read this time
+    /// are left out, never repeated.
+    pub figures_age_seconds: f64,
+    /// Each worker, and whether it runs now.
+    pub workers: Vec<(&'static str, bool)>,
 }
 
 impl Default for Metrics {
@@ -125,6 +145,11 @@ impl Default for Metrics {
             reservation_units: Family::default(),
             relay_lag: Family::default(),
             relay_published: Family::default(),
+            database_up: Gauge::default(),
+            figures_age: Gauge::default(),
+            worker_restarts: Family::default(),
+            worker_up: Family::default(),
+            rendering: std::sync::Mutex::new(()),
         };
         m.register();
         m
@@ -194,6 +219,40 @@ impl Metrics {
             "Events in the broker stream, as the relay last saw acknowledged",
             self.relay_published.clone(),
         );
+        self.register_health();
+    }
+
+    /// The server's own health: the database, the figures' age, the workers.
+    fn register_health(&mut self) {
+        let r = &mut self.registry;
+        r.register(
+            "database_up",
+            "1 if the database answered the server's last readiness check, else 0",
+            self.database_up.clone(),
+        );
+        r.register(
+            "database_figures_age_seconds",
+            "Seconds since the figures read from the database (projection lag, reservations, \
+             relays) were last read; figures that cannot be read are left out",
+            self.figures_age.clone(),
+        );
+        r.register(
+            "worker_restarts",
+            "Times a worker panicked and was started again",
+            self.worker_restarts.clone(),
+        );
+        r.register(
+            "worker_up",
+            "1 while a worker runs, 0 while it waits to restart or has stopped",
+            self.worker_up.clone(),
+        );
+    }
+
+    /// A worker panicked and is to be started again.
+    pub fn worker_restarted(&self, worker: &'static str) {
+        self.worker_restarts
+            .get_or_create(&WorkerLabel { worker })
+            .inc();
     }
 
     /// A command answered: `outcome` is `created`, `replayed`, `error` or a rejection code.
@@ -225,6 +284,22 @@ impl Metrics {
 
     /// The OpenMetrics text exposition, with the scrape-time gauges set first.
     pub fn render(&self, g: &Gauges) -> String {
+        let _one_at_a_time = self.rendering.lock().unwrap_or_else(|e| e.into_inner());
+        // What was read from the database is this scrape's only: a figure
+        // that could not be read now must not show its last value.
+        self.lag_events.clear();
+        self.lag_seconds.clear();
+        self.reservations.clear();
+        self.reservation_units.clear();
+        self.relay_lag.clear();
+        self.relay_published.clear();
+        self.database_up.set(i64::from(g.database_up));
+        self.figures_age.set(g.figures_age_seconds);
+        for (worker, up) in &g.workers {
+            self.worker_up
+                .get_or_create(&WorkerLabel { worker })
+                .set(i64::from(*up));
+        }
         let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         let state = |s: &str| StateLabel {
             state: Escaped(s.to_owned()),
@@ -272,6 +347,9 @@ mod tests {
             projections: vec![("stock_levels", 3, 0.5)],
             reservations: vec![("RESERVED".into(), 2, 7)],
             relays: vec![("LEDGER".into(), 10, 4)],
+            database_up: true,
+            figures_age_seconds: 0.5,
+            workers: vec![("expiry", true)],
         });
         assert!(
             text.contains(r#"outcome="a\"b\\c\nd""#),
@@ -280,6 +358,32 @@ mod tests {
         assert!(text.contains(r#"stockledger_projection_lag_events{projection="stock_levels"} 3"#));
         assert!(text.contains(r#"stockledger_reservation_units{state="RESERVED"} 7"#));
         assert!(text.contains(r#"stockledger_relay_lag_events{stream="LEDGER"} 4"#));
+        assert!(text.contains("stockledger_database_up 1"));
+        assert!(text.contains(r#"stockledger_worker_up{worker="expiry"} 1"#));
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn figures_not_read_are_dropped_not_repeated() {
+        let m = Metrics::default();
+        let gauges = |lag: Vec<(&'static str, i64, f64)>, up| Gauges {
+            pool_size: 1,
+            pool_available: 1,
+            pool_waiting: 0,
+            projections: lag,
+            reservations: vec![],
+            relays: vec![],
+            database_up: up,
+            figures_age_seconds: 0.0,
+            workers: vec![],
+        };
+        let before = m.render(&gauges(vec![("stock_levels", 3, 0.5)], true));
+        assert!(before.contains("stockledger_projection_lag_events{"));
+        let after = m.render(&gauges(vec![], false));
+        assert!(
+            !after.contains("stockledger_projection_lag_events{"),
+            "{after}"
+        );
+        assert!(after.contains("stockledger_database_up 0"), "{after}");
     }
 }

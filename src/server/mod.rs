@@ -2,6 +2,9 @@
 //! projection workers, the expiry worker and the sealer in the same process
 //! (each can be switched off for deployments that run them apart).
 //!
+//! Every worker runs supervised (`supervise`): one that panics is started
+//! again after a back-off, and counted.
+//!
 //! The world is passed in: `serve` takes a bound listener, a store, its
 //! settings and a shutdown token. On
 //! shutdown it stops accepting, finishes the requests in flight, then stops
@@ -10,6 +13,7 @@
 pub mod auth;
 mod commands;
 pub mod error;
+pub mod health;
 mod json;
 mod key_cache;
 pub mod listener;
@@ -22,6 +26,7 @@ mod reads;
 mod routes;
 mod state;
 mod stream;
+pub mod supervise;
 
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -49,6 +54,7 @@ pub async fn serve(
     config: ServerConfig,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    config.check_listen_address(listener.local_addr()?)?;
     if config.dev {
         let banner = "DEVELOPMENT MODE: no API keys are checked; every caller is an admin. Never expose this server.";
         warn!("{banner}");
@@ -69,41 +75,14 @@ pub async fn serve(
         shutdown.clone(),
     );
     let workers = CancellationToken::new();
-    let mut tasks = tokio::task::JoinSet::new();
-    if config.run_projections {
-        tasks.spawn(worker::run_all(
-            store.pool().clone(),
-            commits,
-            workers.clone(),
-            worker::WorkerConfig::default(),
-        ));
-    }
-    if config.run_sealer {
-        tasks.spawn(crate::seal::sealer::run(
-            store.pool().clone(),
-            crate::seal::sealer::default_interval(),
-            workers.clone(),
-        ));
-    }
-    let store_for_relay = store.clone();
-    if config.run_expiry {
-        let metrics = state.metrics.clone();
-        tasks.spawn(crate::expiry::run(
-            store,
-            config.expiry_interval,
-            config.expiry_batch,
-            workers.clone(),
-            move |n| metrics.expired(n),
-        ));
-    }
-    if let Some((url, relay_config)) = config.relay.clone() {
-        tasks.spawn(run_relay(
-            store_for_relay,
-            url,
-            relay_config,
-            workers.clone(),
-        ));
-    }
+    // Every worker is supervised: one that panics is started again.
+    let supervisor = supervise::Supervisor {
+        health: state.health.clone(),
+        metrics: state.metrics.clone(),
+        fault: config.injected_panic.clone(),
+        cancel: workers.clone(),
+    };
+    let mut tasks = spawn_workers(&supervisor, &store, commits, &config);
     info!(address = %listener.local_addr()?, "serving");
     let served = listener::serve(listener, router(state), config.connections, shutdown).await;
     // Requests are drained; now the workers finish their batch and stop.
@@ -112,9 +91,76 @@ pub async fn serve(
     served
 }
 
+/// The workers this server runs (the readiness check always; the others as
+/// `config` says), each under `supervisor`.
+fn spawn_workers(
+    supervisor: &supervise::Supervisor,
+    store: &Store,
+    commits: std::sync::Arc<tokio::sync::Notify>,
+    config: &ServerConfig,
+) -> tokio::task::JoinSet<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    let workers = &supervisor.cancel;
+    {
+        let (store, health, every, cancel) = (
+            store.clone(),
+            supervisor.health.clone(),
+            config.readiness_interval,
+            workers.clone(),
+        );
+        tasks.spawn(supervisor.clone().run("readiness", move || {
+            health::check_database(store.clone(), health.clone(), every, cancel.clone())
+        }));
+    }
+    if config.run_projections {
+        let (pool, cancel) = (store.pool().clone(), workers.clone());
+        tasks.spawn(supervisor.clone().run("projections", move || {
+            worker::run_all(
+                pool.clone(),
+                commits.clone(),
+                cancel.clone(),
+                worker::WorkerConfig::default(),
+            )
+        }));
+    }
+    if config.run_sealer {
+        let (pool, cancel) = (store.pool().clone(), workers.clone());
+        tasks.spawn(supervisor.clone().run("sealer", move || {
+            crate::seal::sealer::run(
+                pool.clone(),
+                crate::seal::sealer::default_interval(),
+                cancel.clone(),
+            )
+        }));
+    }
+    if config.run_expiry {
+        let (store, metrics, cancel) = (store.clone(), supervisor.metrics.clone(), workers.clone());
+        let (interval, batch) = (config.expiry_interval, config.expiry_batch);
+        tasks.spawn(supervisor.clone().run("expiry", move || {
+            let metrics = metrics.clone();
+            crate::expiry::run(store.clone(), interval, batch, cancel.clone(), move |n| {
+                metrics.expired(n)
+            })
+        }));
+    }
+    if let Some((url, relay_config)) = config.relay.clone() {
+        let (store, cancel) = (store.clone(), workers.clone());
+        tasks.spawn(supervisor.clone().run("relay", move || {
+            run_relay(
+                store.clone(),
+                url.clone(),
+                relay_config.clone(),
+                cancel.clone(),
+            )
+        }));
+    }
+    tasks
+}
+
 /// The event relay inside the server. A failure that waiting cannot mend
-/// (the stream deleted) stops the relay, not the server: it is logged, and
-/// the relay's lag keeps growing in `/metrics` for an operator to see.
+/// (the stream deleted) stops the relay, not the server: it is logged, the
+/// relay shows as `stopped` in `/readyz` and `stockledger_worker_up`, and its
+/// lag keeps growing in `/metrics` for an operator to see.
 async fn run_relay(
     store: Store,
     url: String,

@@ -1,5 +1,8 @@
 //! Operational routes: liveness, readiness, metrics and the API description.
-//! None needs a key.
+//! None needs a key (`/metrics` does when the operator says so); all are
+//! rate-limited per client address (`ops_limit`), and none reads the
+//! database itself on every call: readiness comes from the check the server
+//! runs in the background (`health`), metrics from a cached read.
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -8,7 +11,9 @@ use axum::Json;
 use serde_json::json;
 
 use crate::limits::METRICS_CACHE_MS;
+use crate::server::auth::{Can, ToRead};
 use crate::server::error::ApiError;
+use crate::server::health::WorkerState;
 use crate::server::metrics::Gauges;
 use crate::server::AppState;
 
@@ -18,30 +23,63 @@ pub async fn healthz() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
 }
 
-/// `200` when the database answers and its schema is what this binary expects.
+/// `200` when the database answered the server's last readiness check (run
+/// in the background, at most `READINESS_CHECK_INTERVAL_MS` old) and its
+/// schema is what this binary expects; the body names each worker's state.
 #[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
-    responses((status = 200, description = "the database answers and migrations are current", body = crate::server::openapi::Status),
-              (status = 503, description = "UNAVAILABLE", body = crate::server::openapi::ErrorBody)))]
+    responses((status = 200, description = "the database answers and migrations are current", body = crate::server::openapi::Readiness)))]
 pub async fn readyz(State(s): State<AppState>) -> Response {
-    match s.store.pending_migrations().await {
-        Ok(pending) if pending.is_empty() => Json(json!({"status": "ready"})).into_response(),
-        Ok(pending) => ApiError::Unavailable {
-            reason: "the database schema is older than this server",
-            detail: format!("migrations {pending:?} are not applied"),
+    match s.health.readiness().await {
+        Ok(()) => {
+            let workers: serde_json::Map<String, serde_json::Value> = s
+                .health
+                .workers()
+                .into_iter()
+                .map(|(name, state)| (name.to_owned(), state.as_str().into()))
+                .collect();
+            Json(json!({"status": "ready", "workers": workers})).into_response()
         }
-        .into_response(),
-        Err(e) => ApiError::Unavailable {
-            reason: e.public_reason(),
-            detail: e.to_string(),
-        }
-        .into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Every route without a key passes this first: a budget per client
+/// address, so an unauthenticated caller cannot make the server work
+/// without bound.
+pub async fn ops_limit(
+    State(s): State<AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let address = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map_or_else(String::new, |c| c.0.ip().to_string());
+    match s.ops_limiter.check(&address) {
+        Ok(()) => next.run(req).await,
+        Err(retry_after) => ApiError::RateLimited { retry_after }.into_response(),
     }
 }
 
 /// Prometheus (OpenMetrics) text: commands by type and outcome, latency
-/// histograms, pool use, projection lag, expiries, reservations by state.
-#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String)))]
-pub async fn metrics(State(s): State<AppState>) -> Response {
+/// histograms, pool use, projection lag, expiries, reservations by state,
+/// whether the database is up and how old the figures read from it are,
+/// workers and their restarts. With `--metrics-key-required`, only for
+/// callers with a key (any role).
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String),
+    (status = 401, description = "UNAUTHENTICATED (only with --metrics-key-required)", body = crate::server::openapi::ErrorBody)))]
+pub async fn metrics(State(s): State<AppState>, req: axum::extract::Request) -> Response {
+    if s.config.metrics_key_required {
+        let (mut parts, _) = req.into_parts();
+        if let Err(e) =
+            <Can<ToRead> as axum::extract::FromRequestParts<AppState>>::from_request_parts(
+                &mut parts, &s,
+            )
+            .await
+        {
+            return e.into_response();
+        }
+    }
     let status = s.store.pool_status();
     let read = s.scrape.get(&s).await;
     let gauges = Gauges {
@@ -51,6 +89,14 @@ pub async fn metrics(State(s): State<AppState>) -> Response {
         projections: read.lag,
         reservations: read.totals,
         relays: read.relays,
+        database_up: s.health.database_up().unwrap_or(false),
+        figures_age_seconds: s.scrape.figures_age().as_secs_f64(),
+        workers: s
+            .health
+            .workers()
+            .into_iter()
+            .map(|(name, state)| (name, state == WorkerState::Running))
+            .collect(),
     };
     (
         StatusCode::OK,
@@ -82,12 +128,27 @@ struct Read {
 /// What `/metrics` reads from the database, read at most once per
 /// `METRICS_CACHE_MS`: a scrape costs no more than a cached read, however
 /// many scrapers there are, and concurrent scrapes share one read.
-#[derive(Default)]
 pub struct ScrapeCache {
     cached: tokio::sync::Mutex<Option<(std::time::Instant, Read)>>,
+    /// When every figure was last read (at first, when the server started).
+    complete: std::sync::Mutex<std::time::Instant>,
+}
+
+impl Default for ScrapeCache {
+    fn default() -> Self {
+        ScrapeCache {
+            cached: tokio::sync::Mutex::new(None),
+            complete: std::sync::Mutex::new(std::time::Instant::now()),
+        }
+    }
 }
 
 impl ScrapeCache {
+    /// How old the figures read from the database are.
+    fn figures_age(&self) -> std::time::Duration {
+        self.complete.lock().expect("scrape time").elapsed()
+    }
+
     async fn get(&self, s: &AppState) -> Read {
         let mut cached = self.cached.lock().await;
         if let Some((at, read)) = cached.as_ref() {
@@ -96,25 +157,39 @@ impl ScrapeCache {
             }
         }
         // Metrics must answer even when the database does not: what cannot
-        // be read is left out.
+        // be read is left out (never its last value), and the figures' age
+        // says since when.
+        let mut complete = true;
         let lag = match s.store.projection_status().await {
             Ok(all) => all
                 .into_iter()
                 .map(|p| (p.name, p.live.lag_events, p.live.lag_seconds))
                 .collect(),
-            Err(_) => Vec::new(),
+            Err(_) => {
+                complete = false;
+                Vec::new()
+            }
         };
         let totals = match s.store.reservation_totals().await {
             Ok(t) => t.into_iter().map(|(state, (n, u))| (state, n, u)).collect(),
-            Err(_) => Vec::new(),
+            Err(_) => {
+                complete = false;
+                Vec::new()
+            }
         };
         let relays = match crate::relay::status(&s.store).await {
             Ok(all) => all
                 .into_iter()
                 .map(|r| (r.stream, r.published, r.lag_events))
                 .collect(),
-            Err(_) => Vec::new(),
+            Err(_) => {
+                complete = false;
+                Vec::new()
+            }
         };
+        if complete {
+            *self.complete.lock().expect("scrape time") = std::time::Instant::now();
+        }
         let read = Read {
             lag,
             totals,

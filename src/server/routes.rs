@@ -64,10 +64,18 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/events/stream", get(stream::events_stream))
         .route("/v1/projections", get(reads::projections))
         .route("/v1/digest", get(reads::digest))
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
-        .route("/openapi.json", get(ops::openapi))
+        .merge(
+            // The routes that need no key: a budget per client address.
+            Router::new()
+                .route("/healthz", get(ops::healthz))
+                .route("/readyz", get(ops::readyz))
+                .route("/metrics", get(ops::metrics))
+                .route("/openapi.json", get(ops::openapi))
+                .route_layer(middleware::from_fn_with_state(
+                    state.clone(),
+                    ops::ops_limit,
+                )),
+        )
         .fallback(|| async {
             ApiError::Rejected(Rejection::NotFound {
                 what: "route",
@@ -152,5 +160,21 @@ async fn observe(
             .headers_mut()
             .insert(HeaderName::from_static(CORRELATION_HEADER), v);
     }
+    protect(response.headers_mut());
     response
+}
+
+/// Headers every answer carries, errors included: no answer may be sniffed
+/// into another content type by a browser, and none may be kept by a cache
+/// (stock figures, keys' errors and metrics are all of the moment, and some
+/// are answers to one caller's key).
+pub fn protect(headers: &mut axum::http::HeaderMap) {
+    headers.insert(
+        axum::http::header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        axum::http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-store"),
+    );
 }

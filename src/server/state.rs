@@ -7,7 +7,8 @@ use crate::limits::{
     DEFAULT_EXPIRY_INTERVAL_MS, DEFAULT_KEY_CACHE_SECONDS, DEFAULT_RATE_LIMIT_BURST,
     DEFAULT_RATE_LIMIT_PER_SECOND, DEFAULT_REQUEST_TIMEOUT_MS, KEY_LOOKUPS_PER_ADDRESS_BURST,
     KEY_LOOKUPS_PER_ADDRESS_PER_SECOND, MAX_EXPIRIES_PER_PASS, MAX_HEAVY_READS_IN_FLIGHT,
-    MAX_KEY_LOOKUPS_IN_FLIGHT,
+    MAX_KEY_LOOKUPS_IN_FLIGHT, OPS_REQUESTS_PER_ADDRESS_BURST, OPS_REQUESTS_PER_ADDRESS_PER_SECOND,
+    READINESS_CHECK_INTERVAL_MS,
 };
 use crate::server::key_cache::KeyCache;
 use crate::server::listener;
@@ -44,6 +45,21 @@ pub struct ServerConfig {
     /// `key_cache` period while it lasts.
     pub stream_lifetime: Duration,
     pub connections: listener::ConnectionLimits,
+    /// `/metrics` answers only callers with a key (any role): its figures
+    /// (reservations and units by state, commands by outcome) are the
+    /// business's, and an operator may not want them public.
+    pub metrics_key_required: bool,
+    /// The routes that need no key, per client address: sustained requests
+    /// per second and burst.
+    pub ops_rate_per_second: u32,
+    pub ops_rate_burst: u32,
+    /// How often the database's readiness is checked in the background
+    /// (`/readyz` answers from the last check).
+    pub readiness_interval: Duration,
+    /// A failure injected by a test: a worker that panics once. Never set
+    /// outside tests; no flag sets it.
+    #[doc(hidden)]
+    pub injected_panic: Option<crate::server::supervise::PanicOnce>,
 }
 
 impl Default for ServerConfig {
@@ -64,7 +80,30 @@ impl Default for ServerConfig {
             stream_heartbeat: Duration::from_secs(crate::limits::EVENT_STREAM_HEARTBEAT_SECONDS),
             stream_lifetime: Duration::from_secs(crate::limits::EVENT_STREAM_MAX_SECONDS),
             connections: listener::ConnectionLimits::default(),
+            metrics_key_required: false,
+            ops_rate_per_second: OPS_REQUESTS_PER_ADDRESS_PER_SECOND,
+            ops_rate_burst: OPS_REQUESTS_PER_ADDRESS_BURST,
+            readiness_interval: Duration::from_millis(READINESS_CHECK_INTERVAL_MS),
+            injected_panic: None,
         }
+    }
+}
+
+impl ServerConfig {
+    /// Whether this server may listen on `addr`. Development mode checks no
+    /// keys, so it may listen only on a loopback address: anyone who can
+    /// reach the port would be an admin.
+    pub fn check_listen_address(&self, addr: std::net::SocketAddr) -> std::io::Result<()> {
+        if self.dev && !addr.ip().to_canonical().is_loopback() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "refusing --dev on {addr}: development mode checks no API keys, so it \
+                     listens only on a loopback address (127.0.0.1, ::1)"
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -94,6 +133,10 @@ pub struct AppState {
     /// Fires when the server starts to shut down, so that endless answers
     /// (event streams) end and the drain can finish.
     pub closing: tokio_util::sync::CancellationToken,
+    /// The last readiness check and the workers' states (`/readyz`, `/metrics`).
+    pub health: Arc<crate::server::health::Health>,
+    /// The routes that need no key, per client address.
+    pub ops_limiter: Arc<RateLimiter>,
 }
 
 impl AppState {
@@ -120,6 +163,13 @@ impl AppState {
             subscribers: Arc::new(tokio::sync::Semaphore::new(config.stream_subscribers)),
             streams_by_key: Arc::default(),
             closing,
+            health: Arc::new(crate::server::health::Health::new(
+                config.readiness_interval,
+            )),
+            ops_limiter: Arc::new(RateLimiter::new(
+                config.ops_rate_per_second,
+                config.ops_rate_burst,
+            )),
             config: Arc::new(config),
         }
     }

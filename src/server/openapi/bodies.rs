@@ -266,9 +266,29 @@ pub struct DigestResponse {
     pub sealed_at: chrono::DateTime<chrono::Utc>,
 }
 
-/// `/healthz` and `/readyz` when all is well.
+/// `/healthz` when all is well.
 #[derive(Serialize, ToSchema)]
 pub struct Status {
     /// `ok` (alive) or `ready`.
     pub status: String,
+}
+
+/// `/readyz` when the database answered the last readiness check.
+#[derive(Serialize, ToSchema)]
+pub struct Readiness {
+    /// `ready`.
+    pub status: String,
+    /// Each worker this server runs (`readiness`, `projections`, `sealer`,
+    /// `expiry`, `relay`), and its state: `running`, `restarting` (it
+    /// panicked and waits out its back-off) or `stopped`.
+    pub workers: std::collections::BTreeMap<String, WorkerStateName>,
+}
+
+/// A worker's state.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerStateName {
+    Running,
+    Restarting,
+    Stopped,
 }

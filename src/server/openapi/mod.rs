@@ -17,8 +17,9 @@ use utoipa::{Modify, OpenApi};
 
 pub use bodies::{
     AdjustmentResponse, AsOf, CountResponse, DigestResponse, ErrorBody, Event, EventsPage,
-    HistoryEntry, OrderResponse, ProjectionsResponse, ReceiptResponse, ReservationLine,
+    HistoryEntry, OrderResponse, ProjectionsResponse, Readiness, ReceiptResponse, ReservationLine,
     ReservationResponse, ReservationState, Status, StockResponse, StreamedEvent, TransferResponse,
+    WorkerStateName,
 };
 
 use crate::domain::{
@@ -68,7 +69,7 @@ impl Modify for BearerAuth {
     components(schemas(
         ErrorBody, ReservationLine, ReceiptResponse, AdjustmentResponse, Event, ReservationResponse, AsOf, StockResponse,
         HistoryEntry, OrderResponse, EventsPage, StreamedEvent, ProjectionsResponse, ReceiveRequest, AdjustRequest,
-        ReserveRequest, LineRequest, ConfirmBody, ReleaseBody, ReservationState, Status,
+        ReserveRequest, LineRequest, ConfirmBody, ReleaseBody, ReservationState, Status, Readiness, WorkerStateName,
         DigestResponse, TransferRequest, TransferResponse, CountRequest, CountResponse,
         ConfirmLinesRequest, ReleaseLinesRequest, ExtendRequest
     )),

@@ -3,6 +3,8 @@
 //!
 //! - Every operation that needs a key: 401, 403, 429 (with `Retry-After`)
 //!   and 500.
+//! - Every operation without a key: 429 (with `Retry-After`), the budget per
+//!   client address.
 //! - Every operation: 503 with `Retry-After` (the request timeout and the
 //!   connection cap apply to every route).
 //! - Every operation with parameters or a body: 400.
@@ -158,6 +160,14 @@ fn shared_responses(op: &mut Operation) {
             op,
             "500",
             error("INTERNAL: the server log has the details under the correlation id"),
+        );
+    }
+    if !keyed {
+        // The routes without a key share a budget per client address.
+        add(
+            op,
+            "429",
+            retry_after(error("RATE_LIMITED: too many requests from this address")),
         );
     }
     // Any route: the request timeout, and a connection refused at the cap.
