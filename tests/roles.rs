@@ -183,10 +183,11 @@ async fn only_a_key_administrator_mints_or_revokes_keys() {
         .batch_execute(&format!(
             "DO $$ BEGIN
                  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{login}') THEN
-                     CREATE ROLE {login} LOGIN IN ROLE stockledger_keys_admin;
+                     CREATE ROLE {login} LOGIN IN ROLE {role};
                  END IF;
              EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
-             END $$"
+             END $$",
+            role = stockledger::store::roles::KEYS_ADMIN_ROLE
         ))
         .await
         .unwrap();
