@@ -308,7 +308,11 @@ async fn the_auth_matrix() {
     }
     // Revoke every key: each route refuses it at once (the test server does not cache keys).
     for role in ["writer", "reader", "auditor", "admin"] {
-        s.db.store.revoke_key(role).await.unwrap().expect("revoked");
+        s.db.owner_store()
+            .revoke_key(role)
+            .await
+            .unwrap()
+            .expect("revoked");
     }
     for (method, path, body, allowed) in &routes {
         let r = send(method.clone(), path, body, Some(allowed[0]))
@@ -658,5 +662,39 @@ async fn stock_before_its_read_model_has_the_item() {
         "{b}"
     );
     assert_eq!(s.get("/v1/stock/never", "reader").await.0, 404);
+    s.stop().await;
+}
+
+/// Issue 25, case 12: who sent each command of a reservation (the key's
+/// name, the command's id, its correlation id and request fingerprint) is for
+/// the roles that send commands or audit them; a reader key gets the
+/// timeline with empty metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_sees_a_reservations_timeline_without_command_metadata() {
+    let mut s = TestServer::start(test_config()).await;
+    let receipt = json!({"receipt_id": "in-1", "sku": "apple", "quantity": 10});
+    assert_eq!(s.post("/v1/stock/receipts", receipt).await.0, 201);
+    let r1 = json!({"reservation_id": "r1", "order_id": "o1", "lines": [{"sku": "apple", "quantity": 2}]});
+    assert_eq!(s.post("/v1/reservations", r1).await.0, 201);
+    assert_eq!(
+        s.post("/v1/reservations/r1/confirm", json!({})).await.0,
+        200
+    );
+    let (st, b) = s.get("/v1/reservations/r1", "reader").await;
+    assert_eq!(st, 200, "{b}");
+    let events = b["events"].as_array().expect("a timeline");
+    assert_eq!(events.len(), 2, "{b}");
+    for e in events {
+        assert_eq!(e["metadata"], json!({}), "{e}");
+        assert!(e["type"].is_string() && e["recorded_at"].is_string(), "{e}");
+    }
+    for role in ["writer", "auditor", "admin"] {
+        let (st, b) = s.get("/v1/reservations/r1", role).await;
+        assert_eq!(st, 200, "{role}: {b}");
+        for e in b["events"].as_array().unwrap() {
+            assert_eq!(e["metadata"]["actor"], json!("key:writer"), "{role}: {e}");
+            assert!(e["metadata"]["command_id"].is_string(), "{role}: {e}");
+        }
+    }
     s.stop().await;
 }

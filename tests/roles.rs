@@ -138,3 +138,123 @@ async fn the_service_cannot_migrate_but_opens_a_current_schema() {
         "permission denied, not another error: {why}"
     );
 }
+
+/// Issue 25, case 12: key management is a privilege of its own. The service
+/// (what the server runs as) reads keys to authenticate callers and cannot
+/// mint, change, un-revoke or delete one; a login in the key administrators'
+/// role mints and revokes them, and a revoked key stays revoked.
+#[tokio::test]
+async fn only_a_key_administrator_mints_or_revokes_keys() {
+    use stockledger::store::keys::Role;
+    const INSUFFICIENT_PRIVILEGE: &str = "42501";
+    let db = TestDb::new().await;
+    let admin = db.owner_store();
+    admin
+        .create_key(Some("w1"), Role::Writer)
+        .await
+        .unwrap()
+        .unwrap();
+    admin.revoke_key("w1").await.unwrap().expect("revoked");
+    assert_eq!(as_service(&db, "SELECT count(*) FROM api_keys").await, None);
+    for sql in [
+        "INSERT INTO api_keys (id, name, role, key_hash)
+         VALUES (gen_random_uuid(), 'minted', 'admin', 'x')",
+        "UPDATE api_keys SET revoked_at = NULL",
+        "UPDATE api_keys SET role = 'admin'",
+        "DELETE FROM api_keys",
+        "TRUNCATE api_keys",
+    ] {
+        assert_eq!(
+            as_service(&db, sql).await.as_deref(),
+            Some(INSUFFICIENT_PRIVILEGE),
+            "{sql}"
+        );
+    }
+    assert!(
+        db.store.create_key(Some("w2"), Role::Admin).await.is_err(),
+        "the service minted a key"
+    );
+    assert!(db.store.revoke_key("w1").await.is_err());
+
+    // A login of the key administrators.
+    let login = "stockledger_test_keys";
+    db.client()
+        .await
+        .batch_execute(&format!(
+            "DO $$ BEGIN
+                 IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{login}') THEN
+                     CREATE ROLE {login} LOGIN IN ROLE {role};
+                 END IF;
+             EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+             END $$",
+            role = stockledger::store::roles::KEYS_ADMIN_ROLE
+        ))
+        .await
+        .unwrap();
+    let mut config = db.config.clone();
+    config.user(login);
+    let keys = stockledger::store::Store::new(stockledger::store::pool::build(config, 2).unwrap());
+    assert_eq!(keys.migrate().await.unwrap(), Vec::<i32>::new());
+    let (r1, _) = keys
+        .create_key(Some("r1"), Role::Reader)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(keys
+        .revoke_key("r1")
+        .await
+        .unwrap()
+        .unwrap()
+        .revoked_at
+        .is_some());
+    let listed = keys.list_keys().await.unwrap();
+    assert_eq!(listed.len(), 2);
+    // Revoking again changes nothing; un-revoking is refused, to the key
+    // administrator as to everyone, and it cannot change a key's role.
+    assert!(keys.revoke_key("r1").await.unwrap().is_some());
+    let client = keys.pool().get().await.unwrap();
+    let unrevoke = client
+        .execute(
+            "UPDATE api_keys SET revoked_at = NULL WHERE id = $1",
+            &[&r1.id],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        unrevoke.code().map(|c| c.code()),
+        Some("SL003"),
+        "{unrevoke}"
+    );
+    let promote = client
+        .execute(
+            "UPDATE api_keys SET role = 'admin' WHERE id = $1",
+            &[&r1.id],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        promote.code().map(|c| c.code()),
+        Some(INSUFFICIENT_PRIVILEGE),
+        "{promote}"
+    );
+    let delete = client
+        .execute("DELETE FROM api_keys WHERE id = $1", &[&r1.id])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        delete.code().map(|c| c.code()),
+        Some(INSUFFICIENT_PRIVILEGE)
+    );
+    // The service still finds live keys: the server authenticates with it.
+    let (_, secret) = admin
+        .create_key(Some("a1"), Role::Auditor)
+        .await
+        .unwrap()
+        .unwrap();
+    let found = db
+        .store
+        .find_key(&stockledger::store::keys::hash_key(&secret))
+        .await
+        .unwrap();
+    assert_eq!(found.map(|(k, _)| k.name), Some("a1".to_owned()));
+}

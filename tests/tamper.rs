@@ -323,19 +323,27 @@ async fn a_proof_holds_offline_and_fails_for_an_altered_event() {
     forged.event["data"]["lines"][0]["quantity"] = serde_json::json!(999);
     let leaf = seal::chain::leaf(&seal::chain::canonical_event(&forged.event).unwrap());
     let fields = seal::chain::SealFields {
+        version: seal::chain::SealVersion::CURRENT,
         block: first.block,
         first_seq: forged.chain_seq,
         last_seq: forged.chain_seq,
         merkle_root: leaf,
         chain_head: seal::chain::from_hex(&first.chain_head).unwrap(),
+        last_tx_id: proof.block.last_tx_id,
+        last_position: first.last_position,
+        sealed_at: first.sealed_at,
     };
     let previous = seal::chain::ZERO;
     forged.block = seal::proof::SealedBlock {
+        version: fields.version,
         block: first.block,
         first_seq: forged.chain_seq,
         last_seq: forged.chain_seq,
         merkle_root: seal::chain::hex(&leaf),
         chain_head: first.chain_head.clone(),
+        last_tx_id: fields.last_tx_id,
+        last_position: fields.last_position,
+        sealed_at: fields.sealed_at,
     };
     forged.previous_seal = seal::chain::hex(&previous);
     forged.path = Vec::new();
@@ -468,4 +476,299 @@ async fn verify_reads_in_windows_side_by_side_and_misses_nothing() {
             report.findings
         );
     }
+}
+
+/// Issue 25, case 5: a login with only the service role appends an event
+/// that says it was recorded long ago, by a transaction that never was, and
+/// moves the balances to match. The database records it at its own time and
+/// under the transaction that wrote it, so figures of the past stay as they
+/// were, and the event is chained after what was sealed before it.
+#[tokio::test]
+async fn a_service_login_cannot_back_date_an_event() {
+    use stockledger::domain::{Balance, Item, Location, Sku};
+    use stockledger::store::history::AsOf;
+
+    let db = sealed_ledger().await;
+    let kept = digest(&db).await;
+    let at = |s: &str| {
+        chrono::DateTime::parse_from_rfc3339(s)
+            .unwrap()
+            .with_timezone(&chrono::Utc)
+    };
+    let item = Item {
+        sku: Sku::parse("sku", "apple").unwrap(),
+        location: Location::parse_or_default("location", None).unwrap(),
+    };
+    let past = AsOf::Time(at("2025-06-01T00:00:00Z"));
+    assert_eq!(
+        db.store.stock_as_of(&item, past).await.unwrap().figures,
+        Balance::default()
+    );
+    // The issue's forger: a receipt of 500 said to be recorded in 2025, and
+    // the balances moved to match, in one transaction.
+    let forged = forge(
+        &db,
+        "receipt:back-dated",
+        "recorded_at",
+        "'2025-01-01T00:00:00Z'",
+        true,
+    )
+    .await;
+    // And one that names a transaction that never wrote it (the balances
+    // cannot move then: their trigger looks for the transaction's events).
+    let other = forge(&db, "receipt:other-tx", "tx_id", "'3'", false).await;
+    for (stream, (began, own_tx)) in [("receipt:back-dated", forged), ("receipt:other-tx", other)] {
+        let row = db
+            .client()
+            .await
+            .query_one(
+                "SELECT recorded_at, tx_id::text::bigint FROM events WHERE stream = $1",
+                &[&stream],
+            )
+            .await
+            .unwrap();
+        let (recorded_at, tx_id): (chrono::DateTime<chrono::Utc>, i64) = (row.get(0), row.get(1));
+        assert!(
+            recorded_at >= began && recorded_at <= chrono::Utc::now(),
+            "{stream}: recorded at {recorded_at}, its transaction began at {began}"
+        );
+        assert_eq!(tx_id, own_tx, "{stream}: the transaction that wrote it");
+    }
+    // The past is what it was; the present has the forged units, which is
+    // for the audit and the people who read the log to question.
+    assert_eq!(
+        db.store.stock_as_of(&item, past).await.unwrap().figures,
+        Balance::default()
+    );
+    assert_eq!(
+        db.store.balance(&item).await.unwrap().unwrap().on_hand,
+        10 - 3 + 500
+    );
+    seal_all(&db).await;
+    let report = verify(&db, Some(&kept)).await;
+    assert!(report.clean(), "{:?}", report.findings);
+    let chained: Vec<i64> = db
+        .column(
+            "SELECT c.seq FROM event_chain c JOIN events e USING (position)
+             WHERE e.stream = 'receipt:back-dated'",
+        )
+        .await;
+    assert_eq!(chained, vec![kept.last_seq + 1], "chained after the digest");
+}
+
+/// As a login with only the service role, one transaction that inserts an
+/// apple receipt of 500 on `stream` with `column` set to `value`, and moves
+/// the balances to match when `move_balances`; returns when the transaction
+/// began and its id.
+async fn forge(
+    db: &TestDb,
+    stream: &str,
+    column: &str,
+    value: &str,
+    move_balances: bool,
+) -> (chrono::DateTime<chrono::Utc>, i64) {
+    let mut client = db.store.pool().get().await.unwrap();
+    let tx = client.transaction().await.unwrap();
+    let me: String = tx
+        .query_one("SELECT current_user::text", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(me, SERVICE_LOGIN);
+    let meta = serde_json::json!({"command_id": uuid::Uuid::new_v4(), "actor": "forger"});
+    tx.execute(
+        &format!(
+            "INSERT INTO events (stream, seq, type, data, metadata, {column},
+                                 skus, locations, quantities)
+             VALUES ($1, 1, 'StockReceived', '{{}}', $2, {value}, '{{apple}}', '{{default}}', '{{500}}')"
+        ),
+        &[&stream, &meta],
+    )
+    .await
+    .unwrap();
+    if move_balances {
+        tx.execute(
+            "UPDATE item_balances SET on_hand = on_hand + 500
+             WHERE sku = 'apple' AND location = 'default'",
+            &[],
+        )
+        .await
+        .unwrap();
+    }
+    let r = tx
+        .query_one(
+            "SELECT transaction_timestamp(), pg_current_xact_id()::text::bigint",
+            &[],
+        )
+        .await
+        .unwrap();
+    let began = (r.get(0), r.get(1));
+    tx.commit().await.unwrap();
+    began
+}
+
+/// Issue 25, case 5: what a seal records about its block (where the sealer
+/// stopped in commit order, when it sealed) is under its hash, and every
+/// field a digest shows is checked by `verify` and by a proof's check.
+#[tokio::test]
+async fn a_seals_recorded_fields_are_under_its_hash_and_every_digest_field_is_checked() {
+    let db = sealed_ledger().await;
+    let kept = digest(&db).await;
+    let at = position_of(&db, &res_stream("r1"), 1).await;
+    let proof = seal::proof::prove(db.store.pool(), at, Some(kept.clone()))
+        .await
+        .unwrap();
+    seal::proof::check(&proof, &kept).unwrap();
+    assert!(verify(&db, Some(&kept)).await.clean());
+    for (column, change, undo) in [
+        (
+            "sealed_at",
+            "sealed_at - interval '1 day'",
+            "sealed_at + interval '1 day'",
+        ),
+        ("last_position", "last_position + 1", "last_position - 1"),
+        ("last_tx_id", "last_tx_id + 1", "last_tx_id - 1"),
+    ] {
+        as_superuser(
+            &db,
+            &format!("UPDATE seals SET {column} = {change} WHERE block = 1"),
+        )
+        .await;
+        let report = verify(&db, None).await;
+        assert!(
+            report
+                .findings
+                .iter()
+                .any(|f| matches!(f, Finding::SealBroken { block: 1, .. })),
+            "{column}: {:?}",
+            report.findings
+        );
+        let report = verify(&db, Some(&kept)).await;
+        assert_eq!(report.digest_matches, Some(false), "{column}");
+        as_superuser(
+            &db,
+            &format!("UPDATE seals SET {column} = {undo} WHERE block = 1"),
+        )
+        .await;
+        assert!(verify(&db, Some(&kept)).await.clean(), "{column} undone");
+    }
+    // A digest whose position or time is not the sealed one is not this
+    // log's, for `verify` and for a proof's check alike.
+    let mut moved = kept.clone();
+    moved.last_position += 1;
+    let mut earlier = kept.clone();
+    earlier.sealed_at -= chrono::Duration::days(1);
+    for (what, d) in [("last_position", &moved), ("sealed_at", &earlier)] {
+        let report = verify(&db, Some(d)).await;
+        assert_eq!(report.digest_matches, Some(false), "{what}");
+        assert!(
+            matches!(
+                &report.findings[..],
+                [Finding::DigestMismatch { block: 2, .. }]
+            ),
+            "{what}: {:?}",
+            report.findings
+        );
+        assert_eq!(
+            seal::proof::check(&proof, d),
+            Err(ProofError::NotUnderDigest),
+            "{what}"
+        );
+    }
+}
+
+/// Seals made before schema 12 keep version 1 and verify as they were made;
+/// the sealer goes on after them with version 2 seals, and a digest or a
+/// proof taken across both holds.
+#[tokio::test]
+async fn seals_made_before_schema_12_verify_as_they_were_made() {
+    use seal::chain::{self, SealFields, SealVersion};
+    let db = TestDb::at_schema(8, 11).await;
+    db.receive("in-1", "apple", 10).await;
+    db.run(reserve("r1", "o1", &[("apple", 3)], None))
+        .await
+        .unwrap();
+    // Block 1 as the sealer before schema 12 made it.
+    let page = db
+        .store
+        .log_batch(stockledger::store::Cursor::START, 100)
+        .await
+        .unwrap();
+    let leaves: Vec<chain::Hash> = page
+        .events
+        .iter()
+        .map(|e| seal::sealer::leaf_of(e).unwrap())
+        .collect();
+    let mut head = chain::ZERO;
+    let mut hashes = Vec::new();
+    for l in &leaves {
+        head = chain::link(&head, l);
+        hashes.push(head.to_vec());
+    }
+    let last = page.events.last().unwrap();
+    let client = db.store.pool().get().await.unwrap();
+    let sealed_at: chrono::DateTime<chrono::Utc> = client
+        .query_one("SELECT statement_timestamp()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let fields = SealFields {
+        version: SealVersion::V1,
+        block: 1,
+        first_seq: 1,
+        last_seq: leaves.len() as i64,
+        merkle_root: chain::merkle_root(&leaves),
+        chain_head: head,
+        last_tx_id: last.tx_id,
+        last_position: last.position,
+        sealed_at,
+    };
+    let hash = chain::seal(&chain::ZERO, &fields);
+    let seqs: Vec<i64> = (1..=leaves.len() as i64).collect();
+    let positions: Vec<i64> = page.events.iter().map(|e| e.position).collect();
+    client
+        .execute(
+            "WITH rows AS (
+                 INSERT INTO event_chain (seq, position, hash)
+                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[]))
+             INSERT INTO seals (block, first_seq, last_seq, merkle_root, chain_head, previous,
+                                hash, last_tx_id, last_position, sealed_at)
+             VALUES (1, 1, $4, $5, $6, $7, $8, $9, $10, $11)",
+            &[
+                &seqs,
+                &positions,
+                &hashes,
+                &fields.last_seq,
+                &fields.merkle_root.as_slice(),
+                &fields.chain_head.as_slice(),
+                &chain::ZERO.as_slice(),
+                &hash.as_slice(),
+                &fields.last_tx_id,
+                &fields.last_position,
+                &sealed_at,
+            ],
+        )
+        .await
+        .unwrap();
+    drop(client);
+    let old = digest(&db).await;
+    // The upgrade, then more events and a seal of the new version.
+    stockledger::store::migrate::migrate(&mut db.client().await)
+        .await
+        .unwrap();
+    db.run(confirm("r1")).await.unwrap();
+    seal_all(&db).await;
+    let versions: Vec<i16> = db.column("SELECT version FROM seals ORDER BY block").await;
+    assert_eq!(versions, vec![1, 2]);
+    let new = digest(&db).await;
+    for d in [&old, &new] {
+        let report = verify(&db, Some(d)).await;
+        assert!(report.clean(), "block {}: {:?}", d.block, report.findings);
+        assert_eq!(report.digest_matches, Some(true));
+    }
+    let at = position_of(&db, &res_stream("r1"), 1).await;
+    let proof = seal::proof::prove(db.store.pool(), at, None).await.unwrap();
+    assert_eq!(proof.block.version, SealVersion::V1);
+    assert_eq!(proof.later[0].version, SealVersion::V2);
+    seal::proof::check(&proof, &new).unwrap();
 }

@@ -205,8 +205,14 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
         Cmd::Chaos(args) => chaos::run(args, database_url, printer).await?,
         Cmd::Serve(args) => serve::serve(args, database_url, printer).await?,
         Cmd::Openapi => print!("{}", stockledger::server::openapi::document()),
+        // Minting and revoking keys is the key administrators' privilege
+        // (schema 0013), not the service's: on the private cluster its
+        // superuser, on DATABASE_URL a login in stockledger_keys_admin (or
+        // the owner's).
         Cmd::Keys { command } => {
-            let store = open(database_url, printer).await?;
+            let (store, _) = db::open_owner(database_url)
+                .await
+                .map_err(anyhow::Error::from)?;
             serve::keys(command, &store, printer).await?;
         }
         Cmd::Demo => {

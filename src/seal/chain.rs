@@ -7,13 +7,20 @@
 //! - Merkle root of a block's leaves: RFC 6962's Merkle Tree Hash (interior
 //!   nodes SHA-256(0x01 ‖ left ‖ right), the split at the largest power of
 //!   two below the count)
-//! - seal: s₀ = 32 zero bytes, s_b = SHA-256(0x03 ‖ s_b₋₁ ‖ be64(b) ‖
+//! - seal, version 2 (every seal since schema 12): s₀ = 32 zero bytes,
+//!   s_b = SHA-256(0x04 ‖ s_b₋₁ ‖ be64(b) ‖ be64(first) ‖ be64(last) ‖
+//!   root_b ‖ c_last ‖ be64(last_tx_id) ‖ be64(last_position) ‖
+//!   be64(sealed_at in microseconds since 1970))
+//! - seal, version 1 (the seals made before schema 12, which do not cover
+//!   the sealer's cursor and time): s_b = SHA-256(0x03 ‖ s_b₋₁ ‖ be64(b) ‖
 //!   be64(first) ‖ be64(last) ‖ root_b ‖ c_last)
 //!
-//! The one-byte prefixes keep the four kinds of hash apart: no leaf can pass
-//! for a node, a chain link or a seal.
+//! The one-byte prefixes keep the kinds of hash apart: no leaf can pass for
+//! a node, a chain link or a seal, and no seal of one version for one of the
+//! other.
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -26,7 +33,8 @@ pub const ZERO: Hash = [0; 32];
 const LEAF: u8 = 0x00;
 const NODE: u8 = 0x01;
 const LINK: u8 = 0x02;
-const SEAL: u8 = 0x03;
+const SEAL_V1: u8 = 0x03;
+const SEAL_V2: u8 = 0x04;
 
 /// The fields of an event that its leaf covers, as `GET /v1/events` serves
 /// them.
@@ -302,26 +310,78 @@ pub fn root_from_path(m: usize, n: usize, leaf: &Hash, path: &[Hash]) -> Option<
     })
 }
 
+/// How a seal's hash is computed (docs/auditing.md, "The hashes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "i16", into = "i16")]
+pub enum SealVersion {
+    /// The seals made before schema 12: the sealer's cursor and time are
+    /// stored beside the seal but not under its hash.
+    V1,
+    /// Every field of the seal row under its hash.
+    V2,
+}
+
+impl SealVersion {
+    /// What the sealer writes now.
+    pub const CURRENT: SealVersion = SealVersion::V2;
+}
+
+impl TryFrom<i16> for SealVersion {
+    type Error = String;
+    fn try_from(v: i16) -> Result<Self, String> {
+        match v {
+            1 => Ok(SealVersion::V1),
+            2 => Ok(SealVersion::V2),
+            _ => Err(format!("no seal version {v}")),
+        }
+    }
+}
+
+impl From<SealVersion> for i16 {
+    fn from(v: SealVersion) -> i16 {
+        match v {
+            SealVersion::V1 => 1,
+            SealVersion::V2 => 2,
+        }
+    }
+}
+
 /// What a seal covers, and the seal hash before it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SealFields {
+    pub version: SealVersion,
     pub block: i64,
     pub first_seq: i64,
     pub last_seq: i64,
     pub merkle_root: Hash,
     pub chain_head: Hash,
+    /// The block's last event in safe commit order: where the next block
+    /// starts reading.
+    pub last_tx_id: i64,
+    pub last_position: i64,
+    /// When the block was sealed (PostgreSQL's microseconds).
+    pub sealed_at: DateTime<Utc>,
 }
 
-/// The seal hash of block `fields` after seal hash `previous`.
+/// The seal hash of block `fields` after seal hash `previous`, as its
+/// version computes it.
 pub fn seal(previous: &Hash, fields: &SealFields) -> Hash {
     let mut h = Sha256::new();
-    h.update([SEAL]);
+    h.update([match fields.version {
+        SealVersion::V1 => SEAL_V1,
+        SealVersion::V2 => SEAL_V2,
+    }]);
     h.update(previous);
     h.update(fields.block.to_be_bytes());
     h.update(fields.first_seq.to_be_bytes());
     h.update(fields.last_seq.to_be_bytes());
     h.update(fields.merkle_root);
     h.update(fields.chain_head);
+    if fields.version == SealVersion::V2 {
+        h.update(fields.last_tx_id.to_be_bytes());
+        h.update(fields.last_position.to_be_bytes());
+        h.update(fields.sealed_at.timestamp_micros().to_be_bytes());
+    }
     h.finalize().into()
 }
 
@@ -469,38 +529,67 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_seal_covers_its_previous_seal_and_every_field() {
-        let f = SealFields {
+    fn sealed_fields() -> SealFields {
+        SealFields {
+            version: SealVersion::V2,
             block: 1,
             first_seq: 1,
             last_seq: 4,
             merkle_root: leaf(b"r"),
             chain_head: leaf(b"c"),
-        };
+            last_tx_id: 900,
+            last_position: 12,
+            sealed_at: DateTime::from_timestamp_micros(1_796_000_000_123_456).unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_seal_covers_its_previous_seal_and_every_field() {
+        let f = sealed_fields();
         let s = seal(&ZERO, &f);
         assert_ne!(seal(&leaf(b"x"), &f), s);
-        assert_ne!(
-            seal(
-                &ZERO,
-                &SealFields {
-                    last_seq: 5,
-                    ..f.clone()
-                }
-            ),
-            s
-        );
-        assert_ne!(
-            seal(
-                &ZERO,
-                &SealFields {
-                    block: 2,
-                    ..f.clone()
-                }
-            ),
-            s
-        );
+        let changes: [fn(&mut SealFields); 9] = [
+            |f| f.last_seq += 1,
+            |f| f.block += 1,
+            |f| f.first_seq += 1,
+            |f| f.merkle_root = leaf(b"q"),
+            |f| f.chain_head = leaf(b"d"),
+            |f| f.last_tx_id += 1,
+            |f| f.last_position += 1,
+            |f| f.sealed_at += chrono::Duration::microseconds(1),
+            |f| f.version = SealVersion::V1,
+        ];
+        for change in changes {
+            let mut other = f.clone();
+            change(&mut other);
+            assert_ne!(seal(&ZERO, &other), s, "{other:?}");
+        }
         assert_eq!(from_hex(&hex(&s)), Some(s));
         assert_eq!(from_hex("zz"), None);
+    }
+
+    /// A version 1 seal, as made before schema 12, does not cover the
+    /// sealer's cursor and time (that is what version 2 is for), and is
+    /// computed as it always was.
+    #[test]
+    fn a_version_1_seal_is_computed_as_before() {
+        let v1 = SealFields {
+            version: SealVersion::V1,
+            ..sealed_fields()
+        };
+        let mut moved = v1.clone();
+        moved.last_tx_id += 1;
+        moved.last_position += 1;
+        moved.sealed_at += chrono::Duration::seconds(1);
+        assert_eq!(seal(&ZERO, &moved), seal(&ZERO, &v1));
+        let mut h = Sha256::new();
+        h.update([0x03]);
+        h.update(ZERO);
+        for n in [1i64, 1, 4] {
+            h.update(n.to_be_bytes());
+        }
+        h.update(leaf(b"r"));
+        h.update(leaf(b"c"));
+        assert_eq!(seal(&ZERO, &v1), <[u8; 32]>::from(h.finalize()));
     }
 }

@@ -4,11 +4,12 @@
 //! later block's seal fields up to the digest's block; the check recomputes
 //! the seal hashes from the event up and must arrive at the digest's seal.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::limits::MAX_PROOF_LATER_BLOCKS;
-use crate::seal::chain::{self, Hash, SealFields};
+use crate::seal::chain::{self, Hash, SealFields, SealVersion};
 use crate::seal::digest::Digest;
 use crate::seal::sealer::leaf_of;
 use crate::store::read::event_json;
@@ -16,16 +17,24 @@ use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::{pool, StoreError};
 
 /// The `format` every proof carries.
-pub const PROOF_FORMAT: &str = "stockledger-proof/v1";
+/// Version 2: each block carries its seal version, the sealer's cursor and
+/// its time, which version 2 seals cover; a proof of version 1 cannot be
+/// checked against every field of a digest, so `stockledger prove` makes a
+/// new one.
+pub const PROOF_FORMAT: &str = "stockledger-proof/v2";
 
 /// A block's seal fields as a proof carries them (hashes in hex).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SealedBlock {
+    pub version: SealVersion,
     pub block: i64,
     pub first_seq: i64,
     pub last_seq: i64,
     pub merkle_root: String,
     pub chain_head: String,
+    pub last_tx_id: i64,
+    pub last_position: i64,
+    pub sealed_at: DateTime<Utc>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,23 +98,34 @@ impl SealedBlock {
     fn fields(&self) -> Result<SealFields, ProofError> {
         let hash = |s: &str| chain::from_hex(s).ok_or(ProofError::BadHash);
         Ok(SealFields {
+            version: self.version,
             block: self.block,
             first_seq: self.first_seq,
             last_seq: self.last_seq,
             merkle_root: hash(&self.merkle_root)?,
             chain_head: hash(&self.chain_head)?,
+            last_tx_id: self.last_tx_id,
+            last_position: self.last_position,
+            sealed_at: self.sealed_at,
         })
     }
 
-    fn from_row(r: &tokio_postgres::Row) -> SealedBlock {
+    fn from_row(r: &tokio_postgres::Row) -> Result<SealedBlock, StoreError> {
         let hex = |i: usize| crate::domain::fingerprint::hex_bytes(r.get::<_, &[u8]>(i));
-        SealedBlock {
+        Ok(SealedBlock {
+            version: r
+                .get::<_, i16>(5)
+                .try_into()
+                .map_err(|e: String| StoreError::Corrupt(e.into()))?,
             block: r.get(0),
             first_seq: r.get(1),
             last_seq: r.get(2),
             merkle_root: hex(3),
             chain_head: hex(4),
-        }
+            last_tx_id: r.get(6),
+            last_position: r.get(7),
+            sealed_at: r.get(8),
+        })
     }
 }
 
@@ -113,7 +133,8 @@ impl SealedBlock {
 /// one the proof file carries: anyone can make up an event and a digest that
 /// agree with each other). The event's leaf, up its path to its block's
 /// root, that block's seal, and every later seal, must come to the trusted
-/// digest's seal hash at its block, with its last chain row and chain head.
+/// digest's seal hash at its block, with every other field the digest shows
+/// (its last chain row and chain head, its last position and its time).
 /// Pure: no database, no clock.
 pub fn check(proof: &Proof, trusted: &Digest) -> Result<(), ProofError> {
     if proof.format != PROOF_FORMAT {
@@ -158,9 +179,12 @@ pub fn check(proof: &Proof, trusted: &Digest) -> Result<(), ProofError> {
         before = fields;
     }
     let (trusted_head, trusted_seal) = trusted.hashes().map_err(|_| ProofError::BadHash)?;
-    if before.block != trusted.block
+    if trusted.format != crate::seal::digest::DIGEST_FORMAT
+        || before.block != trusted.block
         || before.last_seq != trusted.last_seq
         || before.chain_head != trusted_head
+        || before.last_position != trusted.last_position
+        || before.sealed_at != trusted.sealed_at
         || seal != trusted_seal
     {
         return Err(ProofError::NotUnderDigest);
@@ -211,7 +235,7 @@ pub async fn prove(
         .map_err(StoreError::from)?
         .iter()
         .map(SealedBlock::from_row)
-        .collect();
+        .collect::<Result<_, _>>()?;
     if later.last().map_or(block.block, |b| b.block) != digest.block {
         return Err(ProveError::DigestNotInLog(digest.block));
     }
@@ -233,7 +257,8 @@ pub async fn prove(
     })
 }
 
-const SEAL_COLUMNS: &str = "block, first_seq, last_seq, merkle_root, chain_head, previous";
+const SEAL_COLUMNS: &str = "block, first_seq, last_seq, merkle_root, chain_head, version, \
+                            last_tx_id, last_position, sealed_at, previous";
 
 /// The chain row of the event at `position`, its block, and the seal hash
 /// before that block.
@@ -258,8 +283,8 @@ async fn locate(
         .await
         .map_err(StoreError::from)?
         .ok_or(ProveError::NotSealed(position))?;
-    let previous_seal = crate::domain::fingerprint::hex_bytes(row.get::<_, &[u8]>(5));
-    Ok((chain_seq, SealedBlock::from_row(&row), previous_seal))
+    let previous_seal = crate::domain::fingerprint::hex_bytes(row.get::<_, &[u8]>(9));
+    Ok((chain_seq, SealedBlock::from_row(&row)?, previous_seal))
 }
 
 /// Every leaf of `block`, recomputed from the log, and the event at

@@ -13,7 +13,7 @@ use tracing::{info, warn};
 
 use crate::domain::RecordedEvent;
 use crate::limits::{SEAL_BLOCK_MAX_EVENTS, SEAL_INTERVAL_MS};
-use crate::seal::chain::{self, Hash, SealFields, ZERO};
+use crate::seal::chain::{self, Hash, SealFields, SealVersion, ZERO};
 use crate::store::read::{self, Cursor};
 use crate::store::{pool, StoreError};
 
@@ -114,44 +114,80 @@ pub async fn seal_once(client: &ClientWrapper, max_events: i64) -> Result<usize,
         hashes.push(at.to_vec());
         leaves.push(leaf);
     }
+    // The seal's own time is under its hash, so it is read before the hash
+    // is made and written as read (PostgreSQL's microseconds both ways).
+    let sealed_at = client
+        .query_one("SELECT statement_timestamp()", &[])
+        .await?
+        .get(0);
     let fields = SealFields {
+        version: SealVersion::CURRENT,
         block: head.block + 1,
         first_seq: head.last_seq + 1,
         last_seq: head.last_seq + n as i64,
         merkle_root: chain::merkle_root(&leaves),
         chain_head: at,
+        last_tx_id: last.tx_id,
+        last_position: last.position,
+        sealed_at,
     };
-    let seal = chain::seal(&head.seal, &fields);
+    let rows = ChainRows {
+        seqs,
+        positions,
+        hashes,
+    };
+    write_block(client, &rows, &fields, &head.seal).await?;
+    Ok(n)
+}
+
+/// A block's chain rows, column by column.
+struct ChainRows {
+    seqs: Vec<i64>,
+    positions: Vec<i64>,
+    hashes: Vec<Vec<u8>>,
+}
+
+/// Writes a block's chain rows and its seal, hashed over `fields` after
+/// `previous`, in one statement.
+async fn write_block(
+    client: &ClientWrapper,
+    rows: &ChainRows,
+    fields: &SealFields,
+    previous: &Hash,
+) -> Result<(), StoreError> {
+    let seal = chain::seal(previous, fields);
     let stmt = client
         .prepare_cached(
             "WITH rows AS (
                  INSERT INTO event_chain (seq, position, hash)
                  SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[]))
              INSERT INTO seals (block, first_seq, last_seq, merkle_root, chain_head, previous,
-                                hash, last_tx_id, last_position)
-             VALUES ($4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                                hash, last_tx_id, last_position, sealed_at, version)
+             VALUES ($4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
         )
         .await?;
     client
         .execute(
             &stmt,
             &[
-                &seqs,
-                &positions,
-                &hashes,
+                &rows.seqs,
+                &rows.positions,
+                &rows.hashes,
                 &fields.block,
                 &fields.first_seq,
                 &fields.last_seq,
                 &fields.merkle_root.as_slice(),
                 &fields.chain_head.as_slice(),
-                &head.seal.as_slice(),
+                &previous.as_slice(),
                 &seal.as_slice(),
-                &last.tx_id,
-                &last.position,
+                &fields.last_tx_id,
+                &fields.last_position,
+                &fields.sealed_at,
+                &i16::from(fields.version),
             ],
         )
         .await?;
-    Ok(n)
+    Ok(())
 }
 
 /// Takes the runner lock on a pooled connection; only a connection that got

@@ -120,6 +120,8 @@ struct Walk {
     cursor_before: Option<(i64, i64)>,
     /// Whether the digest's block was reached and held against it.
     digest_checked: bool,
+    /// The chain row whose event was found last.
+    last_found: Option<i64>,
 }
 
 fn hash_of(row: &Row, i: usize, what: &str) -> Result<Hash, StoreError> {
@@ -132,15 +134,23 @@ async fn load_seals(
 ) -> Result<Vec<StoredSeal>, StoreError> {
     let rows = client
         .query(
-            "SELECT block, first_seq, last_seq, merkle_root, chain_head, previous, hash
+            "SELECT block, first_seq, last_seq, merkle_root, chain_head, previous, hash,
+                    version, last_tx_id, last_position, sealed_at
              FROM seals ORDER BY block",
             &[],
         )
         .await?;
     rows.iter()
         .map(|r| {
+            let version: i16 = r.get(7);
             Ok(StoredSeal {
                 fields: SealFields {
+                    version: version
+                        .try_into()
+                        .map_err(|e: String| StoreError::Corrupt(e.into()))?,
+                    last_tx_id: r.get(8),
+                    last_position: r.get(9),
+                    sealed_at: r.get(10),
                     block: r.get(0),
                     first_seq: r.get(1),
                     last_seq: r.get(2),
@@ -385,6 +395,7 @@ impl Walk {
             },
             cursor_before: None,
             digest_checked: false,
+            last_found: None,
         }
     }
 
@@ -440,6 +451,7 @@ impl Walk {
                     });
                 }
                 self.cursor_before = Some(cursor);
+                self.last_found = Some(seq);
                 let now = chain::link(&self.stored_before, &leaf);
                 if now != stored {
                     self.report.found(Finding::EventAltered {
@@ -488,6 +500,15 @@ impl Walk {
                 what: "its chain head is not the chain hash at its last row".into(),
             });
         }
+        // Where the sealer stopped is where the next block starts reading:
+        // it must be the block's last event (when that is still there).
+        let cursor = (s.fields.last_tx_id, s.fields.last_position);
+        if self.last_found == Some(seq) && self.cursor_before != Some(cursor) {
+            found.push(Finding::SealBroken {
+                block,
+                what: "its last transaction id and position are not its last event's".into(),
+            });
+        }
         let pure_fields = match (root, self.pure.chain) {
             (Some(merkle_root), Some(chain_head)) => Some(SealFields {
                 merkle_root,
@@ -506,7 +527,7 @@ impl Walk {
             .is_some_and(|(d, _, _)| d.block == block)
         {
             self.digest_checked = true;
-            match self.check_digest(block, s.fields.last_seq) {
+            match self.check_digest(&s.fields) {
                 Some(f) => found.push(f),
                 None => self.report.digest_matches = Some(true),
             }
@@ -518,15 +539,31 @@ impl Walk {
         self.block += 1;
     }
 
-    /// At the end of `block`: the digest, if it names this block, against
-    /// the pure recomputation.
-    fn check_digest(&self, block: i64, last_seq: i64) -> Option<Finding> {
+    /// At the end of a block: the digest, if it names this block, against
+    /// the pure recomputation. Every field the digest shows is checked: the
+    /// ones the seal hash covers through it, the others (a version 1 seal's
+    /// position and time) against the block as stored.
+    fn check_digest(&self, sealed: &SealFields) -> Option<Finding> {
+        let block = sealed.block;
         let (d, head, seal) = self.digest.as_ref().filter(|(d, _, _)| d.block == block)?;
-        let what = if d.last_seq != last_seq {
+        let what = if d.last_seq != sealed.last_seq {
             format!(
-                "the digest ends at chain row {}, the block at {last_seq}",
-                d.last_seq
+                "the digest ends at chain row {}, the block at {}",
+                d.last_seq, sealed.last_seq
             )
+        } else if d.last_position != sealed.last_position {
+            format!(
+                "the digest ends at log position {}, the block at {}",
+                d.last_position, sealed.last_position
+            )
+        } else if d.sealed_at != sealed.sealed_at {
+            format!(
+                "the digest was sealed at {}, the block at {}",
+                chain::micros_utc(d.sealed_at),
+                chain::micros_utc(sealed.sealed_at)
+            )
+        } else if d.format != digest::DIGEST_FORMAT {
+            format!("the digest's format is not {}", digest::DIGEST_FORMAT)
         } else if self.pure.chain != Some(*head) {
             "the log up to the digest no longer hashes to its chain head: it was changed after the digest was taken".to_owned()
         } else if self.pure.seal != Some(*seal) {

@@ -54,6 +54,14 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// Whether this caller sees who sent each command (the key's name, the
+    /// command's id, its correlation id and request fingerprint) in the
+    /// events it reads: the roles that send commands or audit them do; a
+    /// reader, which only needs the state of things, does not.
+    pub fn sees_command_metadata(&self) -> bool {
+        !matches!(self.role, Role::Reader)
+    }
+
     pub fn require(&self, access: Access) -> Result<(), ApiError> {
         if access.allows(self.role) {
             Ok(())

@@ -28,14 +28,22 @@ use crate::store::Cursor;
     security(("bearer" = [])))]
 pub async fn reservation(
     State(s): State<AppState>,
-    _: Can<ToRead>,
+    Can { caller, .. }: Can<ToRead>,
     ApiPath(ReservationPath { id }): ApiPath<ReservationPath>,
 ) -> Result<Json<Value>, ApiError> {
     let rid = ReservationId::parse("reservation_id", &id)?;
-    match s.store.reservation(&rid).await? {
-        Some(d) => Ok(Json(d.to_json())),
-        None => Err(Rejection::ReservationNotFound { reservation_id: id }.into()),
+    let Some(d) = s.store.reservation(&rid).await? else {
+        return Err(Rejection::ReservationNotFound { reservation_id: id }.into());
+    };
+    let mut doc = d.to_json();
+    if !caller.sees_command_metadata() {
+        // The timeline's shape stays the contract's; only who sent what is
+        // left out.
+        for e in doc["events"].as_array_mut().into_iter().flatten() {
+            e["metadata"] = json!({});
+        }
     }
+    Ok(Json(doc))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

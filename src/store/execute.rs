@@ -353,9 +353,9 @@ async fn transaction(
     .map_err(|_| {
         Failure::Broken(format!("no COMMIT reply within {COMMIT_REPLY_DEADLINE_MS} ms").into())
     })??;
-    for ((e, meta), position) in events.iter().zip(positions) {
+    for ((e, meta), stamped) in events.iter().zip(positions) {
         if let StreamId::Reservation(_) = e.stream {
-            let event = recorded(e, meta, position, now, identity.xid);
+            let event = recorded(e, meta, stamped);
             timelines.entry(e.stream.clone()).or_default().push(event);
         }
     }
@@ -461,22 +461,16 @@ fn own_event_at(
         .map(|i| i + 1)
 }
 
-/// An appended event as it will read back once committed.
-fn recorded(
-    e: &NewEvent,
-    metadata: &EventMetadata,
-    position: i64,
-    now: DateTime<Utc>,
-    tx_id: i64,
-) -> RecordedEvent {
+/// An appended event as it reads back, stamped as the log holds it.
+fn recorded(e: &NewEvent, metadata: &EventMetadata, stamped: write::Stamped) -> RecordedEvent {
     RecordedEvent {
-        position,
+        position: stamped.position,
         stream: e.stream.clone(),
         seq: e.seq,
         event: e.event.clone(),
         metadata: metadata.clone(),
-        recorded_at: now,
-        tx_id,
+        recorded_at: stamped.recorded_at,
+        tx_id: stamped.tx_id,
     }
 }
 

@@ -77,6 +77,16 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "no_commit_notify",
         sql: include_str!("../../schema/0011_no_commit_notify.sql"),
     },
+    Migration {
+        version: 12,
+        name: "recorded_by_the_database",
+        sql: include_str!("../../schema/0012_recorded_by_the_database.sql"),
+    },
+    Migration {
+        version: 13,
+        name: "key_admin",
+        sql: include_str!("../../schema/0013_key_admin.sql"),
+    },
 ];
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (

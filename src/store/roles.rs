@@ -1,6 +1,7 @@
-//! The two group roles of schema 0010 (docs/auditing.md, "Roles"): the owner
-//! of every table, which migrations and rebuilds act as, and the service,
-//! which may append to the log and read it but never change it.
+//! The group roles of schemas 0010 and 0013 (docs/auditing.md, "Roles"): the owner
+//! of every table, which migrations and rebuilds act as; the service,
+//! which may append to the log and read it but never change it; and the key
+//! administrators, who alone mint and revoke API keys.
 
 use tokio_postgres::GenericClient;
 
@@ -12,6 +13,9 @@ pub const OWNER_ROLE: &str = "stockledger_owner";
 
 /// What the server and the workers connect as, through a login member.
 pub const SERVICE_ROLE: &str = "stockledger_service";
+
+/// Mints and revokes API keys (schema 0013); the service only reads them.
+pub const KEYS_ADMIN_ROLE: &str = "stockledger_keys_admin";
 
 /// The first migration that runs as the owner. The ones before it run as
 /// whoever migrates: 0010 creates the roles and hands the tables over.

@@ -18,6 +18,11 @@ use crate::store::StoreError;
 /// lines, and unnest cannot take an array of arrays of different lengths, so
 /// the lines travel flat, each with the index of its event (1-based, as the
 /// insert's ordinality counts), and are put back together per event.
+///
+/// `recorded_at` is the moment the batch was decided at; the database keeps
+/// it because it lies inside the transaction's own life, and sets `tx_id`
+/// itself (the `events_stamp` trigger, schema 0012). Both come back with
+/// the positions, so an answer shows what was stored.
 pub(crate) const APPEND: &str = "
     INSERT INTO events (stream, seq, type, data, metadata, recorded_at,
                         order_id, skus, locations, quantities)
@@ -34,7 +39,7 @@ pub(crate) const APPEND: &str = "
         GROUP BY n
     ) AS l ON l.n = u.n
     ORDER BY u.n
-    RETURNING position";
+    RETURNING position, recorded_at, tx_id::text::bigint";
 
 /// Moves the balances of rows that existed (locked by the load, in
 /// (location, sku) order), in place.
@@ -143,10 +148,18 @@ pub(crate) fn net_effects(events: &[(NewEvent, EventMetadata)]) -> Vec<(Item, St
     net.into_iter().collect()
 }
 
+/// An appended event's place and stamp, as the log holds them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Stamped {
+    pub position: i64,
+    pub recorded_at: DateTime<Utc>,
+    pub tx_id: i64,
+}
+
 /// Round trip 3 (of a command transaction): appends the events, moves the
-/// balances and commits, as one pipeline. Returns the events' positions in
-/// the order of the batch: the insert hands positions out in that order
-/// (its ORDER BY), which is the order the commands were decided in.
+/// balances and commits, as one pipeline. Returns the events' positions and
+/// stamps in the order of the batch: the insert hands positions out in that
+/// order (its ORDER BY), which is the order the commands were decided in.
 ///
 /// Every statement was prepared before the transaction began, so each
 /// request goes out when its future is first polled, and `join!` polls them
@@ -159,7 +172,7 @@ pub(crate) async fn append_move_commit(
     client: &Client,
     stmts: &Statements,
     w: &Writes<'_>,
-) -> Result<Vec<i64>, Failure> {
+) -> Result<Vec<Stamped>, Failure> {
     let e = &w.events;
     let append: [&(dyn ToSql + Sync); 11] = [
         &e.streams,
@@ -199,8 +212,15 @@ pub(crate) async fn append_move_commit(
     inserted?;
     committed?;
     // RETURNING promises no order; the positions themselves do.
-    let mut positions: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
-    positions.sort_unstable();
+    let mut positions: Vec<Stamped> = rows
+        .iter()
+        .map(|r| Stamped {
+            position: r.get(0),
+            recorded_at: r.get(1),
+            tx_id: r.get(2),
+        })
+        .collect();
+    positions.sort_unstable_by_key(|s| s.position);
     if positions.len() != e.streams.len() {
         return Err(Failure::Fatal(StoreError::Invariant(
             format!(

@@ -44,7 +44,10 @@ impl TestServer {
         config: ServerConfig,
     ) -> TestServer {
         let mut keys = HashMap::new();
-        let client = db.store.pool().get().await.unwrap();
+        // Keys are minted by a key administrator (the superuser here), not
+        // the service the server runs as.
+        let admin = db.owner_store();
+        let client = admin.pool().get().await.unwrap();
         for role in [Role::Writer, Role::Reader, Role::Auditor, Role::Admin] {
             let (_, secret) = keys::create(&client, Some(role.as_str()), role)
                 .await

@@ -143,7 +143,8 @@ pub struct Event {
     #[serde(rename = "type")]
     pub event_type: String,
     pub data: serde_json::Map<String, serde_json::Value>,
-    /// command_id, correlation_id, causation_id, actor, fingerprint.
+    /// command_id, correlation_id, causation_id, actor, fingerprint: who sent
+    /// the command. Empty (`{}`) in a reservation read with a `reader` key.
     pub metadata: serde_json::Map<String, serde_json::Value>,
     pub recorded_at: chrono::DateTime<chrono::Utc>,
 }
