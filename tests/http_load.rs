@@ -81,7 +81,8 @@ async fn expiry_end_to_end() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(state, "EXPIRED");
-    let (_, b) = s.get("/v1/reservations/r1", "reader").await;
+    // Who expired it is command metadata: an auditor sees it, a reader not.
+    let (_, b) = s.get("/v1/reservations/r1", "auditor").await;
     assert_eq!(b["state"], "EXPIRED");
     assert_eq!(b["events"][1]["metadata"]["actor"], "expiry-worker");
     assert_eq!(s.db.figures("apple").await, (5, 0, 0));
