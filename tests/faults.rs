@@ -53,6 +53,32 @@ fn request_timeout() -> Duration {
     Duration::from_millis(stockledger::limits::DEFAULT_REQUEST_TIMEOUT_MS)
 }
 
+/// `n` receipts for items nothing else touches, sent at once: each is
+/// answered, and taken, within the request timeout.
+async fn receipts_for_other_items_go_through(store: &Store, n: usize) {
+    let mut others = Vec::new();
+    for i in 0..n {
+        let s = store.clone();
+        others.push(tokio::spawn(async move {
+            tokio::time::timeout(
+                request_timeout(),
+                s.execute(
+                    receive(&format!("other-{i}"), &format!("sku-{i}"), 1),
+                    ctx(),
+                ),
+            )
+            .await
+        }));
+    }
+    for o in others {
+        let answer = o
+            .await
+            .unwrap()
+            .expect("answered within the request timeout");
+        answer.expect("not held up by the stuck command").unwrap();
+    }
+}
+
 fn ctx() -> CommandContext {
     CommandContext::new("test")
 }
@@ -168,29 +194,7 @@ async fn the_first_command_after_a_restart_holds_no_lock_others_need() {
     let s = store.clone();
     let stuck = tokio::spawn(async move { s.execute(receive("first", "slow", 1), ctx()).await });
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let mut others = Vec::new();
-    for i in 0..5 {
-        let s = store.clone();
-        others.push(tokio::spawn(async move {
-            tokio::time::timeout(
-                request_timeout(),
-                s.execute(
-                    receive(&format!("other-{i}"), &format!("sku-{i}"), 1),
-                    ctx(),
-                ),
-            )
-            .await
-        }));
-    }
-    for o in others {
-        let answer = o
-            .await
-            .unwrap()
-            .expect("answered within the request timeout");
-        answer
-            .expect("not held up by the stuck first command")
-            .unwrap();
-    }
+    receipts_for_other_items_go_through(&store, 5).await;
     stuck
         .await
         .unwrap()
@@ -220,27 +224,7 @@ async fn black_holed_commits_do_not_stop_unrelated_writes() {
         }));
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let mut others = Vec::new();
-    for i in 0..40 {
-        let s = store.clone();
-        others.push(tokio::spawn(async move {
-            tokio::time::timeout(
-                request_timeout(),
-                s.execute(
-                    receive(&format!("other-{i}"), &format!("sku-{i}"), 1),
-                    ctx(),
-                ),
-            )
-            .await
-        }));
-    }
-    for o in others {
-        let answer = o
-            .await
-            .unwrap()
-            .expect("answered within the request timeout");
-        answer.unwrap().unwrap();
-    }
+    receipts_for_other_items_go_through(&store, 40).await;
     for s in stuck {
         // The COMMIT reached the server: resolved as committed.
         s.await.unwrap().unwrap().unwrap();

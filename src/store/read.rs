@@ -156,23 +156,18 @@ pub async fn events(
     if let Some(bound) = bound {
         return events_before(client, after, bound, limit, stream_prefix).await;
     }
-    let stmt = client.prepare_cached(&events_page_sql()).await?;
-    let rows = client
-        .query(
-            &stmt,
-            &[
-                &after.tx_id.to_string(),
-                &after.position,
-                &limit,
-                &stream_prefix,
-                &horizon.to_string(),
-            ],
-        )
-        .await?;
-    let events = rows
-        .iter()
-        .map(recorded_event)
-        .collect::<Result<Vec<_>, _>>()?;
+    let events = query_events(
+        client,
+        &events_page_sql(),
+        &[
+            &after.tx_id.to_string(),
+            &after.position,
+            &limit,
+            &stream_prefix,
+            &horizon.to_string(),
+        ],
+    )
+    .await?;
     let next = events.last().map_or(after, Cursor::of);
     Ok(EventPage { events, next })
 }
@@ -194,30 +189,40 @@ async fn events_before(
          ORDER BY events.tx_id, events.position
          LIMIT $3"
     );
-    let stmt = client.prepare_cached(&sql).await?;
-    let rows = client
-        .query(
-            &stmt,
-            &[
-                &after.tx_id.to_string(),
-                &after.position,
-                &limit,
-                &stream_prefix,
-                &bound.tx_id.to_string(),
-                &bound.position,
-            ],
-        )
-        .await?;
-    let events = rows
-        .iter()
-        .map(recorded_event)
-        .collect::<Result<Vec<_>, _>>()?;
+    let events = query_events(
+        client,
+        &sql,
+        &[
+            &after.tx_id.to_string(),
+            &after.position,
+            &limit,
+            &stream_prefix,
+            &bound.tx_id.to_string(),
+            &bound.position,
+        ],
+    )
+    .await?;
     let full = i64::try_from(events.len()).is_ok_and(|n| n >= limit);
     let next = match events.last() {
         Some(last) if full => Cursor::of(last),
         _ => bound,
     };
     Ok(EventPage { events, next })
+}
+
+/// The events a statement selecting `EVENT_COLUMNS` returns, decoded.
+async fn query_events(
+    client: &Client,
+    sql: &str,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> Result<Vec<RecordedEvent>, StoreError> {
+    let stmt = client.prepare_cached(sql).await?;
+    client
+        .query(&stmt, params)
+        .await?
+        .iter()
+        .map(recorded_event)
+        .collect()
 }
 
 /// A reservation with its whole history, read from the log (always current).
