@@ -433,6 +433,11 @@ pub const EVENT_STREAM_HEARTBEAT_SECONDS: u64 = 15;
 /// answer outlives the checks made when it began by more than this.
 pub const EVENT_STREAM_MAX_SECONDS: u64 = 3_600;
 
+/// `GET /v1/events/stream`: the shortest time between two checks of an open
+/// stream's key, whatever the key cache's time to live (which may be zero):
+/// each check is a query.
+pub const EVENT_STREAM_KEY_RECHECK_MIN_MS: u64 = 1_000;
+
 /// `GET /v1/events/stream`: streams one key may hold open at once, so one
 /// key (or one leaked key) cannot take every subscriber slot.
 pub const MAX_EVENT_STREAMS_PER_KEY: usize = 8;

@@ -210,3 +210,31 @@ async fn the_due_lookup_is_an_index_range() {
         "the bound is not an index condition: {plan}"
     );
 }
+
+/// The bound of a page filtered by stream (`SCAN_BOUND_SQL`) walks the
+/// commit-order index and stops there: no sort of the rest of the log.
+#[tokio::test]
+async fn a_filtered_pages_bound_is_an_index_walk_without_a_sort() {
+    let db = TestDb::new().await;
+    let mut batch = Vec::new();
+    for i in 0..5_000 {
+        batch.push((
+            receive(&format!("in-{i}"), &format!("sku-{}", i % 50), 1),
+            stockledger::domain::CommandContext::new("test"),
+        ));
+    }
+    db.store.execute_batch(&batch).await.unwrap();
+    let client = db.client().await;
+    client
+        .batch_execute("ANALYZE events; SET enable_sort = off")
+        .await
+        .unwrap();
+    let plan = explain(
+        &client,
+        stockledger::store::read::SCAN_BOUND_SQL,
+        &[&"0", &0_i64, &"999999999999", &1_999_i64],
+    )
+    .await;
+    assert!(plan.contains("events_commit_order"), "{plan}");
+    assert!(!plan.contains("Sort"), "{plan}");
+}

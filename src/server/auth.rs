@@ -176,20 +176,17 @@ async fn authenticate(parts: &Parts, state: &AppState) -> Result<Caller, ApiErro
 
 /// Whether the key behind `hash` is still live, with a role allowed
 /// `access`: for an answer that outlives its request (an event stream),
-/// asked again every key-cache period, so a revoked key's stream ends as its
-/// plain requests start to get 401. A lookup that cannot be made now (the
-/// database is away) does not end it: the stream's own reads fail then.
+/// asked again every key-cache period (at least a second apart). It reads
+/// the database, not the cache, so a revoked key's stream ends within one
+/// such period of the revocation, as its plain requests start to get 401.
+/// A lookup that cannot be made now (the database is away) does not end it:
+/// the stream's own reads fail then.
 pub(crate) async fn still_allowed(state: &AppState, hash: &str, access: Access) -> bool {
-    let found = match state.keys.get(hash) {
-        Some(cached) => cached,
-        None => match state.store.find_key(hash).await {
-            Ok(found) => {
-                state.keys.put(hash.to_owned(), found.clone());
-                found
-            }
-            Err(_) => return true,
-        },
+    let found = match state.store.find_key(hash).await {
+        Ok(found) => found,
+        Err(_) => return true,
     };
+    state.keys.put(hash.to_owned(), found.clone());
     found.is_some_and(|(key, stored)| constant_time_eq(&stored, hash) && access.allows(key.role))
 }
 

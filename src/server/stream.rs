@@ -24,7 +24,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
 use crate::domain::{contract, RecordedEvent, Rejection};
-use crate::limits::{EVENT_STREAM_BATCH, EVENT_STREAM_POLL_MS, MAX_EVENT_STREAMS_PER_KEY};
+use crate::limits::{
+    EVENT_STREAM_BATCH, EVENT_STREAM_KEY_RECHECK_MIN_MS, EVENT_STREAM_POLL_MS,
+    MAX_EVENT_STREAMS_PER_KEY,
+};
 use crate::server::auth::{self, Access, Can, ToAudit};
 use crate::server::error::ApiError;
 use crate::server::json::ApiQuery;
@@ -112,7 +115,7 @@ pub async fn events_stream(
         buffered: VecDeque::new(),
         closing: s.closing.clone(),
         key,
-        recheck_at: now + s.config.key_cache,
+        recheck_at: now + recheck_interval(&s),
         ends_at: now + s.config.stream_lifetime,
         state: s.clone(),
         _permit: permit,
@@ -144,6 +147,14 @@ struct Feed {
     /// Held while the stream lives: a subscriber slot, and one of its key's.
     _permit: OwnedSemaphorePermit,
     _key_slot: KeySlot,
+}
+
+/// How often an open stream's key is checked again: every key-cache period,
+/// but never more often than `EVENT_STREAM_KEY_RECHECK_MIN_MS`.
+fn recheck_interval(s: &AppState) -> Duration {
+    s.config
+        .key_cache
+        .max(Duration::from_millis(EVENT_STREAM_KEY_RECHECK_MIN_MS))
 }
 
 /// Open event streams by key name.
@@ -242,7 +253,7 @@ impl Feed {
         if now < self.recheck_at {
             return true;
         }
-        self.recheck_at = now + self.state.config.key_cache;
+        self.recheck_at = now + recheck_interval(&self.state);
         let allowed = auth::still_allowed(&self.state, key, Access::Audit).await;
         if !allowed {
             warn!("an event stream's key was revoked; the stream ends");

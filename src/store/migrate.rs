@@ -108,19 +108,17 @@ pub async fn migrate_through(client: &mut Client, last: i32) -> Result<Vec<i32>,
     // queue here: each waits its turn (up to `MIGRATION_LOCK_WAIT_MS`), not
     // the command path's one-second lock timeout, which under load ran out
     // and failed commands that only had to wait.
-    client
-        .batch_execute(&format!(
-            "SET lock_timeout = {MIGRATION_LOCK_WAIT_MS}; \
-             SET statement_timeout = {MIGRATION_LOCK_WAIT_MS}"
-        ))
+    // The longer waits are `SET LOCAL`, so they end with this transaction
+    // whatever happens to the caller; the lock is the session's and outlives it.
+    let tx = client.transaction().await?;
+    tx.batch_execute(&format!(
+        "SET LOCAL lock_timeout = {MIGRATION_LOCK_WAIT_MS}; \
+         SET LOCAL statement_timeout = {MIGRATION_LOCK_WAIT_MS}"
+    ))
+    .await?;
+    tx.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK_KEY])
         .await?;
-    let locked = client
-        .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK_KEY])
-        .await;
-    client
-        .batch_execute("RESET lock_timeout; RESET statement_timeout")
-        .await?;
-    locked?;
+    tx.commit().await?;
     let result = migrate_locked(client, last).await;
     // Unlock even on failure; a lost connection releases the lock anyway.
     let _ = client

@@ -71,10 +71,21 @@ pub fn build(config: tokio_postgres::Config, size: usize) -> Result<Pool, StoreE
         .runtime(Runtime::Tokio1)
         .post_create(Hook::async_fn(|client, _| {
             Box::pin(async move {
-                // A connection that cannot record it still serves: the
-                // function writes the row itself when it is missing.
-                if let Err(e) = record_incarnation(client).await {
-                    tracing::warn!(error = %e, "could not record the server's incarnation");
+                // Bounded like the connection itself: a connection that
+                // stalls here is dropped, never handed out. One that cannot
+                // record the row still serves: the function writes the row
+                // itself when it is missing.
+                let deadline = Duration::from_millis(POOL_WAIT_TIMEOUT_MS);
+                match tokio::time::timeout(deadline, record_incarnation(client)).await {
+                    Err(_) => {
+                        return Err(HookError::message(
+                            "a new connection stalled while recording the server's incarnation",
+                        ))
+                    }
+                    Ok(Err(e)) => {
+                        tracing::warn!(error = %e, "could not record the server's incarnation")
+                    }
+                    Ok(Ok(())) => {}
                 }
                 Ok::<(), HookError>(())
             })
@@ -94,12 +105,14 @@ pub fn build(config: tokio_postgres::Config, size: usize) -> Result<Pool, StoreE
 /// Written here it commits at once; every connection after a restart is a
 /// new one, so it passes here first. Before the schema has the function (a
 /// pool used to migrate a new database) there is nothing to record, nor on a
-/// standby, which cannot write (a read pool).
+/// standby, which cannot write (a read pool), nor for a login that may not
+/// (a key administrator's).
 async fn record_incarnation(client: &tokio_postgres::Client) -> Result<(), StoreError> {
     let exists = client
         .query_one(
             "SELECT to_regprocedure('stockledger_incarnation()') IS NOT NULL
-                    AND NOT pg_is_in_recovery()",
+                    AND NOT pg_is_in_recovery()
+                    AND has_table_privilege('server_incarnation', 'INSERT')",
             &[],
         )
         .await?;

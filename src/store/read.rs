@@ -110,9 +110,12 @@ pub fn events_page_sql() -> String {
 /// The place `MAX_EVENTS_SCANNED_PER_FILTERED_READ` events after the cursor
 /// (parameters as `events_page_sql`'s first two and its horizon, then the
 /// count less one): an index-only walk of the commit order, no filter.
-const SCAN_BOUND_SQL: &str = "SELECT tx_id::text::bigint, position FROM events
+/// Qualified ordering, as in `events_page_sql`: unqualified, `tx_id` would
+/// name the select list's bigint, and the walk would become a sort of the
+/// whole rest of the log.
+pub const SCAN_BOUND_SQL: &str = "SELECT events.tx_id::text::bigint, events.position FROM events
      WHERE (tx_id, position) > ($1::text::xid8, $2) AND tx_id < $3::text::xid8
-     ORDER BY tx_id, position
+     ORDER BY events.tx_id, events.position
      OFFSET $4 LIMIT 1";
 
 /// Reads up to `limit` events after `after` in safe commit order, optionally
