@@ -5,18 +5,16 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use common::server::{test_config, TestServer};
+use common::server::{addr, connect_from, quiet_config, test_config, TestServer};
 use common::*;
 use serde_json::json;
-use stockledger::chaos::proxy::{Proxy, Upstream};
+use stockledger::chaos::proxy::Proxy;
 use stockledger::server::listener::ConnectionLimits;
 use stockledger::server::ServerConfig;
-use stockledger::store::{pool, Store};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpStream;
 
 fn tight(limits: ConnectionLimits) -> ServerConfig {
     ServerConfig {
@@ -36,28 +34,11 @@ fn small_limits() -> ConnectionLimits {
 
 /// A server without workers whose store reaches the database through a proxy.
 async fn server_behind_proxy(dev: bool) -> (TestServer, Proxy) {
-    let db = TestDb::new().await;
-    let proxy = Proxy::start(Upstream::of(&db.config)).await.unwrap();
-    let store = Store::new(pool::build(proxy.config(&db.config), 4).unwrap());
-    let config = ServerConfig {
-        run_projections: false,
-        run_expiry: false,
-        run_sealer: false,
+    common::server::server_behind_proxy(ServerConfig {
         dev,
-        ..test_config()
-    };
-    (TestServer::start_on(db, store, config).await, proxy)
-}
-
-fn addr(s: &TestServer) -> SocketAddr {
-    s.base.trim_start_matches("http://").parse().unwrap()
-}
-
-/// Connects from a chosen loopback address.
-async fn connect_from(from: &str, to: SocketAddr) -> TcpStream {
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
-    socket.connect(to).await.unwrap()
+        ..quiet_config()
+    })
+    .await
 }
 
 /// Waits until the server closes `stream` (EOF or reset), up to `within`;

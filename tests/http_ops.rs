@@ -11,48 +11,19 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::server::{test_config, TestServer};
+use common::server::{
+    addr, connect_from, quiet_config as quiet, server_behind_proxy, test_config, TestServer,
+};
 use common::*;
 use futures_util::StreamExt;
 use reqwest::Method;
 use serde_json::json;
-use stockledger::chaos::proxy::{Proxy, Upstream};
 use stockledger::server::listener::ConnectionLimits;
 use stockledger::server::supervise::PanicOnce;
 use stockledger::server::ServerConfig;
 use stockledger::store::{pool, Store};
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpSocket, TcpStream};
 use tokio_util::sync::CancellationToken;
-
-/// Settings without the workers (so the database hears only what a test sends).
-fn quiet() -> ServerConfig {
-    ServerConfig {
-        run_projections: false,
-        run_expiry: false,
-        run_sealer: false,
-        ..test_config()
-    }
-}
-
-/// A server whose store reaches the database through a proxy.
-async fn server_behind_proxy(config: ServerConfig) -> (TestServer, Proxy) {
-    let db = TestDb::new().await;
-    let proxy = Proxy::start(Upstream::of(&db.config)).await.unwrap();
-    let store = Store::new(pool::build(proxy.config(&db.config), 4).unwrap());
-    (TestServer::start_on(db, store, config).await, proxy)
-}
-
-fn addr(s: &TestServer) -> SocketAddr {
-    s.base.trim_start_matches("http://").parse().unwrap()
-}
-
-/// Connects from a chosen loopback address.
-async fn connect_from(from: &str, to: SocketAddr) -> TcpStream {
-    let socket = TcpSocket::new_v4().unwrap();
-    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
-    socket.connect(to).await.unwrap()
-}
 
 /// A client whose connections come from `from`.
 fn client_from(from: &str) -> reqwest::Client {

@@ -122,3 +122,39 @@ impl TestServer {
         }
     }
 }
+
+/// Test settings without the workers, so the database hears only what a
+/// test sends.
+pub fn quiet_config() -> ServerConfig {
+    ServerConfig {
+        run_projections: false,
+        run_expiry: false,
+        run_sealer: false,
+        ..test_config()
+    }
+}
+
+/// A server whose store reaches the database through a fault proxy.
+pub async fn server_behind_proxy(
+    config: ServerConfig,
+) -> (TestServer, stockledger::chaos::proxy::Proxy) {
+    use stockledger::chaos::proxy::{Proxy, Upstream};
+    let db = TestDb::new().await;
+    let proxy = Proxy::start(Upstream::of(&db.config)).await.unwrap();
+    let store = stockledger::store::Store::new(
+        stockledger::store::pool::build(proxy.config(&db.config), 4).unwrap(),
+    );
+    (TestServer::start_on(db, store, config).await, proxy)
+}
+
+/// The server's address.
+pub fn addr(s: &TestServer) -> std::net::SocketAddr {
+    s.base.trim_start_matches("http://").parse().unwrap()
+}
+
+/// Connects to `to` from a chosen loopback address.
+pub async fn connect_from(from: &str, to: std::net::SocketAddr) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    socket.connect(to).await.unwrap()
+}
