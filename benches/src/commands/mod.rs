@@ -64,6 +64,11 @@ pub struct CommandsArgs {
     /// the product's default; timer, waiting out `--group-window-us`; or yield).
     #[arg(long, default_value = "adaptive", value_parser = ["adaptive", "timer", "yield"])]
     group_gather: String,
+    /// Put back the statement trigger schema 0011 dropped (`pg_notify` in
+    /// every transaction that appends events), to measure what dropping it
+    /// is worth.
+    #[arg(long)]
+    commit_notify: bool,
     /// Group commit: batches gathered and committed at once.
     #[arg(long, default_value_t = stockledger::limits::GROUP_COMMIT_PIPELINES)]
     group_pipelines: usize,

@@ -36,12 +36,29 @@ pub struct Rig {
     pool_size: usize,
 }
 
+/// The notifying trigger of schema 0003, which schema 0011 dropped.
+const COMMIT_NOTIFY_SQL: &str = "
+    CREATE FUNCTION events_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify('stockledger_events', '');
+        RETURN NULL;
+    END;
+    $$;
+    CREATE TRIGGER events_wake_readers AFTER INSERT ON events
+        FOR EACH STATEMENT EXECUTE FUNCTION events_notify();";
+
 impl Rig {
     /// Creates the database afresh, migrates it and starts everything.
     pub async fn start(args: &CommandsArgs, database_url: Option<&str>) -> anyhow::Result<Rig> {
         let config = bench_database(database_url, &args.database, true).await?;
         let plain = Store::new(pool::build(config.clone(), args.pool_size)?);
         plain.migrate().await?;
+        if args.commit_notify {
+            pool::get(plain.pool())
+                .await?
+                .batch_execute(COMMIT_NOTIFY_SQL)
+                .await?;
+        }
         let group = GroupConfig {
             window: Duration::from_micros(args.group_window_us),
             gather: match args.group_gather.as_str() {
