@@ -4,11 +4,11 @@
 
 #![warn(clippy::too_many_lines)]
 
+pub mod app;
 pub mod audit;
 pub mod chaos;
 pub mod db;
 pub mod domain;
-pub mod expiry;
 pub mod limits;
 pub mod projection;
 pub mod read_model;

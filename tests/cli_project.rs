@@ -3,6 +3,8 @@
 
 mod common;
 
+use stockledger::domain::{page_limit, AsOf};
+
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -84,6 +86,58 @@ async fn stock_of_an_item_never_received_is_not_found() {
     assert_eq!(found.status.code(), Some(0));
     let doc: serde_json::Value = serde_json::from_slice(&found.stdout).unwrap();
     assert_eq!(doc["on_hand"], 10, "{doc}");
+}
+
+/// The CLI refuses a read's bad moment and bad page size exactly as the API
+/// does (one validation, `domain::read_query`): the same code, field and
+/// message, and nothing else wins silently.
+#[tokio::test]
+async fn the_cli_refuses_bad_read_queries_as_the_api_does() {
+    let db = TestDb::new().await;
+    db.receive("in-1", "apple", 10).await;
+    let url = db.url();
+    let run = move |args: Vec<&'static str>| {
+        let url = url.clone();
+        move || {
+            Command::new(env!("CARGO_BIN_EXE_stockledger"))
+                .args(args)
+                .arg("--json")
+                .env("DATABASE_URL", url)
+                .output()
+                .expect("run stockledger")
+        }
+    };
+    let cases = [
+        (
+            vec![
+                "stock",
+                "apple",
+                "--as-of",
+                "2026-01-01T00:00:00Z",
+                "--as-of-position",
+                "1",
+            ],
+            AsOf::parse(Some("2026-01-01T00:00:00Z"), Some("1")).unwrap_err(),
+        ),
+        (
+            vec!["stock", "apple", "--as-of-position", "-1"],
+            AsOf::parse(None, Some("-1")).unwrap_err(),
+        ),
+        (
+            vec!["events", "--limit", "0"],
+            page_limit(Some("0")).unwrap_err(),
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = tokio::task::spawn_blocking(run(args.clone()))
+            .await
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{args:?}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(doc["code"], "INVALID_ARGUMENT", "{args:?}: {doc}");
+        assert_eq!(doc["message"], expected.to_string(), "{args:?}: {doc}");
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+    }
 }
 
 /// Forty CLI processes reserve one item (15 units) at once while another

@@ -241,7 +241,7 @@ async fn an_items_first_row_is_created_under_its_lock() {
     let tx = holder.transaction().await.unwrap();
     tx.execute(
         "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-        &[&stockledger::store::item_lock_key(&pear)],
+        &[&stockledger::store::locks::Lock::Item(&pear).name()],
     )
     .await
     .unwrap();

@@ -128,10 +128,21 @@ async fn every_endpoint_and_error_code() {
     assert_eq!((st, b["on_hand"].clone()), (200, json!(10)));
     let (st, b) = s.get("/v1/stock/never?location=north", "reader").await;
     assert_eq!((st, code(&b)), (404, "NOT_FOUND"));
+    let (_, reservation) = s.get("/v1/reservations/r1", "reader").await;
     let (st, b) = s.get("/v1/orders/o1", "reader").await;
     assert_eq!(
         (st, b["reservation_id"].as_str(), b["state"].as_str()),
         (200, Some("r1"), Some("CONFIRMED")),
+        "{b}"
+    );
+    // Times are written one way everywhere: the order view (from its read
+    // model) as the reservation (from the log), RFC 3339 in UTC with `Z`.
+    assert_eq!(
+        b["expires_at"], reservation["expires_at"],
+        "{b} {reservation}"
+    );
+    assert!(
+        b["created_at"].as_str().is_some_and(|t| t.ends_with('Z')),
         "{b}"
     );
     assert_eq!(s.get("/v1/orders/unknown", "reader").await.0, 404);

@@ -312,7 +312,13 @@ async fn unavailable_answers_are_plain_and_carry_the_correlation_id() {
 /// however often it is scraped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_scrapes_share_one_cached_read() {
-    let (s, proxy) = server_behind_proxy(false).await;
+    // No background readiness check during the scrapes: it reads the
+    // database every second on its own, whatever /metrics does.
+    let (s, proxy) = common::server::server_behind_proxy(ServerConfig {
+        readiness_interval: Duration::from_secs(3_600),
+        ..quiet_config()
+    })
+    .await;
     let scrape = || async {
         let r = s
             .http

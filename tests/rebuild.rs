@@ -57,9 +57,15 @@ async fn rebuild_while_writes_go_on() {
     };
     for &p in ALL {
         let mut batches = 0;
-        let report = rebuild::rebuild(db.owner_store().pool(), p, 10, |_| batches += 1)
-            .await
-            .unwrap();
+        let report = rebuild::rebuild(
+            db.owner_store().pool(),
+            p,
+            10,
+            &stockledger::audit::ReplayVerifier,
+            |_| batches += 1,
+        )
+        .await
+        .unwrap();
         assert!(batches > 3, "{}: filled in several batches", p.name());
         assert!(report.events > 0);
     }
@@ -96,9 +102,15 @@ async fn an_interrupted_rebuild_leaves_the_live_copy_untouched() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let pool = db.owner_store().pool().clone();
     let running = tokio::spawn(async move {
-        rebuild::rebuild(&pool, p, 5, move |progress| {
-            let _ = tx.send(progress.events);
-        })
+        rebuild::rebuild(
+            &pool,
+            p,
+            5,
+            &stockledger::audit::ReplayVerifier,
+            move |progress| {
+                let _ = tx.send(progress.events);
+            },
+        )
         .await
     });
     // Interrupt once a few batches are in, well before the end.
@@ -120,9 +132,15 @@ async fn an_interrupted_rebuild_leaves_the_live_copy_untouched() {
     db.project_all().await;
     db.assert_audit_clean().await;
 
-    rebuild::rebuild(db.owner_store().pool(), p, 5, |_| {})
-        .await
-        .unwrap();
+    rebuild::rebuild(
+        db.owner_store().pool(),
+        p,
+        5,
+        &stockledger::audit::ReplayVerifier,
+        |_| {},
+    )
+    .await
+    .unwrap();
     let s = status::status_of(&**client, p).await.unwrap();
     assert_eq!(s.state, "live");
     db.assert_audit_clean().await;
@@ -141,9 +159,15 @@ async fn one_rebuild_per_projection_at_a_time() {
         )
         .await
         .unwrap();
-    let err = rebuild::rebuild(db.owner_store().pool(), p, 10, |_| {})
-        .await
-        .unwrap_err();
+    let err = rebuild::rebuild(
+        db.owner_store().pool(),
+        p,
+        10,
+        &stockledger::audit::ReplayVerifier,
+        |_| {},
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(err, rebuild::RebuildError::AlreadyRunning("stock_levels")),
         "{err}"

@@ -107,9 +107,15 @@ async fn the_owner_owns_every_table_and_the_service_none() {
     // write the swapped-in copy.
     db.receive("in-1", "apple", 10).await;
     let p = stockledger::projection::by_name("stock_levels").unwrap();
-    stockledger::projection::rebuild::rebuild(db.owner_store().pool(), p, 100, |_| {})
-        .await
-        .unwrap();
+    stockledger::projection::rebuild::rebuild(
+        db.owner_store().pool(),
+        p,
+        100,
+        &stockledger::audit::ReplayVerifier,
+        |_| {},
+    )
+    .await
+    .unwrap();
     let owner: Vec<String> = db
         .column(
             "SELECT pg_get_userbyid(relowner)::text FROM pg_class WHERE relname = 'stock_levels'",
@@ -128,7 +134,14 @@ async fn the_service_cannot_migrate_but_opens_a_current_schema() {
     assert_eq!(db.store.migrate().await.unwrap(), Vec::<i32>::new());
     // And a rebuild as the service is refused by PostgreSQL, not done.
     let p = stockledger::projection::by_name("stock_levels").unwrap();
-    let refused = stockledger::projection::rebuild::rebuild(db.store.pool(), p, 100, |_| {}).await;
+    let refused = stockledger::projection::rebuild::rebuild(
+        db.store.pool(),
+        p,
+        100,
+        &stockledger::audit::ReplayVerifier,
+        |_| {},
+    )
+    .await;
     let Err(why) = refused else {
         panic!("a rebuild as the service was done")
     };

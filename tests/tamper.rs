@@ -753,7 +753,7 @@ async fn seals_made_before_schema_12_verify_as_they_were_made() {
     drop(client);
     let old = digest(&db).await;
     // The upgrade, then more events and a seal of the new version.
-    stockledger::store::migrate::migrate(&mut db.client().await)
+    stockledger::app::migrate_through(&mut db.client().await, i32::MAX)
         .await
         .unwrap();
     db.run(confirm("r1")).await.unwrap();

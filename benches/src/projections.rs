@@ -162,6 +162,7 @@ async fn rebuild_steps(store: &Store, events: i64) -> anyhow::Result<Vec<Step>> 
         store.pool(),
         projection::ALL,
         stockledger::limits::REBUILD_BATCH_EVENTS,
+        &stockledger::audit::ReplayVerifier,
         |_| {},
     )
     .await?;

@@ -17,6 +17,7 @@ use deadpool_postgres::{ClientWrapper, Pool};
 use serde::Serialize;
 
 use crate::limits::AUDIT_READERS;
+use crate::projection::rebuild::{Verified, VerifyCopies};
 use crate::projection::Slot;
 use crate::read_model::{ReadModel, ALL};
 use crate::store::error::Cause;
@@ -160,12 +161,18 @@ fn report(r: replay::Outcome, elapsed: Duration) -> AuditReport {
     }
 }
 
-/// What a verification of rebuild copies found.
-pub struct Verified {
-    /// The first copy that differs from the log (or the first copy, when only
-    /// the log's own rules are broken); `None` when everything agrees.
-    pub failed: Option<&'static dyn ReadModel>,
-    pub differences: Vec<Difference>,
+/// The audit's replay as the check a rebuild makes before its swap
+/// (`projection::rebuild::VerifyCopies`).
+pub struct ReplayVerifier;
+
+impl VerifyCopies for ReplayVerifier {
+    fn verify<'a>(
+        &'a self,
+        pool: &'a Pool,
+        ps: &'a [&'static dyn ReadModel],
+    ) -> futures_util::future::BoxFuture<'a, Result<Verified, StoreError>> {
+        Box::pin(verify_copies(pool, ps))
+    }
 }
 
 /// Verifies the rebuild copies of `ps` against the log, each at its own

@@ -1,7 +1,6 @@
 //! The command line's arguments, as clap reads them.
 
 use clap::{Args as ClapArgs, Parser, Subcommand};
-use stockledger::limits::DEFAULT_EVENTS_PER_READ;
 
 use super::{chaos, serve};
 
@@ -236,12 +235,12 @@ pub struct StockArgs {
     pub sku: String,
     #[arg(long)]
     pub location: Option<String>,
-    /// A past moment (RFC 3339 time).
-    #[arg(long, conflicts_with = "as_of_position")]
+    /// A past moment (RFC 3339 time); not with --as-of-position.
+    #[arg(long)]
     pub as_of: Option<String>,
     /// A past log position.
-    #[arg(long)]
-    pub as_of_position: Option<i64>,
+    #[arg(long, allow_hyphen_values = true)]
+    pub as_of_position: Option<String>,
 }
 
 #[derive(ClapArgs, Debug)]
@@ -259,8 +258,9 @@ pub struct EventsArgs {
     /// Cursor (TX:POSITION) from a previous page's `next`.
     #[arg(long)]
     pub after: Option<String>,
-    #[arg(long, default_value_t = DEFAULT_EVENTS_PER_READ)]
-    pub limit: i64,
+    /// Events in the page, from 1 to the maximum (default: the API's default).
+    #[arg(long, allow_hyphen_values = true)]
+    pub limit: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]

@@ -2,12 +2,10 @@
 //! anything touches the database: bad input writes nothing and needs no server.
 
 use stockledger::domain::{
-    command, AdjustRequest, Command, ConfirmLinesRequest, CountRequest, ExtendRequest, Item,
-    LineRequest, Location, OrderId, ReceiveRequest, Rejection, ReleaseLinesRequest, ReserveRequest,
-    Sku, TransferRequest,
+    command, page_limit, AdjustRequest, AsOf, Command, ConfirmLinesRequest, CountRequest,
+    ExtendRequest, Item, LineRequest, Location, OrderId, ReceiveRequest, Rejection,
+    ReleaseLinesRequest, ReserveRequest, Sku, TransferRequest,
 };
-use stockledger::limits::MAX_EVENTS_PER_READ;
-use stockledger::store::history::AsOf;
 use stockledger::store::Cursor;
 
 use super::args::{
@@ -130,18 +128,7 @@ impl StockArgs {
             sku: Sku::parse("sku", &self.sku)?,
             location: Location::parse_or_default("location", self.location.as_deref())?,
         };
-        let as_of = match (&self.as_of, self.as_of_position) {
-            (Some(t), _) => Some(AsOf::Time(
-                chrono::DateTime::parse_from_rfc3339(t)
-                    .map_err(|e| Rejection::invalid("as_of", format!("not an RFC 3339 time: {e}")))?
-                    .with_timezone(&chrono::Utc),
-            )),
-            (None, Some(p)) if p >= 0 => Some(AsOf::Position(p)),
-            (None, Some(_)) => {
-                return Err(Rejection::invalid("as_of_position", "must not be negative"))
-            }
-            (None, None) => None,
-        };
+        let as_of = AsOf::parse(self.as_of.as_deref(), self.as_of_position.as_deref())?;
         Ok((item, as_of))
     }
 }
@@ -153,13 +140,7 @@ impl EventsArgs {
             Some(a) => a.parse::<Cursor>()?,
             None => Cursor::START,
         };
-        if !(1..=MAX_EVENTS_PER_READ).contains(&self.limit) {
-            return Err(Rejection::invalid(
-                "limit",
-                format!("must be from 1 to {MAX_EVENTS_PER_READ}"),
-            ));
-        }
-        Ok((after, self.limit))
+        Ok((after, page_limit(self.limit.as_deref())?))
     }
 }
 

@@ -119,6 +119,7 @@ pub async fn rebuild_cmd(
         store.pool(),
         &targets,
         stockledger::limits::REBUILD_BATCH_EVENTS,
+        &stockledger::audit::ReplayVerifier,
         |pr| display.update(pr),
     )
     .await

@@ -10,6 +10,7 @@ pub mod event;
 pub mod fingerprint;
 pub mod ids;
 pub mod number;
+pub mod read_query;
 pub mod rejection;
 pub mod reservation;
 pub mod steps;
@@ -29,6 +30,7 @@ pub use ids::{
     AdjustmentId, ConfirmationId, CountId, ExtensionId, Item, Location, OrderId, ReceiptId,
     ReleaseId, ReservationId, Sku, TransferId,
 };
+pub use read_query::{page_limit, AsOf};
 pub use rejection::{Excess, Rejection, RejectionCode, Shortfall};
 pub use reservation::{
     LineProgress, Placed, Reservation, ReservationState, StepKey, StepRequest, StreamViolation,

@@ -23,7 +23,7 @@ use crate::store::{Cursor, StoreError};
 /// name order (a rebuild's swap locks one of them: one order, no deadlock).
 const LOCK_LIVE: &str = "
     SELECT name, tx_id::text::bigint, position FROM projection_checkpoints
-    WHERE slot = 'live' AND name = ANY($1)
+    WHERE slot = $2 AND name = ANY($1)
     ORDER BY name
     FOR UPDATE";
 
@@ -32,7 +32,7 @@ const ADVANCE_LIVE: &str = "
     UPDATE projection_checkpoints
     SET tx_id = $2::text::xid8, position = $3, events_applied = events_applied + $5,
         last_event_at = greatest(last_event_at, $4), updated_at = now()
-    WHERE slot = 'live' AND name = ANY($1)";
+    WHERE slot = $6 AND name = ANY($1)";
 
 /// Applies up to `max_events` events after each live checkpoint of
 /// `models` to the models at it, in one transaction with their checkpoints.
@@ -82,7 +82,7 @@ async fn lock_live(
 ) -> Result<Vec<(&'static dyn ReadModel, Cursor)>, StoreError> {
     let names: Vec<&str> = models.iter().map(|p| p.name()).collect();
     let stmt = tx.prepare_cached(LOCK_LIVE).await?;
-    let rows = tx.query(&stmt, &[&names]).await?;
+    let rows = tx.query(&stmt, &[&names, &Slot::Live.as_str()]).await?;
     models
         .iter()
         .map(|&p| {
@@ -117,6 +117,7 @@ async fn advance(
             &window.to.position,
             &window.last_at,
             &window.events,
+            &Slot::Live.as_str(),
         ],
     )
     .await?;

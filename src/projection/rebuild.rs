@@ -4,8 +4,9 @@
 //!    `schema.sql`, with a checkpoint of its own at the start of the log.
 //! 2. The copy is filled batch by batch with the projection's own apply SQL,
 //!    while the live copy keeps serving and its worker keeps running.
-//! 3. The copy is verified against an independent replay of the log (the
-//!    audit's engine) at the copy's checkpoint.
+//! 3. The copy is verified against an independent replay of the log at the
+//!    copy's checkpoint: the audit's engine, handed in by the caller
+//!    (`VerifyCopies`), since the audit stands on this runtime.
 //! 4. The swap: one transaction locks the live checkpoint (pausing the live
 //!    worker for that moment), applies what arrived meanwhile to the copy,
 //!    moves the live tables out and the copy in, and hands the copy's
@@ -17,13 +18,36 @@
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{ClientWrapper, Pool};
+use futures_util::future::BoxFuture;
 
 use crate::limits::REBUILD_BATCH_EVENTS;
 use crate::projection::batch::{apply_range, lock_checkpoint};
 use crate::projection::{
     apply_batch, ReadModel, Slot, LIVE_SCHEMA, REBUILD_SCHEMA, RETIRED_SCHEMA,
 };
+use crate::read_model::Difference;
+use crate::store::locks::{Lock, TRY_SESSION_LOCK};
 use crate::store::{pool, Cursor, StoreError};
+
+/// Checks filled copies against the log before any of them is swapped in.
+/// The product's check is the audit's replay (`audit::ReplayVerifier`), a
+/// fold that did not build the copies.
+pub trait VerifyCopies: Sync {
+    /// Verifies the rebuild copies of `ps`, each at its own checkpoint.
+    fn verify<'a>(
+        &'a self,
+        pool: &'a Pool,
+        ps: &'a [&'static dyn ReadModel],
+    ) -> BoxFuture<'a, Result<Verified, StoreError>>;
+}
+
+/// What a verification of rebuild copies found.
+pub struct Verified {
+    /// The first copy that differs from the log (or the first copy, when only
+    /// the log's own rules are broken); `None` when everything agrees.
+    pub failed: Option<&'static dyn ReadModel>,
+    pub differences: Vec<Difference>,
+}
 
 /// Reported while the copy is filled.
 #[derive(Clone, Copy, Debug)]
@@ -52,21 +76,22 @@ pub enum RebuildError {
     #[error("the rebuilt copy of {projection} does not match the log ({} differences, first: {}); the live copy is untouched", differences.len(), differences.first().map(|d| d.to_string()).unwrap_or_default())]
     VerificationFailed {
         projection: &'static str,
-        differences: Vec<crate::audit::Difference>,
+        differences: Vec<Difference>,
     },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
-/// Rebuilds `p` from the start of the log and swaps it in.
-/// `batch_events` is normally `REBUILD_BATCH_EVENTS`.
+/// Rebuilds `p` from the start of the log, has `verifier` check it and
+/// swaps it in. `batch_events` is normally `REBUILD_BATCH_EVENTS`.
 pub async fn rebuild(
     pool: &Pool,
     p: &'static dyn ReadModel,
     batch_events: i64,
+    verifier: &dyn VerifyCopies,
     progress: impl FnMut(Progress) + Send,
 ) -> Result<RebuildReport, RebuildError> {
-    let mut reports = rebuild_many(pool, &[p], batch_events, progress).await?;
+    let mut reports = rebuild_many(pool, &[p], batch_events, verifier, progress).await?;
     Ok(reports.pop().expect("one report per projection"))
 }
 
@@ -77,6 +102,7 @@ pub async fn rebuild_many(
     pool: &Pool,
     ps: &[&'static dyn ReadModel],
     batch_events: i64,
+    verifier: &dyn VerifyCopies,
     progress: impl FnMut(Progress) + Send,
 ) -> Result<Vec<RebuildReport>, RebuildError> {
     let mut clients = lock_copies(pool, ps).await?;
@@ -85,7 +111,7 @@ pub async fn rebuild_many(
     }
     let filled = fill_copies(&mut clients, ps, batch_events, progress).await?;
     let verify_started = Instant::now();
-    let verified = crate::audit::verify_copies(pool, ps).await?;
+    let verified = verifier.verify(pool, ps).await?;
     if let Some(projection) = verified.failed {
         return Err(RebuildError::VerificationFailed {
             projection: projection.name(),
@@ -119,10 +145,7 @@ async fn lock_copies(
     for &p in ps {
         let client: ClientWrapper = deadpool_postgres::Object::take(pool::get(pool).await?);
         let got: bool = client
-            .query_one(
-                "SELECT pg_try_advisory_lock(hashtextextended('rebuild:' || $1, 0))",
-                &[&p.name()],
-            )
+            .query_one(TRY_SESSION_LOCK, &[&Lock::Rebuild(p.name()).name()])
             .await
             .map_err(StoreError::from)?
             .get(0);
@@ -189,11 +212,11 @@ async fn prepare_copy(client: &mut ClientWrapper, p: &dyn ReadModel) -> Result<(
     ));
     tx.batch_execute(&sql).await?;
     tx.execute(
-        "INSERT INTO projection_checkpoints (name, slot, definition_checksum) VALUES ($1, 'rebuild', $2)
+        "INSERT INTO projection_checkpoints (name, slot, definition_checksum) VALUES ($1, $3, $2)
          ON CONFLICT (name, slot) DO UPDATE
          SET tx_id = '0'::xid8, position = 0, events_applied = 0, last_event_at = NULL,
              definition_checksum = EXCLUDED.definition_checksum, updated_at = now(), started_at = now()",
-        &[&p.name(), &p.checksum()],
+        &[&p.name(), &p.checksum(), &Slot::Rebuild.as_str()],
     )
     .await?;
     tx.commit().await?;
@@ -239,13 +262,13 @@ async fn swap(client: &mut ClientWrapper, p: &dyn ReadModel) -> Result<(i64, Cur
              last_event_at = r.last_event_at, definition_checksum = r.definition_checksum,
              started_at = r.started_at, updated_at = now()
          FROM projection_checkpoints AS r
-         WHERE l.name = $1 AND l.slot = 'live' AND r.name = $1 AND r.slot = 'rebuild'",
-        &[&p.name()],
+         WHERE l.name = $1 AND l.slot = $2 AND r.name = $1 AND r.slot = $3",
+        &[&p.name(), &Slot::Live.as_str(), &Slot::Rebuild.as_str()],
     )
     .await?;
     tx.execute(
-        "DELETE FROM projection_checkpoints WHERE name = $1 AND slot = 'rebuild'",
-        &[&p.name()],
+        "DELETE FROM projection_checkpoints WHERE name = $1 AND slot = $2",
+        &[&p.name(), &Slot::Rebuild.as_str()],
     )
     .await?;
     tx.commit().await?;

@@ -4,7 +4,7 @@ use serde::Serialize;
 use tokio_postgres::GenericClient;
 
 use crate::limits::LAG_COUNT_CAP;
-use crate::projection::{ReadModel, ALL};
+use crate::projection::{ReadModel, Slot, ALL};
 use crate::store::{Cursor, StoreError};
 
 #[derive(Clone, Debug, Serialize)]
@@ -81,7 +81,7 @@ pub async fn status_of(
             position: r.get(2),
         };
         let s = slot(client, cursor, r.get(3)).await?;
-        if slot_name == "live" {
+        if slot_name == Slot::Live.as_str() {
             current = r.get::<_, String>(4) == p.checksum();
             live = Some(s);
         } else {

@@ -26,6 +26,7 @@ use tracing::{info, warn};
 use crate::limits::{PROJECTION_BATCH_EVENTS, PROJECTION_DEBOUNCE_MS, PROJECTION_POLL_INTERVAL_MS};
 use crate::projection::live::apply_live;
 use crate::projection::{apply_batch, ReadModel, Slot};
+use crate::store::locks::{Lock, TRY_SESSION_LOCKS};
 use crate::store::{pool, StoreError};
 
 #[derive(Clone, Copy, Debug)]
@@ -46,11 +47,6 @@ impl Default for WorkerConfig {
     }
 }
 
-/// Takes the runner lock of every model in `models`, or none of them.
-const RUNNER_LOCKS: &str = "
-    SELECT bool_and(pg_try_advisory_lock(hashtextextended('projection:' || n, 0)))
-    FROM unnest($1::text[]) AS n";
-
 /// Tries to become the runner of `models`. The locks are tried on a pooled
 /// connection and only a connection that got them all is taken out of the
 /// pool (the locks must die with it, never linger on a pooled one); one that
@@ -61,10 +57,13 @@ async fn become_runner(
     models: &[&'static dyn ReadModel],
 ) -> Result<Option<ClientWrapper>, StoreError> {
     let client = pool::get(pool).await?;
-    let names: Vec<&str> = models.iter().map(|p| p.name()).collect();
+    let names: Vec<String> = models
+        .iter()
+        .map(|p| Lock::ProjectionRunner(p.name()).name())
+        .collect();
     // A connection that may hold some of the locks after an error is closed,
     // never handed back: a rollback does not release session locks.
-    let got: bool = match client.query_one(RUNNER_LOCKS, &[&names]).await {
+    let got: bool = match client.query_one(TRY_SESSION_LOCKS, &[&names]).await {
         Ok(row) => row.get(0),
         Err(e) => {
             drop(deadpool_postgres::Object::take(client));

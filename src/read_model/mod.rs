@@ -13,6 +13,7 @@ mod order_view_batch;
 pub mod reservation_expiry;
 mod reservation_expiry_batch;
 pub mod reservation_totals;
+pub mod slot;
 pub mod stock_levels;
 pub mod window;
 

@@ -189,20 +189,42 @@ fn compare_row(order: &str, want: &OrderRow, got: StoredOrder, diffs: &mut Diffs
     }
 }
 
-/// One order's row of the live copy, as JSON.
+/// One order's row as the API shows it. Its times are typed, so that they
+/// are written as every other answer writes them (RFC 3339 in UTC, `Z`),
+/// not as SQL's `to_json` would (`+00:00`).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct OrderViewRow {
+    pub order_id: String,
+    pub reservation_id: String,
+    pub state: String,
+    pub lines: serde_json::Value,
+    pub expires_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub history: serde_json::Value,
+}
+
+/// The row of `order`, if the read model has it.
 pub(crate) async fn row(
     client: &ClientWrapper,
     order: &OrderId,
-) -> Result<Option<serde_json::Value>, StoreError> {
+) -> Result<Option<OrderViewRow>, StoreError> {
     let stmt = client
         .prepare_cached(
-            "SELECT jsonb_build_object(
-                 'order_id', order_id, 'reservation_id', reservation_id, 'state', state,
-                 'lines', lines, 'expires_at', expires_at, 'created_at', created_at,
-                 'updated_at', updated_at, 'history', history)
+            "SELECT order_id, reservation_id, state, lines, expires_at, created_at,
+                    updated_at, history
              FROM order_view WHERE order_id = $1",
         )
         .await?;
     let row = client.query_opt(&stmt, &[&order.as_str()]).await?;
-    Ok(row.map(|r| r.get(0)))
+    Ok(row.map(|r| OrderViewRow {
+        order_id: r.get(0),
+        reservation_id: r.get(1),
+        state: r.get(2),
+        lines: r.get(3),
+        expires_at: r.get(4),
+        created_at: r.get(5),
+        updated_at: r.get(6),
+        history: r.get(7),
+    }))
 }

@@ -8,6 +8,7 @@ use tokio_postgres::Client;
 
 use crate::domain::{Balance, Item};
 use crate::read_model::diff::{merge_figures, ActualFigures};
+use crate::read_model::slot::Slot;
 use crate::read_model::{
     add_effects, compare_figures, load_figures, Diffs, Figures, Model, Rows, StreamSeen,
 };
@@ -66,12 +67,20 @@ pub(crate) async fn level(client: &ClientWrapper, item: &Item) -> Result<Level, 
             "SELECT s.on_hand, s.reserved, s.confirmed, c.position, c.last_event_at
              FROM projection_checkpoints AS c
              LEFT JOIN stock_levels AS s ON s.sku = $2 AND s.location = $3
-             WHERE c.name = $1 AND c.slot = 'live'",
+             WHERE c.name = $1 AND c.slot = $4",
         )
         .await?;
     let name = STOCK_LEVELS.name;
     let row = client
-        .query_one(&stmt, &[&name, &item.sku.as_str(), &item.location.as_str()])
+        .query_one(
+            &stmt,
+            &[
+                &name,
+                &item.sku.as_str(),
+                &item.location.as_str(),
+                &Slot::Live.as_str(),
+            ],
+        )
         .await?;
     let on_hand: Option<i64> = row.get(0);
     Ok(Level {

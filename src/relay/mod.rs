@@ -50,6 +50,7 @@ use crate::limits::{
     RELAY_BATCH_EVENTS, RELAY_MAX_ACKS_IN_FLIGHT, RELAY_POLL_INTERVAL_MS, RELAY_REQUEST_TIMEOUT_MS,
     RELAY_RETRY_BACKOFF_MAX_MS, RELAY_RETRY_BACKOFF_START_MS,
 };
+use crate::store::locks::{Lock, TRY_SESSION_LOCK};
 use crate::store::{pool, Store, StoreError};
 
 #[derive(Clone, Debug)]
@@ -242,10 +243,7 @@ async fn idle(poll: Duration, cancel: &CancellationToken) {
 async fn become_runner(store: &Store, stream: &str) -> Result<Option<ClientWrapper>, StoreError> {
     let client = pool::get(store.pool()).await?;
     let got: bool = client
-        .query_one(
-            "SELECT pg_try_advisory_lock(hashtextextended('relay:' || $1, 0))",
-            &[&stream],
-        )
+        .query_one(TRY_SESSION_LOCK, &[&Lock::Relay(stream).name()])
         .await?
         .get(0);
     Ok(got.then(|| deadpool_postgres::Object::take(client)))

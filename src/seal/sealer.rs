@@ -14,10 +14,9 @@ use tracing::{info, warn};
 use crate::domain::RecordedEvent;
 use crate::limits::{SEAL_BLOCK_MAX_EVENTS, SEAL_INTERVAL_MS};
 use crate::seal::chain::{self, Hash, SealFields, SealVersion, ZERO};
+use crate::store::locks::{Lock, TRY_SESSION_LOCK};
 use crate::store::read::{self, Cursor};
 use crate::store::{pool, StoreError};
-
-const RUNNER_LOCK: &str = "SELECT pg_try_advisory_lock(hashtextextended('stockledger:sealer', 0))";
 
 /// Where the chain stands: the last seal.
 #[derive(Clone, Debug)]
@@ -194,7 +193,10 @@ async fn write_block(
 /// it leaves the pool (the lock dies with it).
 async fn become_sealer(pool: &Pool) -> Result<Option<ClientWrapper>, StoreError> {
     let client = pool::get(pool).await?;
-    let got: bool = client.query_one(RUNNER_LOCK, &[]).await?.get(0);
+    let got: bool = client
+        .query_one(TRY_SESSION_LOCK, &[&Lock::Sealer.name()])
+        .await?
+        .get(0);
     Ok(got.then(|| deadpool_postgres::Object::take(client)))
 }
 

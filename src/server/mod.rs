@@ -138,7 +138,7 @@ fn spawn_workers(
         let (interval, batch) = (config.expiry_interval, config.expiry_batch);
         tasks.spawn(supervisor.clone().run("expiry", move || {
             let metrics = metrics.clone();
-            crate::expiry::run(store.clone(), interval, batch, cancel.clone(), move |n| {
+            crate::app::expiry::run(store.clone(), interval, batch, cancel.clone(), move |n| {
                 metrics.expired(n)
             })
         }));

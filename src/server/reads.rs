@@ -3,12 +3,15 @@
 //! itself in safe commit order.
 
 use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::domain::{contract, Balance, Item, Location, OrderId, Rejection, ReservationId, Sku};
-use crate::limits::{DEFAULT_EVENTS_PER_READ, MAX_EVENTS_PER_READ, MAX_STREAM_PREFIX_LEN};
+use crate::domain::{
+    contract, page_limit, AsOf, Balance, Item, Location, OrderId, Rejection, ReservationId, Sku,
+};
+use crate::limits::MAX_STREAM_PREFIX_LEN;
 use crate::server::auth::{Can, ToAudit, ToRead};
 use crate::server::error::ApiError;
 use crate::server::json::{ApiPath, ApiQuery};
@@ -18,7 +21,6 @@ use crate::server::openapi::{
 };
 use crate::server::params::{OrderPath, ReservationPath, SkuPath};
 use crate::server::AppState;
-use crate::store::history::AsOf;
 use crate::store::read::event_json;
 use crate::store::Cursor;
 
@@ -73,7 +75,7 @@ pub async fn stock(
         sku: Sku::parse("sku", &sku)?,
         location: Location::parse_or_default("location", q.location.as_deref())?,
     };
-    let (b, as_of_doc) = match parse_as_of(&q)? {
+    let (b, as_of_doc) = match AsOf::parse(q.as_of.as_deref(), q.as_of_position.as_deref())? {
         Some(a) => stock_as_of(&s, &item, a).await?,
         None => {
             let now = s
@@ -89,26 +91,6 @@ pub async fn stock(
         "sku": item.sku, "location": item.location, "on_hand": b.on_hand, "reserved": b.reserved,
         "available": b.available(), "confirmed": b.confirmed, "as_of": as_of_doc,
     })))
-}
-
-fn parse_as_of(q: &StockQuery) -> Result<Option<AsOf>, Rejection> {
-    match (&q.as_of, &q.as_of_position) {
-        (Some(_), Some(_)) => Err(Rejection::invalid(
-            "as_of",
-            "give as_of or as_of_position, not both",
-        )),
-        (Some(t), None) => Ok(Some(AsOf::Time(
-            chrono::DateTime::parse_from_rfc3339(t)
-                .map_err(|e| Rejection::invalid("as_of", format!("not an RFC 3339 time: {e}")))?
-                .with_timezone(&chrono::Utc),
-        ))),
-        (None, Some(p)) => Ok(Some(AsOf::Position(
-            p.parse::<i64>().ok().filter(|p| *p >= 0).ok_or_else(|| {
-                Rejection::invalid("as_of_position", "must be a whole number >= 0")
-            })?,
-        ))),
-        (None, None) => Ok(None),
-    }
 }
 
 /// An item's figures at a past moment, replayed from the log. Heavy: it waits
@@ -142,10 +124,10 @@ pub async fn order(
     State(s): State<AppState>,
     _: Can<ToRead>,
     ApiPath(OrderPath { order_id }): ApiPath<OrderPath>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let order = OrderId::parse("order_id", &order_id)?;
     if let Some(view) = s.store.order_view(&order).await? {
-        return Ok(Json(view));
+        return Ok(Json(view).into_response());
     }
     // Not projected yet (the read model lags a little): answer from the log,
     // in the same shape.
@@ -165,7 +147,8 @@ pub async fn order(
         "order_id": order, "reservation_id": d.view.reservation_id, "state": d.view.state,
         "lines": d.view.lines, "expires_at": d.view.expires_at, "created_at": d.created_at,
         "updated_at": d.updated_at, "history": history,
-    })))
+    }))
+    .into_response())
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -191,16 +174,7 @@ pub async fn events(
         Some(a) => a.parse::<Cursor>()?,
         None => Cursor::START,
     };
-    let limit = match q.limit {
-        None => DEFAULT_EVENTS_PER_READ,
-        Some(l) => l
-            .parse::<i64>()
-            .ok()
-            .filter(|l| (1..=MAX_EVENTS_PER_READ).contains(l))
-            .ok_or_else(|| {
-                Rejection::invalid("limit", format!("must be from 1 to {MAX_EVENTS_PER_READ}"))
-            })?,
-    };
+    let limit = page_limit(q.limit.as_deref())?;
     if let Some(prefix) = &q.stream {
         let len = prefix.chars().count();
         if len == 0 || len > MAX_STREAM_PREFIX_LEN {

@@ -21,14 +21,7 @@ use crate::store::horizon;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::StoreError;
 
-/// A past moment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AsOf {
-    /// Every event recorded at or before this time.
-    Time(DateTime<Utc>),
-    /// Every event at or before this log position.
-    Position(i64),
-}
+pub use crate::domain::AsOf;
 
 /// The events of one item in position order, found through the GIN index on
 /// `skus` (`schema/0007`); a line of the event must have the location too.

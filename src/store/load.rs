@@ -23,18 +23,10 @@ use crate::domain::{
     Reservation, ReservationId, SingleRecord, Sku, StreamId, Touches,
 };
 use crate::store::error::{corrupt, Cause, Failure};
+use crate::store::locks::Lock;
 use crate::store::rows::recorded_event;
 use crate::store::statements::Statements;
 use crate::store::StoreError;
-
-/// The advisory lock key of an order is its id under this prefix, which no
-/// stream name has, so an order's lock never collides with a stream's.
-const ORDER_LOCK_PREFIX: &str = "order-lock:";
-
-/// The advisory lock key under which an item's first balance row is created.
-pub fn item_lock_key(item: &Item) -> String {
-    format!("item-lock:{item}")
-}
 
 /// The events of each reservation stream the batch touches, as loaded: what
 /// the answers show, together with what the batch appends.
@@ -169,9 +161,9 @@ fn lock_keys(
 ) -> Vec<String> {
     streams
         .iter()
-        .map(StreamId::to_string)
-        .chain(orders.iter().map(|o| format!("{ORDER_LOCK_PREFIX}{o}")))
-        .chain(creatable.iter().map(|i| item_lock_key(i)))
+        .map(|s| Lock::Stream(s).name())
+        .chain(orders.iter().map(|o| Lock::Order(o).name()))
+        .chain(creatable.iter().map(|i| Lock::Item(i).name()))
         .collect()
 }
 

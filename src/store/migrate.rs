@@ -4,7 +4,8 @@
 //! each other on an advisory lock; an applied file that was since edited is
 //! refused rather than silently ignored.
 
-use tokio_postgres::Client;
+use futures_util::future::BoxFuture;
+use tokio_postgres::{Client, Transaction};
 
 use crate::domain::fingerprint::sha256_hex;
 use crate::limits::{MIGRATION_LOCK_WAIT_MS, MIGRATION_STATEMENT_TIMEOUT_MS};
@@ -12,8 +13,7 @@ use crate::store::error::Cause;
 use crate::store::roles;
 use crate::store::StoreError;
 
-/// Advisory lock key held while migrating ("stockledger" in ASCII, truncated).
-pub const MIGRATION_LOCK_KEY: i64 = 0x73746f636b6c6564;
+pub use crate::store::locks::MIGRATION_LOCK_KEY;
 
 pub struct Migration {
     pub version: i32,
@@ -96,14 +96,19 @@ const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at timestamptz NOT NULL DEFAULT now()
 )";
 
-/// Applies every pending migration; returns the versions it applied.
-pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, StoreError> {
-    migrate_through(client, i32::MAX).await
-}
+/// What else belongs to the schema: installed after the migrations, under
+/// the same lock, in a transaction of its own, as the owner (so that the
+/// service may use what it creates). The read models' live tables are
+/// (`app::migrate`); the store does not know them.
+pub type Installer = for<'a, 'b> fn(&'a Transaction<'b>) -> BoxFuture<'a, Result<(), StoreError>>;
 
-/// Applies the pending migrations up to and including version `last`: how a
-/// test builds a database as an older release left it.
-pub async fn migrate_through(client: &mut Client, last: i32) -> Result<Vec<i32>, StoreError> {
+/// Applies the pending migrations up to and including version `last`, then
+/// `also`; returns the versions applied.
+pub async fn migrate_through(
+    client: &mut Client,
+    last: i32,
+    also: Installer,
+) -> Result<Vec<i32>, StoreError> {
     // Every command of the CLI migrates first, so processes started together
     // queue here: each waits its turn (up to `MIGRATION_LOCK_WAIT_MS`), not
     // the command path's one-second lock timeout, which under load ran out
@@ -119,7 +124,7 @@ pub async fn migrate_through(client: &mut Client, last: i32) -> Result<Vec<i32>,
     tx.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK_KEY])
         .await?;
     tx.commit().await?;
-    let result = migrate_locked(client, last).await;
+    let result = migrate_locked(client, last, also).await;
     // Unlock even on failure; a lost connection releases the lock anyway.
     let _ = client
         .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK_KEY])
@@ -127,7 +132,11 @@ pub async fn migrate_through(client: &mut Client, last: i32) -> Result<Vec<i32>,
     result
 }
 
-async fn migrate_locked(client: &mut Client, last: i32) -> Result<Vec<i32>, StoreError> {
+async fn migrate_locked(
+    client: &mut Client,
+    last: i32,
+    also: Installer,
+) -> Result<Vec<i32>, StoreError> {
     // Only when missing: the service role may not create tables, and a
     // current schema must not need it to.
     let exists: bool = client
@@ -174,12 +183,9 @@ async fn migrate_locked(client: &mut Client, last: i32) -> Result<Vec<i32>, Stor
         tx.commit().await?;
         done.push(m.version);
     }
-    // Projections are part of the schema: their live tables are created
-    // under the same lock, so two starting processes cannot race, and as
-    // the owner, so that the service may write them.
     let tx = client.transaction().await?;
     roles::act_as_owner(&tx).await?;
-    crate::projection::install_live(&tx).await?;
+    also(&tx).await?;
     tx.commit().await?;
     Ok(done)
 }

@@ -10,6 +10,7 @@ pub mod history;
 pub mod horizon;
 pub mod keys;
 mod load;
+pub mod locks;
 pub mod log_row;
 pub mod migrate;
 mod outcome;
@@ -25,7 +26,6 @@ mod write;
 
 pub use error::StoreError;
 pub use execute::{Answered, BatchResult};
-pub use load::item_lock_key;
 pub use read::{Cursor, EventPage, ReservationDetails};
 
 use std::sync::Arc;
@@ -34,7 +34,7 @@ use deadpool_postgres::Pool;
 use tokio::sync::Notify;
 
 use crate::domain::{Command, CommandContext, Outcome, Rejection};
-use crate::limits::{MAX_COMMANDS_PER_BATCH, MAX_EXPIRIES_PER_PASS};
+use crate::limits::MAX_COMMANDS_PER_BATCH;
 
 #[derive(Clone)]
 pub struct Store {
@@ -126,14 +126,6 @@ impl Store {
         &self.pool
     }
 
-    /// Applies pending schema migrations and installs missing projections;
-    /// returns the migration versions applied.
-    pub async fn migrate(&self) -> Result<Vec<i32>, StoreError> {
-        let mut client = pool::get(&self.pool).await?;
-        let client: &mut tokio_postgres::Client = &mut client;
-        migrate::migrate(client).await
-    }
-
     /// Runs one command. The outer error is the store's (retryable or not);
     /// the inner one is the business answer.
     pub async fn execute(
@@ -173,6 +165,23 @@ impl Store {
         Ok(answers.into_iter().map(|a| a.result).collect())
     }
 
+    /// Runs one command in a transaction of its own, outside group commit,
+    /// without waiting out a lock timeout again: for a caller that runs
+    /// commands one by one after their batch failed (`app::expiry`).
+    pub async fn execute_alone(
+        &self,
+        command: &(Command, CommandContext),
+    ) -> Result<Answered, StoreError> {
+        let mut one = execute::execute_batch(
+            &self.pool,
+            std::slice::from_ref(command),
+            self.deadline,
+            self.committed.as_deref(),
+        )
+        .await?;
+        Ok(one.pop().expect("one answer per command"))
+    }
+
     /// `execute_batch`, each answer with its reservation's events as its own
     /// command left them (`Answered`).
     pub async fn execute_batch_answered(
@@ -203,69 +212,5 @@ impl Store {
             results.extend(answers);
         }
         Ok(results)
-    }
-
-    /// Expires every reservation that is due now (as far as the expiry
-    /// projection knows), through the normal command path; returns how many
-    /// it expired.
-    pub async fn expire_due(&self, actor: &str, limit: i64) -> Result<usize, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        let limit = limit.clamp(1, MAX_EXPIRIES_PER_PASS);
-        let due = crate::read_model::reservation_expiry::due(&client, limit).await?;
-        drop(client);
-        let batch: Vec<_> = due
-            .into_iter()
-            .map(|id| {
-                (
-                    Command::Expire { reservation_id: id },
-                    CommandContext::new(actor),
-                )
-            })
-            .collect();
-        let results = match self.execute_batch(&batch).await {
-            Ok(results) => results,
-            // A lock held elsewhere is retryable but names no reservation:
-            // one by one, the others still expire.
-            Err(e) if e.is_retryable() && !matches!(e, StoreError::LockTimeout) => return Err(e),
-            // One bad reservation (a corrupt stream, a bug) must not keep every
-            // other due reservation holding stock: expire them one by one and
-            // report the ones that fail.
-            Err(e) => {
-                tracing::warn!(error = %e, due = batch.len(), "expiry batch failed; expiring one by one");
-                let mut results = Vec::with_capacity(batch.len());
-                for command in &batch {
-                    match execute::execute_batch(
-                        &self.pool,
-                        std::slice::from_ref(command),
-                        self.deadline,
-                        self.committed.as_deref(),
-                    )
-                    .await
-                    {
-                        Ok(mut one) => {
-                            results.push(one.pop().expect("one answer per command").result)
-                        }
-                        Err(e) => tracing::error!(
-                            error = %e,
-                            stream = %command.0.stream(),
-                            "cannot expire this reservation"
-                        ),
-                    }
-                }
-                results
-            }
-        };
-        Ok(results
-            .iter()
-            .filter(|r| {
-                matches!(
-                    r,
-                    Ok(Outcome::Reservation {
-                        replayed: false,
-                        ..
-                    })
-                )
-            })
-            .count())
     }
 }

@@ -8,25 +8,10 @@ use tracing::warn;
 
 use crate::domain::{Balance, Item, OrderId, RecordedEvent, Rejection, ReservationId};
 use crate::limits::{MAX_EVENTS_PER_READ, READ_STANDBY_RETRY_MS, RELAY_BATCH_EVENTS};
-use crate::projection::status::{self, ProjectionStatus};
-use crate::read_model::{order_view, reservation_totals, stock_levels};
 use crate::store::history::{self, AsOf, AsOfFigures};
 use crate::store::keys::{self, ApiKey, Role};
 use crate::store::read::{self, Cursor, EventPage, ReservationDetails};
-use crate::store::{migrate, pool, Store, StoreError};
-
-/// An item's current figures and where they come from.
-#[derive(Clone, Copy, Debug)]
-pub struct StockNow {
-    pub figures: Balance,
-    /// The position and time of the last event the answer includes, as far
-    /// as the `stock_levels` read model has come.
-    pub position: i64,
-    pub recorded_at: Option<chrono::DateTime<chrono::Utc>>,
-    /// The item is not in the read model yet (received moments ago): the
-    /// figures are the write-side balance, which is current.
-    pub from_balance: bool,
-}
+use crate::store::{pool, Store, StoreError};
 
 impl Store {
     /// A connection for reads that may be served by a standby (`with_reads`):
@@ -124,44 +109,6 @@ impl Store {
         .await
     }
 
-    /// An item's current figures: the `stock_levels` row, or the write-side
-    /// balance when the read model has not caught up with its first receipt.
-    /// `None` for an item never received: callers answer NOT_FOUND (the CLI
-    /// and the API alike, see docs/domain.md).
-    pub async fn stock_now(&self, item: &Item) -> Result<Option<StockNow>, StoreError> {
-        pool::reading(&self.pool, async |c| {
-            let level = stock_levels::level(c, item).await?;
-            let (figures, from_balance) = match level.figures {
-                Some(f) => (f, false),
-                None => match read::balance(c, item).await? {
-                    Some(b) => (b, true),
-                    None => return Ok(None),
-                },
-            };
-            Ok(Some(StockNow {
-                figures,
-                position: level.position,
-                recorded_at: level.recorded_at,
-                from_balance,
-            }))
-        })
-        .await
-    }
-
-    /// The `order_view` row of `order`, as JSON, if the read model has it.
-    pub async fn order_view(
-        &self,
-        order: &OrderId,
-    ) -> Result<Option<serde_json::Value>, StoreError> {
-        pool::reading(&self.pool, async |c| order_view::row(c, order).await).await
-    }
-
-    /// Reservations and the units they hold, by state, from the
-    /// `reservation_totals` read model.
-    pub async fn reservation_totals(&self) -> Result<reservation_totals::Totals, StoreError> {
-        pool::reading(&self.pool, async |c| reservation_totals::totals(c).await).await
-    }
-
     /// Whether this store's connections are a superuser's: then nothing but
     /// a digest kept outside stops a bug or a stolen connection string from
     /// rewriting the log (docs/auditing.md, "Roles").
@@ -174,22 +121,6 @@ impl Store {
             )
             .await?;
         Ok(row.get(0))
-    }
-
-    /// The latest seal as a digest (docs/auditing.md); `None` before the
-    /// first block is sealed.
-    pub async fn digest(&self) -> Result<Option<crate::seal::Digest>, StoreError> {
-        pool::reading(&self.pool, async |c| crate::seal::digest::latest(c).await).await
-    }
-
-    /// Every read model's checkpoint, lag and state.
-    pub async fn projection_status(&self) -> Result<Vec<ProjectionStatus>, StoreError> {
-        pool::reading(&self.pool, async |c| status::status(&***c).await).await
-    }
-
-    /// The migrations this binary knows that the database lacks.
-    pub async fn pending_migrations(&self) -> Result<Vec<i32>, StoreError> {
-        pool::reading(&self.pool, async |c| migrate::pending(c).await).await
     }
 
     /// The pool's size, idle connections and waiting callers.

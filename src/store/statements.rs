@@ -8,6 +8,7 @@ use deadpool_postgres::ClientWrapper as Client;
 use tokio_postgres::Statement;
 
 use crate::store::error::Failure;
+use crate::store::locks::TRANSACTION_LOCKS_IN_ORDER;
 use crate::store::rows::EVENT_COLUMNS;
 use crate::store::write::{APPEND, INSERT_BALANCES, UPDATE_BALANCES};
 
@@ -45,11 +46,7 @@ impl Statements {
         );
         let (who, lock, read, owners, rows, clock) = tokio::try_join!(
             client.prepare_cached("SELECT pg_backend_pid(), now()"),
-            client.prepare_cached(
-                "SELECT pg_advisory_xact_lock(h) FROM (
-                     SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest($1::text[]) AS k ORDER BY 1
-                 ) AS sorted",
-            ),
+            client.prepare_cached(TRANSACTION_LOCKS_IN_ORDER),
             client.prepare_cached(&read),
             client.prepare_cached(
                 "SELECT e.order_id, e.stream FROM unnest($1::text[]) AS o(id)

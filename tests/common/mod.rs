@@ -73,7 +73,7 @@ impl TestDb {
         config.dbname(&name);
         let (mut client, conn) = config.connect(NoTls).await.expect("connect");
         tokio::spawn(conn);
-        stockledger::store::migrate::migrate_through(&mut client, last)
+        stockledger::app::migrate_through(&mut client, last)
             .await
             .expect("migrate");
         // The store connects as the service does in production: a login in

@@ -1,0 +1,103 @@
+//! The expiry worker: every interval, expires the reservations that are due,
+//! through the same command path as everything else.
+//!
+//! It finds candidates in the `reservation_expiry` read model and sends each
+//! an `Expire` command, which decides from the log at the database clock. So
+//! it is idempotent, several processes may run it at once (the second expiry
+//! of a reservation answers "not due"), and a confirm or release racing it
+//! settles exactly as the outcome table says.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+use crate::domain::{Command, CommandContext, Outcome};
+use crate::limits::MAX_EXPIRIES_PER_PASS;
+use crate::read_model::reservation_expiry;
+use crate::store::{pool, Store, StoreError};
+
+/// The actor recorded on expiry events.
+pub const EXPIRY_ACTOR: &str = "expiry-worker";
+
+/// Runs until `cancel` fires; `on_expired` hears how many each pass expired.
+pub async fn run(
+    store: Store,
+    interval: Duration,
+    batch: i64,
+    cancel: CancellationToken,
+    on_expired: impl Fn(u64) + Send,
+) {
+    while !cancel.is_cancelled() {
+        match store.expire_due(EXPIRY_ACTOR, batch).await {
+            // A full pass may mean more are due: go again at once.
+            Ok(n) if n as i64 >= batch => {
+                on_expired(n as u64);
+                continue;
+            }
+            Ok(n) => on_expired(n as u64),
+            Err(e) => warn!(error = %e, "expiry pass failed; will retry"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = cancel.cancelled() => {}
+        }
+    }
+}
+
+impl Store {
+    /// Expires every reservation that is due now (as far as the expiry
+    /// projection knows), through the normal command path; returns how many
+    /// it expired.
+    pub async fn expire_due(&self, actor: &str, limit: i64) -> Result<usize, StoreError> {
+        let client = pool::get(self.pool()).await?;
+        let limit = limit.clamp(1, MAX_EXPIRIES_PER_PASS);
+        let due = reservation_expiry::due(&client, limit).await?;
+        drop(client);
+        let batch: Vec<_> = due
+            .into_iter()
+            .map(|id| {
+                (
+                    Command::Expire { reservation_id: id },
+                    CommandContext::new(actor),
+                )
+            })
+            .collect();
+        let results = match self.execute_batch(&batch).await {
+            Ok(results) => results,
+            // A lock held elsewhere is retryable but names no reservation:
+            // one by one, the others still expire.
+            Err(e) if e.is_retryable() && !matches!(e, StoreError::LockTimeout) => return Err(e),
+            // One bad reservation (a corrupt stream, a bug) must not keep every
+            // other due reservation holding stock: expire them one by one and
+            // report the ones that fail.
+            Err(e) => {
+                tracing::warn!(error = %e, due = batch.len(), "expiry batch failed; expiring one by one");
+                let mut results = Vec::with_capacity(batch.len());
+                for command in &batch {
+                    match self.execute_alone(command).await {
+                        Ok(one) => results.push(one.result),
+                        Err(e) => tracing::error!(
+                            error = %e,
+                            stream = %command.0.stream(),
+                            "cannot expire this reservation"
+                        ),
+                    }
+                }
+                results
+            }
+        };
+        Ok(results
+            .iter()
+            .filter(|r| {
+                matches!(
+                    r,
+                    Ok(Outcome::Reservation {
+                        replayed: false,
+                        ..
+                    })
+                )
+            })
+            .count())
+    }
+}

@@ -1,0 +1,73 @@
+//! Reads the shells ask of `Store` that the read models and the seals
+//! answer: an item's current figures, an order's view, the reservation
+//! totals, the latest digest and the projections' status.
+
+use crate::domain::{Balance, Item, OrderId};
+use crate::projection::status::{self, ProjectionStatus};
+use crate::read_model::{order_view, reservation_totals, stock_levels};
+use crate::seal;
+use crate::store::{pool, read, Store, StoreError};
+
+/// An item's current figures and where they come from.
+#[derive(Clone, Copy, Debug)]
+pub struct StockNow {
+    pub figures: Balance,
+    /// The position and time of the last event the answer includes, as far
+    /// as the `stock_levels` read model has come.
+    pub position: i64,
+    pub recorded_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The item is not in the read model yet (received moments ago): the
+    /// figures are the write-side balance, which is current.
+    pub from_balance: bool,
+}
+
+impl Store {
+    /// An item's current figures: the `stock_levels` row, or the write-side
+    /// balance when the read model has not caught up with its first receipt.
+    /// `None` for an item never received: callers answer NOT_FOUND (the CLI
+    /// and the API alike, see docs/domain.md).
+    pub async fn stock_now(&self, item: &Item) -> Result<Option<StockNow>, StoreError> {
+        pool::reading(self.pool(), async |c| {
+            let level = stock_levels::level(c, item).await?;
+            let (figures, from_balance) = match level.figures {
+                Some(f) => (f, false),
+                None => match read::balance(c, item).await? {
+                    Some(b) => (b, true),
+                    None => return Ok(None),
+                },
+            };
+            Ok(Some(StockNow {
+                figures,
+                position: level.position,
+                recorded_at: level.recorded_at,
+                from_balance,
+            }))
+        })
+        .await
+    }
+
+    /// The `order_view` row of `order`, if the read model has it.
+    pub async fn order_view(
+        &self,
+        order: &OrderId,
+    ) -> Result<Option<order_view::OrderViewRow>, StoreError> {
+        pool::reading(self.pool(), async |c| order_view::row(c, order).await).await
+    }
+
+    /// Reservations and the units they hold, by state, from the
+    /// `reservation_totals` read model.
+    pub async fn reservation_totals(&self) -> Result<reservation_totals::Totals, StoreError> {
+        pool::reading(self.pool(), async |c| reservation_totals::totals(c).await).await
+    }
+
+    /// The latest seal as a digest (docs/auditing.md); `None` before the
+    /// first block is sealed.
+    pub async fn digest(&self) -> Result<Option<seal::Digest>, StoreError> {
+        pool::reading(self.pool(), async |c| seal::digest::latest(c).await).await
+    }
+
+    /// Every read model's checkpoint, lag and state.
+    pub async fn projection_status(&self) -> Result<Vec<ProjectionStatus>, StoreError> {
+        pool::reading(self.pool(), async |c| status::status(&***c).await).await
+    }
+}
