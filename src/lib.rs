@@ -4,6 +4,7 @@
 
 #![warn(clippy::too_many_lines)]
 
+pub mod api;
 pub mod app;
 pub mod audit;
 pub mod chaos;

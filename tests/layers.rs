@@ -18,6 +18,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("db", 3),
     ("projection", 4),
     ("app", 5),
+    ("api", 5),
     ("audit", 5),
     ("server", 6),
     ("chaos", 6),

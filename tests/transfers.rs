@@ -18,7 +18,10 @@ async fn a_transfer_moves_stock_between_locations_in_every_view() {
         .run(transfer("t1", "apple", "default", "north", 6))
         .await
         .unwrap();
-    assert_eq!(outcome.to_json()["from_location"], "default");
+    assert_eq!(
+        serde_json::to_value(stockledger::api::answer(&outcome)).unwrap()["from_location"],
+        "default"
+    );
     assert_eq!(
         db.figures("apple").await,
         (4, 4, 0),

@@ -96,7 +96,7 @@ fn short(answer: &Result<Outcome, Rejection>) -> String {
             )
         }
         Ok(Outcome::Transferred { quantity, .. }) => format!("moved {quantity}"),
-        Ok(other) => format!("{}", other.to_json()),
+        Ok(other) => json!(stockledger::api::answer(other)).to_string(),
         Err(r) => r.code().as_str().to_owned(),
     }
 }
@@ -436,7 +436,8 @@ impl Story<'_> {
         }
         self.chapter(
             "final",
-            json!({"sneaker": sneaker_json, "tshirt": tshirt_json, "alice": details.to_json()}),
+            json!({"sneaker": sneaker_json, "tshirt": tshirt_json,
+                   "alice": stockledger::api::reservation(&details, None, true)}),
         );
         Ok(())
     }

@@ -206,7 +206,7 @@ impl Printer {
                 format!("reservation {reservation_id}: not due")
             }
         };
-        self.value(&outcome.to_json(), &text);
+        self.value(&json!(stockledger::api::answer(outcome)), &text);
     }
 
     pub fn rejection(&self, r: &Rejection) {
@@ -263,7 +263,7 @@ impl Printer {
                 event_summary(&e.event)
             ));
         }
-        self.value(&d.to_json(), &text);
+        self.value(&json!(stockledger::api::reservation(d, None, true)), &text);
     }
 
     pub fn events(&self, page: &EventPage) {

@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
-use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::domain::command::{Adjust, Command, Count, Line, Receive, Reserve, Transfer};
@@ -168,54 +167,6 @@ impl Outcome {
             | Outcome::Counted { replayed, .. }
             | Outcome::Reservation { replayed, .. } => *replayed,
             Outcome::NotDue { .. } => false,
-        }
-    }
-
-    /// The JSON document the CLI prints and the API returns.
-    pub fn to_json(&self) -> Value {
-        match self {
-            Outcome::Received {
-                receipt_id,
-                item,
-                quantity,
-                replayed,
-            } => json!({"receipt_id": receipt_id, "sku": item.sku, "location": item.location,
-                        "quantity": quantity, "replayed": replayed}),
-            Outcome::Adjusted {
-                adjustment_id,
-                item,
-                delta,
-                reason,
-                replayed,
-            } => json!({"adjustment_id": adjustment_id, "sku": item.sku, "location": item.location,
-                        "delta": delta, "reason": reason, "replayed": replayed}),
-            Outcome::Counted {
-                count_id,
-                item,
-                counted,
-                books,
-                replayed,
-            } => json!({"count_id": count_id, "sku": item.sku, "location": item.location,
-                        "counted": counted, "books": books, "change": i64::from(*counted) - books,
-                        "replayed": replayed}),
-            Outcome::Transferred {
-                transfer_id,
-                from,
-                to,
-                quantity,
-                replayed,
-            } => json!({"transfer_id": transfer_id, "sku": from.sku,
-                        "from_location": from.location, "to_location": to.location,
-                        "quantity": quantity, "replayed": replayed}),
-            Outcome::Reservation { view, replayed } => {
-                let mut v = serde_json::to_value(view).expect("views serialise");
-                v["replayed"] = json!(replayed);
-                v
-            }
-            Outcome::NotDue {
-                reservation_id,
-                state,
-            } => json!({"reservation_id": reservation_id, "state": state, "expired": false}),
         }
     }
 }

@@ -545,6 +545,14 @@ fn count(id: &str, counted: i64) -> Command {
     .unwrap()
 }
 
+/// The books a count's answer reports.
+fn books(o: &Outcome) -> i64 {
+    match o {
+        Outcome::Counted { books, .. } => *books,
+        other => panic!("not a count's answer: {other:?}"),
+    }
+}
+
 /// The count rows of the outcome table: the difference from the books is
 /// appended with both figures; a replay answers with the books it saw; a
 /// count below what reservations hold is refused, nothing written.
@@ -552,8 +560,7 @@ fn count(id: &str, counted: i64) -> Command {
 fn a_count_records_the_difference_from_the_books() {
     let mut st = setup(Setup::Reserved); // on_hand 10, reserved 2
     let d = run(&mut st, &count("c1", 7), t(1)).unwrap();
-    assert_eq!(d.outcome.to_json()["books"], 10);
-    assert_eq!(d.outcome.to_json()["change"], -3);
+    assert_eq!(books(&d.outcome), 10);
     assert!(matches!(
         d.events[0].event,
         Event::StockCounted {
@@ -570,7 +577,7 @@ fn a_count_records_the_difference_from_the_books() {
     run(&mut st, &receive("in-2", 5), t(2)).unwrap();
     let again = run(&mut st, &count("c1", 7), t(3)).unwrap();
     assert!(again.outcome.replayed() && again.events.is_empty());
-    assert_eq!(again.outcome.to_json()["books"], 10);
+    assert_eq!(books(&again.outcome), 10);
     assert_eq!(
         run(&mut st, &count("c1", 8), t(3)).unwrap_err().code(),
         RejectionCode::IdempotencyConflict
@@ -590,10 +597,7 @@ fn a_count_records_the_difference_from_the_books() {
     }
     .validate()
     .unwrap();
-    assert_eq!(
-        run(&mut st, &unheard, t(6)).unwrap().outcome.to_json()["books"],
-        0
-    );
+    assert_eq!(books(&run(&mut st, &unheard, t(6)).unwrap().outcome), 0);
     // A negative count is bad input.
     let negative = crate::domain::CountRequest {
         count_id: "c5".into(),

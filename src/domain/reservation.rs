@@ -24,6 +24,15 @@ pub enum ReservationState {
 }
 
 impl ReservationState {
+    /// Every state, in the order a reservation may reach them.
+    pub const ALL: [ReservationState; 4] = [
+        ReservationState::Reserved,
+        ReservationState::Confirmed,
+        ReservationState::Released,
+        ReservationState::Expired,
+    ];
+
+    /// The state as the API and the log write it (its serde name).
     pub fn as_str(self) -> &'static str {
         match self {
             ReservationState::Reserved => "RESERVED",

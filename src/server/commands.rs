@@ -93,7 +93,7 @@ async fn single(
     let o = run(s, kind, cmd, ctx).await?;
     Ok((
         created_or_replayed(o.outcome.replayed()),
-        Json(o.outcome.to_json()),
+        Json(crate::api::answer(&o.outcome)),
     )
         .into_response())
 }
@@ -108,11 +108,11 @@ fn reservation_body(committed: Committed) -> Result<(bool, Value), ApiError> {
             committed.outcome
         )));
     };
-    let mut body = match ReservationDetails::committed(view.clone(), committed.timeline) {
-        Some(details) => details.to_json(),
-        None => serde_json::to_value(&view).expect("views serialise"),
+    let body = match ReservationDetails::committed(view.clone(), committed.timeline) {
+        // The metadata is the caller's own: it sent the command.
+        Some(details) => json!(crate::api::reservation(&details, Some(replayed), true)),
+        None => json!(crate::api::answer(&Outcome::Reservation { view, replayed })),
     };
-    body["replayed"] = json!(replayed);
     Ok((replayed, body))
 }
 

@@ -8,6 +8,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::api::answers as api;
 use crate::domain::{
     contract, page_limit, AsOf, Balance, Item, Location, OrderId, Rejection, ReservationId, Sku,
 };
@@ -21,7 +22,6 @@ use crate::server::openapi::{
 };
 use crate::server::params::{OrderPath, ReservationPath, SkuPath};
 use crate::server::AppState;
-use crate::store::read::event_json;
 use crate::store::Cursor;
 
 #[utoipa::path(get, path = "/v1/reservations/{id}", operation_id = "getReservation", tag = "reads", params(ReservationPath),
@@ -32,20 +32,16 @@ pub async fn reservation(
     State(s): State<AppState>,
     Can { caller, .. }: Can<ToRead>,
     ApiPath(ReservationPath { id }): ApiPath<ReservationPath>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ReservationResponse>, ApiError> {
     let rid = ReservationId::parse("reservation_id", &id)?;
     let Some(d) = s.store.reservation(&rid).await? else {
         return Err(Rejection::ReservationNotFound { reservation_id: id }.into());
     };
-    let mut doc = d.to_json();
-    if !caller.sees_command_metadata() {
-        // The timeline's shape stays the contract's; only who sent what is
-        // left out.
-        for e in doc["events"].as_array_mut().into_iter().flatten() {
-            e["metadata"] = json!({});
-        }
-    }
-    Ok(Json(doc))
+    Ok(Json(crate::api::reservation(
+        &d,
+        None,
+        caller.sees_command_metadata(),
+    )))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -70,12 +66,12 @@ pub async fn stock(
     _: Can<ToRead>,
     ApiPath(SkuPath { sku }): ApiPath<SkuPath>,
     ApiQuery(q): ApiQuery<StockQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StockResponse>, ApiError> {
     let item = Item {
         sku: Sku::parse("sku", &sku)?,
         location: Location::parse_or_default("location", q.location.as_deref())?,
     };
-    let (b, as_of_doc) = match AsOf::parse(q.as_of.as_deref(), q.as_of_position.as_deref())? {
+    let (b, moment) = match AsOf::parse(q.as_of.as_deref(), q.as_of_position.as_deref())? {
         Some(a) => stock_as_of(&s, &item, a).await?,
         None => {
             let now = s
@@ -83,37 +79,27 @@ pub async fn stock(
                 .stock_now(&item)
                 .await?
                 .ok_or_else(|| Rejection::never_received(&item))?;
-            let doc = json!({"position": now.position, "recorded_at": now.recorded_at});
-            (now.figures, doc)
+            (now.figures, api::now(now.position, now.recorded_at))
         }
     };
-    Ok(Json(json!({
-        "sku": item.sku, "location": item.location, "on_hand": b.on_hand, "reserved": b.reserved,
-        "available": b.available(), "confirmed": b.confirmed, "as_of": as_of_doc,
-    })))
+    Ok(Json(api::stock(&item, b, moment)))
 }
 
 /// An item's figures at a past moment, replayed from the log. Heavy: it waits
 /// for a permit (within the request timeout), so that at most a few run at
 /// once and commands keep their connections.
-async fn stock_as_of(s: &AppState, item: &Item, a: AsOf) -> Result<(Balance, Value), ApiError> {
+async fn stock_as_of(
+    s: &AppState,
+    item: &Item,
+    a: AsOf,
+) -> Result<(Balance, crate::api::AsOf), ApiError> {
     let _permit = s
         .heavy_reads
         .acquire()
         .await
         .map_err(|_| ApiError::unavailable("the server is shutting down"))?;
     let f = s.store.stock_as_of(item, a).await?;
-    let last_position = f.last.map(|(p, _)| p);
-    let last_at = f.last.map(|(_, t)| t);
-    let doc = match f.answered {
-        AsOf::Time(t) => {
-            json!({"recorded_at": t, "position": last_position, "clamped": f.clamped})
-        }
-        AsOf::Position(p) => {
-            json!({"position": p, "recorded_at": last_at, "clamped": f.clamped})
-        }
-    };
-    Ok((f.figures, doc))
+    Ok((f.figures, api::past(&f)))
 }
 
 #[utoipa::path(get, path = "/v1/orders/{order_id}", operation_id = "getOrder", tag = "reads", params(OrderPath),
@@ -169,7 +155,7 @@ pub async fn events(
     State(s): State<AppState>,
     _: Can<ToAudit>,
     ApiQuery(q): ApiQuery<EventsQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<EventsPage>, ApiError> {
     let after = match q.after {
         Some(a) => a.parse::<Cursor>()?,
         None => Cursor::START,
@@ -195,10 +181,7 @@ pub async fn events(
         None => None,
     };
     let page = s.store.events(after, limit, q.stream.as_deref()).await?;
-    Ok(Json(json!({
-        "events": page.events.iter().map(event_json).collect::<Vec<_>>(),
-        "next": page.next.to_string(),
-    })))
+    Ok(Json(api::events_page(&page)))
 }
 
 #[utoipa::path(get, path = "/v1/digest", operation_id = "getDigest", tag = "reads",

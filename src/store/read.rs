@@ -258,14 +258,6 @@ impl ReservationDetails {
             events,
         })
     }
-
-    pub fn to_json(&self) -> Value {
-        let mut v = serde_json::to_value(&self.view).expect("views serialise");
-        v["created_at"] = json!(self.created_at);
-        v["updated_at"] = json!(self.updated_at);
-        v["events"] = self.events.iter().map(event_json).collect();
-        v
-    }
 }
 
 /// The compact form of an event used in timelines.

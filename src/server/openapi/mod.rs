@@ -6,7 +6,7 @@
 //! the answers every keyed route can give (`responses`) and the links between
 //! operations that a client or a stateful tester follows (`links`).
 
-mod bodies;
+mod error_body;
 mod links;
 mod responses;
 
@@ -15,16 +15,16 @@ use responses::Shared as SharedResponses;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-pub use bodies::{
-    AdjustmentResponse, AsOf, CountResponse, DigestResponse, ErrorBody, Event, EventsPage,
-    HistoryEntry, OrderResponse, ProjectionsResponse, Readiness, ReceiptResponse, ReservationLine,
-    ReservationResponse, ReservationState, Status, StockResponse, StreamedEvent, TransferResponse,
-    WorkerStateName,
+pub use crate::api::bodies::{
+    AdjustmentResponse, AsOf, CountResponse, DigestResponse, Event, EventsPage, HistoryEntry,
+    OrderResponse, ProjectionsResponse, Readiness, ReceiptResponse, ReservationLine,
+    ReservationResponse, Status, StockResponse, StreamedEvent, TransferResponse, WorkerStateName,
 };
+pub use error_body::ErrorBody;
 
 use crate::domain::{
     AdjustRequest, ConfirmLinesRequest, CountRequest, ExtendRequest, LineRequest, ReceiveRequest,
-    ReleaseLinesRequest, ReserveRequest, TransferRequest,
+    ReleaseLinesRequest, ReservationState, ReserveRequest, TransferRequest,
 };
 use crate::server::commands::{ConfirmBody, ReleaseBody};
 

@@ -1,50 +1,15 @@
-//! The JSON the handlers answer with, as schemas. The handlers build their
-//! bodies with `json!`; these types only describe them, and the HTTP tests
-//! and the Schemathesis run in CI hold the answers to them.
+//! The bodies the API answers with: each struct is both what a handler
+//! serialises and what the API description says (its schema derives from
+//! it). The CLI prints the same bodies with `--json`.
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::domain::contract;
-use crate::server::error::error_codes;
-
-/// Every error: a stable code, a message for people, machine-readable details.
-#[derive(Serialize, ToSchema)]
-pub struct ErrorBody {
-    #[schema(schema_with = error_code)]
-    pub code: String,
-    pub message: String,
-    /// INVALID_ARGUMENT: `{field, reason}`; INSUFFICIENT_STOCK:
-    /// `{shortfalls: [{sku, location, requested, available}]}`; EXCEEDS_RESERVED:
-    /// `{reservation_id, lines: [{sku, location, requested, reserved}]}`;
-    /// EXPIRY_NOT_LATER: `{reservation_id, expires_at, requested}`; HOLD_TOO_LONG:
-    /// `{reservation_id, latest}`; STEP_LIMIT: `{reservation_id, limit}`; PAYLOAD_TOO_LARGE:
-    /// `{limit_bytes}`; RATE_LIMITED: `{retry_after_seconds}`; UNAVAILABLE and
-    /// INTERNAL: `{correlation_id}`; otherwise `{}`.
-    pub details: serde_json::Map<String, serde_json::Value>,
-}
-
-/// The stable error codes, every one the server can answer with.
-fn error_code() -> utoipa::openapi::schema::Schema {
-    utoipa::openapi::schema::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .enum_values(Some(error_codes()))
-        .into()
-}
-
-/// A reservation's state.
-#[derive(Serialize, ToSchema)]
-#[allow(clippy::upper_case_acronyms)]
-pub enum ReservationState {
-    RESERVED,
-    CONFIRMED,
-    RELEASED,
-    EXPIRED,
-}
+use crate::domain::{contract, ReservationState};
 
 /// A reserved line, and what has become of its units:
 /// `open + confirmed + released + expired = quantity`.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ReservationLine {
     #[schema(schema_with = contract::id)]
     pub sku: String,
@@ -67,7 +32,7 @@ pub struct ReservationLine {
     pub expired: u32,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ReceiptResponse {
     #[schema(schema_with = contract::id)]
     pub receipt_id: String,
@@ -81,7 +46,7 @@ pub struct ReceiptResponse {
     pub replayed: bool,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct AdjustmentResponse {
     #[schema(schema_with = contract::id)]
     pub adjustment_id: String,
@@ -97,7 +62,7 @@ pub struct AdjustmentResponse {
     pub replayed: bool,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct CountResponse {
     #[schema(schema_with = contract::id)]
     pub count_id: String,
@@ -115,7 +80,7 @@ pub struct CountResponse {
     pub replayed: bool,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct TransferResponse {
     #[schema(schema_with = contract::id)]
     pub transfer_id: String,
@@ -131,7 +96,7 @@ pub struct TransferResponse {
     pub replayed: bool,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Event {
     /// The event's place in the log; unique, growing, with gaps.
     pub position: i64,
@@ -149,7 +114,7 @@ pub struct Event {
     pub recorded_at: chrono::DateTime<chrono::Utc>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ReservationResponse {
     #[schema(schema_with = contract::id)]
     pub reservation_id: String,
@@ -161,23 +126,27 @@ pub struct ReservationResponse {
     pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub updated_at: chrono::DateTime<chrono::Utc>,
-    pub events: Vec<Event>,
+    // Each event as `store::read::event_json` writes it: the `Event` schema.
+    #[schema(value_type = Vec<Event>)]
+    pub events: Vec<serde_json::Value>,
     /// Only on command answers: true when an earlier identical request did the work.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub replayed: Option<bool>,
 }
 
 /// The moment the figures are for.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct AsOf {
     /// The last event counted; null before the item's first.
     pub position: Option<i64>,
     pub recorded_at: Option<chrono::DateTime<chrono::Utc>>,
     /// Only with `as_of` or `as_of_position`: true when the moment asked for
     /// was moved back to one the log can no longer change at.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub clamped: Option<bool>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct StockResponse {
     #[schema(schema_with = contract::id)]
     pub sku: String,
@@ -190,7 +159,7 @@ pub struct StockResponse {
     pub as_of: AsOf,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct HistoryEntry {
     pub seq: u32,
     #[serde(rename = "type")]
@@ -198,7 +167,7 @@ pub struct HistoryEntry {
     pub position: i64,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct OrderResponse {
     #[schema(schema_with = contract::id)]
     pub order_id: String,
@@ -214,7 +183,7 @@ pub struct OrderResponse {
 
 /// One Server-Sent Event of `GET /v1/events/stream`, as a client's SSE parser
 /// hands it over (`: heartbeat` comments are not events).
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 #[allow(dead_code)] // documents the stream's frames; the handler writes them
 pub struct StreamedEvent {
     /// The event's cursor: send it back as `Last-Event-ID` to resume after it.
@@ -227,9 +196,11 @@ pub struct StreamedEvent {
     pub data: String,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct EventsPage {
-    pub events: Vec<Event>,
+    // Each event as `store::read::event_json` writes it: the `Event` schema.
+    #[schema(value_type = Vec<Event>)]
+    pub events: Vec<serde_json::Value>,
     /// Pass as `after` to read on. You have read all there is when it comes back equal to
     /// `after`. Without `stream` that is exactly when the page is empty; with `stream` a page
     /// looks at no more than 20,000 events of the log (`MAX_EVENTS_SCANNED_PER_FILTERED_READ`),
@@ -238,7 +209,7 @@ pub struct EventsPage {
     pub next: String,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ProjectionsResponse {
     /// Per projection: name, state (live, rebuilding), definition_current, live and rebuild
     /// checkpoints with lag_events and lag_seconds.
@@ -246,7 +217,7 @@ pub struct ProjectionsResponse {
 }
 
 /// The latest seal (`stockledger digest --json` prints the same).
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct DigestResponse {
     /// `stockledger-digest/v1`.
     pub format: String,
@@ -268,14 +239,14 @@ pub struct DigestResponse {
 }
 
 /// `/healthz` when all is well.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Status {
     /// `ok` (alive) or `ready`.
     pub status: String,
 }
 
 /// `/readyz` when the database answered the last readiness check.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Readiness {
     /// `ready`.
     pub status: String,
@@ -286,7 +257,7 @@ pub struct Readiness {
 }
 
 /// A worker's state.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerStateName {
     Running,

@@ -1,0 +1,259 @@
+//! Each answer built from what the domain decided or the store read: the
+//! one place that says which field of an answer comes from where.
+
+use serde::Serialize;
+use serde_json::json;
+
+use chrono::{DateTime, Utc};
+
+use crate::api::bodies::{
+    self, AdjustmentResponse, CountResponse, EventsPage, ReceiptResponse, ReservationLine,
+    ReservationResponse, StockResponse, TransferResponse,
+};
+use crate::domain::{AsOf, Balance, Item, LineView, Outcome, ReservationState, ReservationView};
+use crate::store::history::AsOfFigures;
+use crate::store::read::event_json;
+use crate::store::{EventPage, ReservationDetails};
+
+/// A command's answer.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Answer {
+    Receipt(ReceiptResponse),
+    Adjustment(AdjustmentResponse),
+    Count(CountResponse),
+    Transfer(TransferResponse),
+    /// A reservation command's decision without its events (the CLI shows
+    /// it so; the API answers with `reservation`).
+    Reservation(ReservationAnswer),
+    NotDue(NotDueAnswer),
+}
+
+/// The reservation a command decided, and whether it was a replay.
+#[derive(Debug, Serialize)]
+pub struct ReservationAnswer {
+    #[serde(flatten)]
+    pub view: ReservationView,
+    pub replayed: bool,
+}
+
+/// An expiry that found the reservation not due.
+#[derive(Debug, Serialize)]
+pub struct NotDueAnswer {
+    pub reservation_id: String,
+    /// None when there is no such reservation.
+    pub state: Option<ReservationState>,
+    /// Always false: nothing expired.
+    pub expired: bool,
+}
+
+/// The answer to a command that decided `o`.
+pub fn answer(o: &Outcome) -> Answer {
+    match o {
+        Outcome::Received {
+            receipt_id,
+            item,
+            quantity,
+            replayed,
+        } => Answer::Receipt(ReceiptResponse {
+            receipt_id: receipt_id.clone(),
+            sku: item.sku.as_str().to_owned(),
+            location: item.location.as_str().to_owned(),
+            quantity: *quantity,
+            replayed: *replayed,
+        }),
+        Outcome::Adjusted {
+            adjustment_id,
+            item,
+            delta,
+            reason,
+            replayed,
+        } => Answer::Adjustment(AdjustmentResponse {
+            adjustment_id: adjustment_id.clone(),
+            sku: item.sku.as_str().to_owned(),
+            location: item.location.as_str().to_owned(),
+            delta: i64::from(*delta),
+            reason: reason.clone(),
+            replayed: *replayed,
+        }),
+        Outcome::Counted {
+            count_id,
+            item,
+            counted,
+            books,
+            replayed,
+        } => Answer::Count(CountResponse {
+            count_id: count_id.clone(),
+            sku: item.sku.as_str().to_owned(),
+            location: item.location.as_str().to_owned(),
+            counted: i64::from(*counted),
+            books: *books,
+            change: i64::from(*counted) - books,
+            replayed: *replayed,
+        }),
+        Outcome::Transferred {
+            transfer_id,
+            from,
+            to,
+            quantity,
+            replayed,
+        } => Answer::Transfer(TransferResponse {
+            transfer_id: transfer_id.clone(),
+            sku: from.sku.as_str().to_owned(),
+            from_location: from.location.as_str().to_owned(),
+            to_location: to.location.as_str().to_owned(),
+            quantity: i64::from(*quantity),
+            replayed: *replayed,
+        }),
+        Outcome::Reservation { view, replayed } => Answer::Reservation(ReservationAnswer {
+            view: view.clone(),
+            replayed: *replayed,
+        }),
+        Outcome::NotDue {
+            reservation_id,
+            state,
+        } => Answer::NotDue(NotDueAnswer {
+            reservation_id: reservation_id.as_str().to_owned(),
+            state: *state,
+            expired: false,
+        }),
+    }
+}
+
+/// A reservation with its events, as `GET /v1/reservations/{id}` shows it;
+/// `replayed` only on a command's answer. Without `metadata` (a reader's
+/// key) every event's metadata is `{}`: the timeline keeps its shape, only
+/// who sent what is left out.
+pub fn reservation(
+    d: &ReservationDetails,
+    replayed: Option<bool>,
+    metadata: bool,
+) -> ReservationResponse {
+    let v = &d.view;
+    ReservationResponse {
+        reservation_id: v.reservation_id.as_str().to_owned(),
+        order_id: v.order_id.as_ref().map(|o| o.as_str().to_owned()),
+        state: v.state,
+        lines: v.lines.iter().map(line).collect(),
+        expires_at: v.expires_at,
+        created_at: d.created_at,
+        updated_at: d.updated_at,
+        events: d
+            .events
+            .iter()
+            .map(|e| {
+                let mut doc = event_json(e);
+                if !metadata {
+                    doc["metadata"] = json!({});
+                }
+                doc
+            })
+            .collect(),
+        replayed,
+    }
+}
+
+/// An item's figures as `GET /v1/stock/{sku}` shows them, at `moment`.
+pub fn stock(item: &Item, b: Balance, moment: bodies::AsOf) -> StockResponse {
+    StockResponse {
+        sku: item.sku.as_str().to_owned(),
+        location: item.location.as_str().to_owned(),
+        on_hand: b.on_hand,
+        reserved: b.reserved,
+        available: b.available(),
+        confirmed: b.confirmed,
+        as_of: moment,
+    }
+}
+
+/// The moment of current figures: the last event the read model applied.
+pub fn now(position: i64, recorded_at: Option<DateTime<Utc>>) -> bodies::AsOf {
+    bodies::AsOf {
+        position: Some(position),
+        recorded_at,
+        clamped: None,
+    }
+}
+
+/// The moment of past figures: the time or position answered (the one asked
+/// for, or where it was moved back to), and the last event counted.
+pub fn past(f: &AsOfFigures) -> bodies::AsOf {
+    let (position, recorded_at) = match f.answered {
+        AsOf::Time(t) => (f.last.map(|(p, _)| p), Some(t)),
+        AsOf::Position(p) => (Some(p), f.last.map(|(_, t)| t)),
+    };
+    bodies::AsOf {
+        position,
+        recorded_at,
+        clamped: Some(f.clamped),
+    }
+}
+
+/// A page of the log as `GET /v1/events` shows it.
+pub fn events_page(page: &EventPage) -> EventsPage {
+    EventsPage {
+        events: page.events.iter().map(event_json).collect(),
+        next: page.next.to_string(),
+    }
+}
+
+fn line(l: &LineView) -> ReservationLine {
+    ReservationLine {
+        sku: l.sku.as_str().to_owned(),
+        location: l.location.as_str().to_owned(),
+        quantity: l.quantity,
+        open: l.open,
+        confirmed: l.confirmed,
+        released: l.released,
+        expired: l.expired,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Item, Location, Sku};
+
+    fn item(location: &str) -> Item {
+        Item {
+            sku: Sku::parse("sku", "apple").expect("valid"),
+            location: Location::parse_or_default("location", Some(location)).expect("valid"),
+        }
+    }
+
+    /// A count's answer shows the books it saw and the change it appended.
+    #[test]
+    fn a_count_answers_with_its_change_from_the_books() {
+        let o = Outcome::Counted {
+            count_id: "c1".into(),
+            item: item("north"),
+            counted: 7,
+            books: 10,
+            replayed: false,
+        };
+        let v = serde_json::to_value(answer(&o)).expect("serialises");
+        assert_eq!(
+            v,
+            json!({"count_id": "c1", "sku": "apple", "location": "north", "counted": 7,
+                   "books": 10, "change": -3, "replayed": false})
+        );
+    }
+
+    /// A transfer's answer names the item once and both locations.
+    #[test]
+    fn a_transfer_answers_with_both_locations() {
+        let o = Outcome::Transferred {
+            transfer_id: "t1".into(),
+            from: item("north"),
+            to: item("south"),
+            quantity: 4,
+            replayed: true,
+        };
+        let v = serde_json::to_value(answer(&o)).expect("serialises");
+        assert_eq!(
+            v,
+            json!({"transfer_id": "t1", "sku": "apple", "from_location": "north",
+                   "to_location": "south", "quantity": 4, "replayed": true})
+        );
+    }
+}
