@@ -23,6 +23,7 @@ mod ops;
 mod params;
 mod rate;
 mod reads;
+mod route_table;
 mod routes;
 mod state;
 mod stream;

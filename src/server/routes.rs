@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::handler::Handler;
 use axum::http::{HeaderName, HeaderValue};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{get, post};
+use axum::routing::MethodRouter;
 use axum::{BoxError, Router};
 use tower::ServiceBuilder;
 use tower_http::trace::TraceLayer;
@@ -19,7 +20,9 @@ use tracing::{info, Span};
 use crate::domain::Rejection;
 use crate::limits::MAX_REQUEST_BODY_BYTES;
 use crate::server::error::ApiError;
-use crate::server::{commands, ops, reads, stream, AppState};
+use crate::server::route_table::{keyed_routes, open_routes};
+use crate::server::{ops, AppState};
+use utoipa::openapi::path::HttpMethod;
 
 pub const CORRELATION_HEADER: &str = "x-correlation-id";
 pub const CAUSATION_HEADER: &str = "x-causation-id";
@@ -38,44 +41,44 @@ pub fn current_correlation_id() -> Option<String> {
 #[derive(Clone)]
 struct Correlation(String);
 
+/// Adds routes to a router, each at the method and path its description
+/// names (`route_table.rs`).
+macro_rules! add_routes {
+    ($($handler:path, $described:ty;)*) => {
+        |router: Router<AppState>| {
+            router$(.route(
+                &<$described as utoipa::Path>::path(),
+                served::<_, _>(<$described as utoipa::Path>::methods(), $handler),
+            ))*
+        }
+    };
+}
+
+/// The handler, at each of the methods its description names.
+fn served<H, T>(methods: Vec<HttpMethod>, handler: H) -> MethodRouter<AppState>
+where
+    H: Handler<T, AppState>,
+    T: 'static,
+{
+    methods
+        .into_iter()
+        .fold(MethodRouter::new(), |router, method| match method {
+            HttpMethod::Get => router.get(handler.clone()),
+            HttpMethod::Post => router.post(handler.clone()),
+            _ => unreachable!("the contract serves only GET and POST routes"),
+        })
+}
+
 /// The router with every route of the contract.
 pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/v1/stock/receipts", post(commands::receive))
-        .route("/v1/stock/adjustments", post(commands::adjust))
-        .route("/v1/stock/transfers", post(commands::transfer))
-        .route("/v1/stock/counts", post(commands::count))
-        .route("/v1/reservations", post(commands::reserve))
-        .route("/v1/reservations/{id}/confirm", post(commands::confirm))
-        .route("/v1/reservations/{id}/release", post(commands::release))
-        .route(
-            "/v1/reservations/{id}/confirmations",
-            post(commands::confirm_lines),
-        )
-        .route(
-            "/v1/reservations/{id}/releases",
-            post(commands::release_lines),
-        )
-        .route("/v1/reservations/{id}/extensions", post(commands::extend))
-        .route("/v1/reservations/{id}", get(reads::reservation))
-        .route("/v1/stock/{sku}", get(reads::stock))
-        .route("/v1/orders/{order_id}", get(reads::order))
-        .route("/v1/events", get(reads::events))
-        .route("/v1/events/stream", get(stream::events_stream))
-        .route("/v1/projections", get(reads::projections))
-        .route("/v1/digest", get(reads::digest))
-        .merge(
-            // The routes that need no key: a budget per client address.
-            Router::new()
-                .route("/healthz", get(ops::healthz))
-                .route("/readyz", get(ops::readyz))
-                .route("/metrics", get(ops::metrics))
-                .route("/openapi.json", get(ops::openapi))
-                .route_layer(middleware::from_fn_with_state(
-                    state.clone(),
-                    ops::ops_limit,
-                )),
-        )
+    let keyed = keyed_routes!(add_routes)(Router::new());
+    // The routes that need no key: a budget per client address.
+    let open = open_routes!(add_routes)(Router::new()).route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        ops::ops_limit,
+    ));
+    keyed
+        .merge(open)
         .fallback(|| async {
             ApiError::Rejected(Rejection::NotFound {
                 what: "route",

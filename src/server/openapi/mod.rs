@@ -27,6 +27,48 @@ use crate::domain::{
     ReleaseLinesRequest, ReservationState, ReserveRequest, TransferRequest,
 };
 use crate::server::commands::{ConfirmBody, ReleaseBody};
+use crate::server::route_table::{keyed_routes, open_routes};
+
+/// Adds every route of the route table (`route_table.rs`), first, so that
+/// the modifiers after it see them all.
+struct RouteTable;
+
+/// Adds routes to the description's paths (`route_table.rs`).
+macro_rules! add_paths {
+    ($($handler:path, $described:ty;)*) => {
+        |paths: &mut utoipa::openapi::path::Paths| {
+            $(paths.add_path_operation(
+                <$described as utoipa::Path>::path(),
+                <$described as utoipa::Path>::methods(),
+                tagged(
+                    <$described as utoipa::Path>::operation(),
+                    <$described as utoipa::__dev::Tags>::tags(),
+                ),
+            );)*
+        }
+    };
+}
+
+/// An operation with the tags its `#[utoipa::path]` gave it: the derive
+/// adds them apart from the operation (through utoipa's `Tags`, as
+/// utoipa-axum does), so a path added by hand must add them too.
+fn tagged(
+    mut operation: utoipa::openapi::path::Operation,
+    tags: Vec<&str>,
+) -> utoipa::openapi::path::Operation {
+    operation
+        .tags
+        .get_or_insert_with(Vec::new)
+        .extend(tags.into_iter().map(str::to_owned));
+    operation
+}
+
+impl Modify for RouteTable {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        keyed_routes!(add_paths)(&mut openapi.paths);
+        open_routes!(add_paths)(&mut openapi.paths);
+    }
+}
 
 struct BearerAuth;
 
@@ -43,29 +85,6 @@ impl Modify for BearerAuth {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "stockledger", version = "1", description = "An event-sourced inventory ledger. Every body is JSON; unknown fields are refused."),
-    paths(
-        crate::server::commands::receive,
-        crate::server::commands::adjust,
-        crate::server::commands::transfer,
-        crate::server::commands::count,
-        crate::server::commands::reserve,
-        crate::server::commands::confirm,
-        crate::server::commands::release,
-        crate::server::commands::confirm_lines,
-        crate::server::commands::release_lines,
-        crate::server::commands::extend,
-        crate::server::reads::reservation,
-        crate::server::reads::stock,
-        crate::server::reads::order,
-        crate::server::reads::events,
-        crate::server::stream::events_stream,
-        crate::server::reads::projections,
-        crate::server::reads::digest,
-        crate::server::ops::healthz,
-        crate::server::ops::readyz,
-        crate::server::ops::metrics,
-        crate::server::ops::openapi,
-    ),
     components(schemas(
         ErrorBody, ReservationLine, ReceiptResponse, AdjustmentResponse, Event, ReservationResponse, AsOf, StockResponse,
         HistoryEntry, OrderResponse, EventsPage, StreamedEvent, ProjectionsResponse, ReceiveRequest, AdjustRequest,
@@ -73,7 +92,7 @@ impl Modify for BearerAuth {
         DigestResponse, TransferRequest, TransferResponse, CountRequest, CountResponse,
         ConfirmLinesRequest, ReleaseLinesRequest, ExtendRequest
     )),
-    modifiers(&BearerAuth, &SharedResponses),
+    modifiers(&RouteTable, &BearerAuth, &SharedResponses),
     tags((name = "commands", description = "Append to the log; idempotent by id"),
          (name = "reads", description = "Reservations, stock, orders, the log, projections"),
          (name = "operations", description = "Health, readiness, metrics; no key needed"))
