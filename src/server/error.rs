@@ -13,27 +13,67 @@ use crate::domain::{Rejection, RejectionCode};
 use crate::limits::UNAVAILABLE_RETRY_AFTER_SECONDS;
 use crate::store::StoreError;
 
-/// The codes of the API's own errors, beside the domain's rejections.
-const API_ERROR_CODES: &[&str] = &[
-    "MALFORMED_JSON",
-    "UNSUPPORTED_MEDIA_TYPE",
-    "UNAUTHENTICATED",
-    "FORBIDDEN",
-    "METHOD_NOT_ALLOWED",
-    "PAYLOAD_TOO_LARGE",
-    "RATE_LIMITED",
-    crate::store::error::UNAVAILABLE,
-    crate::store::error::INTERNAL,
+/// The codes of the API's own errors, beside the domain's rejections, and
+/// the status each is answered with.
+const API_ERROR_CODES: &[(&str, StatusCode)] = &[
+    ("MALFORMED_JSON", StatusCode::BAD_REQUEST),
+    ("UNSUPPORTED_MEDIA_TYPE", StatusCode::UNSUPPORTED_MEDIA_TYPE),
+    ("UNAUTHENTICATED", StatusCode::UNAUTHORIZED),
+    ("FORBIDDEN", StatusCode::FORBIDDEN),
+    ("METHOD_NOT_ALLOWED", StatusCode::METHOD_NOT_ALLOWED),
+    ("PAYLOAD_TOO_LARGE", StatusCode::PAYLOAD_TOO_LARGE),
+    ("RATE_LIMITED", StatusCode::TOO_MANY_REQUESTS),
+    (
+        crate::store::error::UNAVAILABLE,
+        StatusCode::SERVICE_UNAVAILABLE,
+    ),
+    (
+        crate::store::error::INTERNAL,
+        StatusCode::INTERNAL_SERVER_ERROR,
+    ),
 ];
 
-/// Every code an error body can carry: the domain's rejections, then the
-/// API's own. The API description lists exactly these (a test holds every
-/// `ApiError` variant to the list).
-pub fn error_codes() -> Vec<&'static str> {
+/// The status a domain rejection is answered with.
+fn rejection_status(code: RejectionCode) -> StatusCode {
+    match code {
+        RejectionCode::InvalidArgument => StatusCode::BAD_REQUEST,
+        RejectionCode::ReservationNotFound | RejectionCode::NotFound => StatusCode::NOT_FOUND,
+        RejectionCode::InsufficientStock
+        | RejectionCode::ExceedsReserved
+        | RejectionCode::HoldTooLong => StatusCode::UNPROCESSABLE_ENTITY,
+        RejectionCode::IdempotencyConflict
+        | RejectionCode::ReservationReleased
+        | RejectionCode::ReservationExpired
+        | RejectionCode::AlreadyConfirmed
+        | RejectionCode::OrderAlreadyReserved
+        | RejectionCode::ExpiryNotLater
+        | RejectionCode::StepLimit => StatusCode::CONFLICT,
+    }
+}
+
+/// Every code an error body can carry, with its status: the domain's
+/// rejections, then the API's own. The API description lists exactly these
+/// codes (a test holds every `ApiError` variant to the list), and writes
+/// which codes each status carries from this table.
+pub fn error_statuses() -> Vec<(&'static str, StatusCode)> {
     RejectionCode::ALL
         .iter()
-        .map(|c| c.as_str())
+        .map(|c| (c.as_str(), rejection_status(*c)))
         .chain(API_ERROR_CODES.iter().copied())
+        .collect()
+}
+
+/// Every code an error body can carry.
+pub fn error_codes() -> Vec<&'static str> {
+    error_statuses().into_iter().map(|(code, _)| code).collect()
+}
+
+/// The codes answered with `status`, in the order of `error_statuses`.
+pub fn codes_with_status(status: StatusCode) -> Vec<&'static str> {
+    error_statuses()
+        .into_iter()
+        .filter(|(_, s)| *s == status)
+        .map(|(code, _)| code)
         .collect()
 }
 
@@ -106,33 +146,19 @@ impl ApiError {
         }
     }
 
+    /// The status of the contract for this error: the one its code has in
+    /// `error_statuses`.
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::Rejected(r) => match r.code() {
-                RejectionCode::InvalidArgument => StatusCode::BAD_REQUEST,
-                RejectionCode::ReservationNotFound | RejectionCode::NotFound => {
-                    StatusCode::NOT_FOUND
-                }
-                RejectionCode::InsufficientStock
-                | RejectionCode::ExceedsReserved
-                | RejectionCode::HoldTooLong => StatusCode::UNPROCESSABLE_ENTITY,
-                RejectionCode::IdempotencyConflict
-                | RejectionCode::ReservationReleased
-                | RejectionCode::ReservationExpired
-                | RejectionCode::AlreadyConfirmed
-                | RejectionCode::OrderAlreadyReserved
-                | RejectionCode::ExpiryNotLater
-                | RejectionCode::StepLimit => StatusCode::CONFLICT,
-            },
-            ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
-            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Unauthenticated => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
-            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Rejected(r) => rejection_status(r.code()),
+            _ => {
+                let code = self.code();
+                API_ERROR_CODES
+                    .iter()
+                    .find(|(c, _)| *c == code)
+                    .map(|(_, status)| *status)
+                    .unwrap_or_else(|| unreachable!("{code} is in API_ERROR_CODES (tested)"))
+            }
         }
     }
 
@@ -238,6 +264,17 @@ mod tests {
             }
         }
         all
+    }
+
+    /// Each error is answered with the status its code has in the table
+    /// the API description is written from.
+    #[test]
+    fn every_error_has_its_codes_status() {
+        let table = error_statuses();
+        for e in one_of_each() {
+            let listed = table.iter().find(|(c, _)| *c == e.code()).map(|(_, s)| *s);
+            assert_eq!(listed, Some(e.status()), "{}", e.code());
+        }
     }
 
     #[test]

@@ -107,3 +107,53 @@ pub fn document() -> String {
     text.push('\n');
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+
+    use crate::server::error::codes_with_status;
+
+    /// The codes an error description starts with (`CODE: why` or
+    /// `CODE or CODE: why`, or a bare `CODE`).
+    fn named_codes(description: &str) -> Vec<&str> {
+        let head = description.split(':').next().unwrap_or_default();
+        head.split(|c: char| !(c.is_ascii_uppercase() || c == '_'))
+            .filter(|w| w.len() > 2)
+            .collect()
+    }
+
+    /// Every error answer the description lists names its codes, and each
+    /// is a code the error type answers with that status: a route's
+    /// hand-written description cannot promise a code under a status it
+    /// never comes with.
+    #[test]
+    fn every_documented_error_names_codes_of_its_status() {
+        let doc: serde_json::Value =
+            serde_json::from_str(&super::document()).expect("the document is JSON");
+        let mut checked = 0;
+        for (path, item) in doc["paths"].as_object().expect("paths") {
+            for (method, op) in item.as_object().expect("an item") {
+                for (status, response) in op["responses"].as_object().expect("responses") {
+                    let code: u16 = status.parse().expect("a status");
+                    if code < 400 {
+                        continue;
+                    }
+                    let status = StatusCode::from_u16(code).expect("a status");
+                    let description = response["description"].as_str().unwrap_or_default();
+                    let named = named_codes(description);
+                    let allowed = codes_with_status(status);
+                    assert!(
+                        !named.is_empty(),
+                        "{method} {path} {code}: {description:?} names no code"
+                    );
+                    for c in named {
+                        assert!(allowed.contains(&c), "{method} {path} {code}: {c} is not answered with {code} (those are {allowed:?})");
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 50, "only {checked} error answers were checked");
+    }
+}

@@ -26,9 +26,21 @@ use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, Required};
 use utoipa::Modify;
 
+use axum::http::StatusCode;
+
 use crate::limits::MAX_REQUEST_BODY_BYTES;
+use crate::server::error::codes_with_status;
 
 pub struct Shared;
+
+/// An error answer with `status`, described by the codes that status
+/// carries (`error_statuses`, the error type's own table) and `what`.
+fn error_with(status: StatusCode, what: &str) -> ResponseBuilder {
+    error(&format!(
+        "{}: {what}",
+        codes_with_status(status).join(" or ")
+    ))
+}
 
 fn error(description: &str) -> ResponseBuilder {
     ResponseBuilder::new().description(description).content(
@@ -116,67 +128,96 @@ fn optional_body(op: &mut Operation) {
 }
 
 fn shared_responses(op: &mut Operation) {
-    let keyed = op.security.as_ref().is_some_and(|s| !s.is_empty());
+    input_responses(op);
+    access_responses(op);
+    // Any route: the request timeout, and a connection refused at the cap.
+    add(
+        op,
+        "503",
+        retry_after(error_with(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the request could not be served now; sending it again with the same ids is safe",
+        )),
+    );
+}
+
+/// What bad input is answered with: 400 for any operation with parameters
+/// or a body, 413 and 415 for one with a body.
+fn input_responses(op: &mut Operation) {
     let has_body = op.request_body.is_some();
     let has_params = op.parameters.as_ref().is_some_and(|p| !p.is_empty());
     if has_params || has_body {
         add(
             op,
             "400",
-            error("INVALID_ARGUMENT (details: field, reason), or MALFORMED_JSON"),
+            error_with(
+                StatusCode::BAD_REQUEST,
+                "a parameter or the body breaks the contract (an INVALID_ARGUMENT's details name \
+                 the field and the reason)",
+            ),
         );
     }
     if has_body {
         add(
             op,
             "413",
-            error(&format!(
-                "PAYLOAD_TOO_LARGE: the body is over {MAX_REQUEST_BODY_BYTES} bytes"
-            )),
+            error_with(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("the body is over {MAX_REQUEST_BODY_BYTES} bytes"),
+            ),
         );
         add(
             op,
             "415",
-            error("UNSUPPORTED_MEDIA_TYPE: a body not sent as application/json"),
+            error_with(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "a body not sent as application/json",
+            ),
         );
     }
-    if keyed {
-        add(
-            op,
-            "401",
-            error("UNAUTHENTICATED: no key, or not a live one"),
-        );
-        add(
-            op,
-            "403",
-            error("FORBIDDEN: the key's role may not do this"),
-        );
-        add(
-            op,
-            "429",
-            retry_after(error("RATE_LIMITED: too many requests for this key")),
-        );
-        add(
-            op,
-            "500",
-            error("INTERNAL: the server log has the details under the correlation id"),
-        );
-    }
+}
+
+/// What the key and the rate limits are answered with: 401, 403, 429 and
+/// 500 on an operation that needs a key; 429 per client address on one that
+/// does not.
+fn access_responses(op: &mut Operation) {
+    let keyed = op.security.as_ref().is_some_and(|s| !s.is_empty());
     if !keyed {
         // The routes without a key share a budget per client address.
         add(
             op,
             "429",
-            retry_after(error("RATE_LIMITED: too many requests from this address")),
+            retry_after(error_with(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too many requests from this address",
+            )),
         );
+        return;
     }
-    // Any route: the request timeout, and a connection refused at the cap.
     add(
         op,
-        "503",
-        retry_after(error(
-            "UNAVAILABLE: the request could not be served now; sending it again with the \
-             same ids is safe",
+        "401",
+        error_with(StatusCode::UNAUTHORIZED, "no key, or not a live one"),
+    );
+    add(
+        op,
+        "403",
+        error_with(StatusCode::FORBIDDEN, "the key's role may not do this"),
+    );
+    add(
+        op,
+        "429",
+        retry_after(error_with(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many requests for this key",
         )),
+    );
+    add(
+        op,
+        "500",
+        error_with(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the server log has the details under the correlation id",
+        ),
     );
 }
