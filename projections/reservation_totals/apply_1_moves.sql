@@ -5,34 +5,25 @@
 -- moves the reservation and the units it settles. Every event is counted
 -- once, whatever batch holds it, so any split of the log into batches gives
 -- the same totals. A tombstone (a release at seq 1) is no reservation, and
--- an extension moves no units.
+-- an extension moves no units. What each event type does is its row in
+-- `event_types` (written from Rust's `EventType::reservation_move`).
 WITH batch AS (
-    SELECT seq, type,
-           (SELECT coalesce(sum(q), 0) FROM unnest(quantities) AS q) AS units
-    FROM events
-    WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
-      AND (tx_id, position) <= ($3::text::xid8, $4::bigint)
-      AND (type = 'ReservationCreated'
-           OR (seq >= 2 AND type IN ('ReservationConfirmed', 'ReservationReleased',
-                                     'ReservationExpired', 'ReservationLinesConfirmed',
-                                     'ReservationLinesReleased')))
+    SELECT t.opens_reservation, t.moves_to, t.settles,
+           (SELECT coalesce(sum(q), 0) FROM unnest(e.quantities) AS q) AS units
+    FROM events AS e
+    JOIN event_types AS t ON t.name = e.type
+    WHERE (e.tx_id, e.position) > ($1::text::xid8, $2::bigint)
+      AND (e.tx_id, e.position) <= ($3::text::xid8, $4::bigint)
+      AND (t.opens_reservation OR (e.seq >= 2 AND t.moves_to IS NOT NULL))
 ), moves AS (
     SELECT 'RESERVED' AS state, 1 AS reservations, units FROM batch
-    WHERE type = 'ReservationCreated'
+    WHERE opens_reservation
     UNION ALL
-    SELECT 'RESERVED',
-           CASE WHEN type LIKE 'ReservationLines%' THEN 0 ELSE -1 END,
-           -units
-    FROM batch WHERE seq >= 2
+    SELECT 'RESERVED', CASE WHEN settles THEN -1 ELSE 0 END, -units
+    FROM batch WHERE NOT opens_reservation
     UNION ALL
-    SELECT CASE type WHEN 'ReservationConfirmed' THEN 'CONFIRMED'
-                     WHEN 'ReservationLinesConfirmed' THEN 'CONFIRMED'
-                     WHEN 'ReservationReleased' THEN 'RELEASED'
-                     WHEN 'ReservationLinesReleased' THEN 'RELEASED'
-                     WHEN 'ReservationExpired' THEN 'EXPIRED' END,
-           CASE WHEN type LIKE 'ReservationLines%' THEN 0 ELSE 1 END,
-           units
-    FROM batch WHERE seq >= 2
+    SELECT moves_to, CASE WHEN settles THEN 1 ELSE 0 END, units
+    FROM batch WHERE NOT opens_reservation
 )
 INSERT INTO reservation_totals AS t (state, reservations, units)
 SELECT state, sum(reservations), sum(units) FROM moves GROUP BY state

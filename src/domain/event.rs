@@ -137,7 +137,42 @@ event_types!(
     ReservationExtended,
 );
 
+/// What an event does to a reservation's units, as the reservation totals
+/// count them (`reservation_totals`, in SQL and in Rust).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReservationMove {
+    /// Makes a reservation: its units are held.
+    Opens,
+    /// Moves units out of the held ones, to `to`; `settles` when the whole
+    /// reservation goes there (its last event).
+    Moves {
+        to: crate::domain::ReservationState,
+        settles: bool,
+    },
+    /// Moves no units (not a reservation event, or an extension).
+    Nothing,
+}
+
 impl EventType {
+    /// What an event of this type does to a reservation's units.
+    pub fn reservation_move(self) -> ReservationMove {
+        use crate::domain::ReservationState::{Confirmed, Expired, Released};
+        let moves = |to, settles| ReservationMove::Moves { to, settles };
+        match self {
+            EventType::ReservationCreated => ReservationMove::Opens,
+            EventType::ReservationConfirmed => moves(Confirmed, true),
+            EventType::ReservationReleased => moves(Released, true),
+            EventType::ReservationExpired => moves(Expired, true),
+            EventType::ReservationLinesConfirmed => moves(Confirmed, false),
+            EventType::ReservationLinesReleased => moves(Released, false),
+            EventType::StockReceived
+            | EventType::StockAdjusted
+            | EventType::StockTransferred
+            | EventType::StockCounted
+            | EventType::ReservationExtended => ReservationMove::Nothing,
+        }
+    }
+
     /// The event type stored as `name`, if there is one.
     pub fn parse(name: &str) -> Option<EventType> {
         EventType::ALL.iter().copied().find(|t| t.as_str() == name)

@@ -25,7 +25,9 @@ pub use decide::{
     apply, decide, Decision, LedgerState, LineView, NewEvent, Outcome, ReservationView,
     SingleRecord,
 };
-pub use event::{Balance, Event, EventMetadata, EventType, RecordedEvent, StockDelta};
+pub use event::{
+    Balance, Event, EventMetadata, EventType, RecordedEvent, ReservationMove, StockDelta,
+};
 pub use ids::{
     AdjustmentId, ConfirmationId, CountId, ExtensionId, Item, Location, OrderId, ReceiptId,
     ReleaseId, ReservationId, Sku, TransferId,

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::command::Line;
 use crate::domain::{
     ConfirmationId, Event, EventType, ExtensionId, Item, Location, OrderId, ReleaseId, Sku,
+    StockDelta,
 };
 
 /// One event as its log row stores it.
@@ -56,6 +57,32 @@ pub(crate) struct Columns<'a> {
     pub skus: Vec<&'a str>,
     pub locations: Vec<&'a str>,
     pub quantities: Vec<i64>,
+}
+
+/// How each item line of a row of type `t` moves an item's figures: the
+/// sign each figure moves by, times the line's quantity as `encode` stores
+/// it. The SQL folds read it from the `event_types` table; a test holds it
+/// to `Event::for_each_effect` for every event type.
+pub fn line_effect(t: EventType) -> StockDelta {
+    let sign = |on_hand, reserved, confirmed| StockDelta {
+        on_hand,
+        reserved,
+        confirmed,
+    };
+    match t {
+        // Signed lines: a transfer's source is negative, a count's line is
+        // the change from the books.
+        EventType::StockReceived
+        | EventType::StockAdjusted
+        | EventType::StockTransferred
+        | EventType::StockCounted => sign(1, 0, 0),
+        EventType::ReservationCreated => sign(0, 1, 0),
+        EventType::ReservationConfirmed | EventType::ReservationLinesConfirmed => sign(-1, -1, 1),
+        EventType::ReservationReleased
+        | EventType::ReservationLinesReleased
+        | EventType::ReservationExpired => sign(0, -1, 0),
+        EventType::ReservationExtended => sign(0, 0, 0),
+    }
 }
 
 /// Lays `event` out as its row.
@@ -487,6 +514,40 @@ mod tests {
             quantities: row.quantities,
         };
         decode(e.type_name(), columns, rest_from_value(row.data)?)
+    }
+
+    /// `line_effect` over a row's lines moves every item exactly as the
+    /// domain's one definition of an event's effects says.
+    #[test]
+    fn line_effects_are_the_events_effects() {
+        for e in stock_events().into_iter().chain(reservation_events()) {
+            let row = encode(&e);
+            let sign = line_effect(e.event_type());
+            let mut by_lines = std::collections::BTreeMap::new();
+            for ((sku, location), q) in row.skus.iter().zip(&row.locations).zip(&row.quantities) {
+                let d: &mut StockDelta = by_lines
+                    .entry((sku.to_string(), location.to_string()))
+                    .or_default();
+                d.on_hand += sign.on_hand * q;
+                d.reserved += sign.reserved * q;
+                d.confirmed += sign.confirmed * q;
+            }
+            let mut by_effects = std::collections::BTreeMap::new();
+            e.for_each_effect(|item, delta| {
+                let d: &mut StockDelta = by_effects
+                    .entry((
+                        item.sku.as_str().to_owned(),
+                        item.location.as_str().to_owned(),
+                    ))
+                    .or_default();
+                d.on_hand += delta.on_hand;
+                d.reserved += delta.reserved;
+                d.confirmed += delta.confirmed;
+            });
+            by_lines.retain(|_, d| *d != StockDelta::default());
+            by_effects.retain(|_, d| *d != StockDelta::default());
+            assert_eq!(by_lines, by_effects, "{e:?}");
+        }
     }
 
     #[test]

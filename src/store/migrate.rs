@@ -10,10 +10,14 @@ use tokio_postgres::{Client, Transaction};
 use crate::domain::fingerprint::sha256_hex;
 use crate::limits::{MIGRATION_LOCK_WAIT_MS, MIGRATION_STATEMENT_TIMEOUT_MS};
 use crate::store::error::Cause;
-use crate::store::roles;
 use crate::store::StoreError;
+use crate::store::{event_types, roles};
 
 pub use crate::store::locks::MIGRATION_LOCK_KEY;
+
+/// The migration that creates `event_types`: from it on, the table is kept
+/// equal to this binary's definitions.
+const EVENT_TYPES_MIGRATION: i32 = 14;
 
 pub struct Migration {
     pub version: i32,
@@ -86,6 +90,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 13,
         name: "key_admin",
         sql: include_str!("../../schema/0013_key_admin.sql"),
+    },
+    Migration {
+        version: 14,
+        name: "event_types",
+        sql: include_str!("../../schema/0014_event_types.sql"),
     },
 ];
 
@@ -185,6 +194,9 @@ async fn migrate_locked(
     }
     let tx = client.transaction().await?;
     roles::act_as_owner(&tx).await?;
+    if last >= EVENT_TYPES_MIGRATION {
+        event_types::sync(&tx).await?;
+    }
     also(&tx).await?;
     tx.commit().await?;
     Ok(done)
