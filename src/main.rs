@@ -3,6 +3,7 @@
 
 #![warn(clippy::too_many_lines)]
 
+mod chaos_run;
 mod cli;
 
 use std::process::ExitCode;

@@ -200,3 +200,39 @@ async fn contended_cli_commands_wait_their_turn() {
     assert_eq!(won, 15);
     assert_eq!(db.figures("hot").await, (15, 15, 0));
 }
+
+/// `stockledger chaos` (the binary's own run, `src/chaos_run.rs`) on a
+/// scratch database of its own: load with injected faults, then a verdict
+/// with nothing lost, doubled or oversold and a clean audit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chaos_command_runs_and_reports_a_clean_verdict() {
+    let db = TestDb::new().await;
+    let scratch = format!("{}_chaos", db.name);
+    let url = db.admin_url();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_stockledger"))
+            .args([
+                "chaos",
+                "--seconds",
+                "2",
+                "--writers",
+                "8",
+                "--json",
+                "--database",
+            ])
+            .arg(&scratch)
+            .env("DATABASE_URL", url)
+            .output()
+            .expect("run stockledger chaos")
+    })
+    .await
+    .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    assert!(doc["acknowledged"].as_u64().unwrap() > 0, "{doc}");
+    for zero in ["lost", "duplicated", "oversold", "failed"] {
+        assert_eq!(doc[zero], 0, "{zero}: {doc}");
+    }
+    assert_eq!(doc["audit_clean"], true, "{doc}");
+}

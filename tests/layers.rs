@@ -22,9 +22,12 @@ const FLOORS: &[(&str, u8)] = &[
     ("audit", 5),
     ("server", 6),
     ("chaos", 6),
+    // The binary's chaos run (`src/chaos_run.rs`), on the proxy, under its
+    // command line.
+    ("chaos_run", 7),
     // The binary: `src/main.rs` and `src/cli/`.
-    ("cli", 7),
-    ("main", 7),
+    ("cli", 8),
+    ("main", 8),
 ];
 
 fn floor(module: &str) -> Option<u8> {

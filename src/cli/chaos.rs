@@ -1,8 +1,8 @@
 //! `stockledger chaos`: mixed load with faults injected between the command
-//! path and PostgreSQL, then the verdict (see `stockledger::chaos::run`).
+//! path and PostgreSQL, then the verdict (see `src/chaos_run.rs`).
 
+use crate::chaos_run::{self as run, ChaosConfig};
 use clap::Args as ClapArgs;
-use stockledger::chaos::run::{self, ChaosConfig};
 use stockledger::db;
 use stockledger::limits::{CHAOS_DEFAULT_SECONDS, CHAOS_DEFAULT_WRITERS, CHAOS_MIN_POOL_SIZE};
 use tokio_util::sync::CancellationToken;

@@ -358,23 +358,13 @@ pub async fn raw_receipt(
 impl TestDb {
     /// A key-value connection string for this database, for running the binary.
     pub fn url(&self) -> String {
-        let mut parts = Vec::new();
-        for h in self.config.get_hosts() {
-            match h {
-                tokio_postgres::config::Host::Tcp(name) => parts.push(format!("host={name}")),
-                tokio_postgres::config::Host::Unix(path) => {
-                    parts.push(format!("host={}", path.display()))
-                }
-            }
-        }
-        if let Some(p) = self.config.get_ports().first() {
-            parts.push(format!("port={p}"));
-        }
-        if let Some(u) = self.config.get_user() {
-            parts.push(format!("user={u}"));
-        }
-        parts.push(format!("dbname={}", self.name));
-        parts.join(" ")
+        key_value(&self.config, &self.name)
+    }
+
+    /// A key-value connection string for the server as its administrator
+    /// (who may create databases), for a binary that makes its own.
+    pub fn admin_url(&self) -> String {
+        key_value(&self.admin, self.admin.get_dbname().unwrap_or("postgres"))
     }
 
     /// Brings every live projection up to date with everything committed.
@@ -547,4 +537,25 @@ pub async fn explain(
         .map(|r| r.get::<_, String>(0))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// `config` as a key-value connection string to `dbname`.
+fn key_value(config: &tokio_postgres::Config, dbname: &str) -> String {
+    let mut parts = Vec::new();
+    for h in config.get_hosts() {
+        match h {
+            tokio_postgres::config::Host::Tcp(name) => parts.push(format!("host={name}")),
+            tokio_postgres::config::Host::Unix(path) => {
+                parts.push(format!("host={}", path.display()))
+            }
+        }
+    }
+    if let Some(p) = config.get_ports().first() {
+        parts.push(format!("port={p}"));
+    }
+    if let Some(u) = config.get_user() {
+        parts.push(format!("user={u}"));
+    }
+    parts.push(format!("dbname={dbname}"));
+    parts.join(" ")
 }

@@ -17,18 +17,18 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use crate::chaos::proxy::{CommitFault, Proxy, Upstream};
-use crate::domain::{
+use stockledger::chaos::proxy::{CommitFault, Proxy, Upstream};
+use stockledger::domain::{
     command, Command, CommandContext, EventType, LineRequest, Outcome, ReceiveRequest,
     ReserveRequest, StreamKind,
 };
-use crate::limits::{
+use stockledger::limits::{
     CHAOS_DIRECT_POOL_SIZE, CHAOS_FAULT_INTERVAL_MS, CHAOS_HELD_REPLY_MS, CHAOS_ITEMS,
     CHAOS_RETRY_PAUSE_MS, CHAOS_SEED_QUANTITY, CHAOS_SETTLE_SECONDS,
 };
-use crate::store::error::Cause;
-use crate::store::group::GroupConfig;
-use crate::store::{pool, Store, StoreError};
+use stockledger::store::error::Cause;
+use stockledger::store::group::GroupConfig;
+use stockledger::store::{pool, Store, StoreError};
 
 /// What to run.
 #[derive(Clone, Copy, Debug)]
@@ -111,7 +111,7 @@ pub async fn run(
         GroupConfig::default(),
     );
     let workers = CancellationToken::new();
-    let projections = tokio::spawn(crate::projection::worker::run_all(
+    let projections = tokio::spawn(stockledger::projection::worker::run_all(
         direct.pool().clone(),
         // The writers are in this process, but their store goes through the
         // proxy; the runner polls as it would for another process's writers.
@@ -141,7 +141,7 @@ pub async fn run(
     }
     // Every fault is over: the read models catch up, then the verdict.
     let settle = Duration::from_secs(CHAOS_SETTLE_SECONDS);
-    let _ = crate::projection::worker::catch_up_fully(direct.pool(), settle).await?;
+    let _ = stockledger::projection::worker::catch_up_fully(direct.pool(), settle).await?;
     workers.cancel();
     let _ = projections.await;
     let tally = std::mem::take(&mut *tally.lock().expect("tally lock"));
@@ -174,7 +174,7 @@ async fn verdict(
     report.retried = tally.retried;
     report.failed = tally.failed;
     report.faults = faults;
-    let audit = crate::audit::audit(direct.pool()).await?;
+    let audit = stockledger::audit::audit(direct.pool()).await?;
     report.audit_clean = audit.clean();
     report.audit_differences = audit.differences.len();
     Ok(report)
@@ -246,7 +246,7 @@ async fn answer(
     cmd: Command,
     tally: &Mutex<Tally>,
     cancel: &CancellationToken,
-) -> Option<Result<Outcome, crate::domain::Rejection>> {
+) -> Option<Result<Outcome, stockledger::domain::Rejection>> {
     loop {
         match store
             .execute(cmd.clone(), CommandContext::new("chaos"))
