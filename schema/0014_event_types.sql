@@ -21,6 +21,18 @@ CREATE TABLE event_types (
     settles           boolean  NOT NULL
 );
 
+-- What a fold calls for an event whose type has no row: it fails the batch,
+-- so its checkpoint does not move past events it could not fold. (A newer
+-- release's event type meets an older release's table: run the newer
+-- release's migrations first.)
+CREATE FUNCTION event_type_unknown(type_name text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'event type % has no row in event_types; run the migrations of the release that writes it', type_name
+        USING ERRCODE = 'P0001';
+END;
+$$;
+
 -- Anyone connected may read it (every process that migrates compares it with
 -- its own definitions; nothing in it is secret); only the owner, through
 -- migrations, writes it.

@@ -15,11 +15,12 @@ const FLOORS: &[(&str, u8)] = &[
     ("read_model", 3),
     ("seal", 3),
     ("relay", 3),
-    ("db", 3),
     ("projection", 4),
     ("app", 5),
     ("api", 5),
     ("audit", 5),
+    // Opens a migrated store: `Store::migrate` is the application layer's.
+    ("db", 6),
     ("server", 6),
     ("chaos", 6),
     // The binary's chaos run (`src/chaos_run.rs`), on the proxy, under its

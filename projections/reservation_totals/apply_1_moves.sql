@@ -6,15 +6,17 @@
 -- once, whatever batch holds it, so any split of the log into batches gives
 -- the same totals. A tombstone (a release at seq 1) is no reservation, and
 -- an extension moves no units. What each event type does is its row in
--- `event_types` (written from Rust's `EventType::reservation_move`).
+-- `event_types` (written from Rust's `EventType::reservation_move`); an
+-- event whose type has no row fails the batch (`event_type_unknown`).
 WITH batch AS (
     SELECT t.opens_reservation, t.moves_to, t.settles,
            (SELECT coalesce(sum(q), 0) FROM unnest(e.quantities) AS q) AS units
     FROM events AS e
-    JOIN event_types AS t ON t.name = e.type
+    LEFT JOIN event_types AS t ON t.name = e.type
     WHERE (e.tx_id, e.position) > ($1::text::xid8, $2::bigint)
       AND (e.tx_id, e.position) <= ($3::text::xid8, $4::bigint)
-      AND (t.opens_reservation OR (e.seq >= 2 AND t.moves_to IS NOT NULL))
+      AND CASE WHEN t.name IS NULL THEN event_type_unknown(e.type)
+               ELSE t.opens_reservation OR (e.seq >= 2 AND t.moves_to IS NOT NULL) END
 ), moves AS (
     SELECT 'RESERVED' AS state, 1 AS reservations, units FROM batch
     WHERE opens_reservation

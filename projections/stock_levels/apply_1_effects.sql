@@ -3,8 +3,9 @@
 -- (`skus`, `locations`, `quantities`); each line moves an item's figures by
 -- the signs its event type has in `event_types` (written from Rust's
 -- definitions, `log_row::line_effect`), times its quantity; the moves are
--- summed per item and added with one upsert. The audit checks the result
--- against its own fold of `Event::for_each_effect`.
+-- summed per item and added with one upsert. An event whose type has no
+-- row fails the batch (`event_type_unknown`) rather than be skipped. The
+-- audit checks the result against its own fold of `Event::for_each_effect`.
 INSERT INTO stock_levels AS s (sku, location, on_hand, reserved, confirmed, last_position, updated_at)
 SELECT l.sku,
        l.location,
@@ -14,10 +15,11 @@ SELECT l.sku,
        max(e.position),
        max(e.recorded_at)
 FROM events AS e
-JOIN event_types AS t ON t.name = e.type
+LEFT JOIN event_types AS t ON t.name = e.type
 CROSS JOIN LATERAL unnest(e.skus, e.locations, e.quantities) AS l(sku, location, quantity)
 WHERE (e.tx_id, e.position) > ($1::text::xid8, $2::bigint)
   AND (e.tx_id, e.position) <= ($3::text::xid8, $4::bigint)
+  AND CASE WHEN t.name IS NULL THEN event_type_unknown(e.type) ELSE true END
 GROUP BY 1, 2
 ON CONFLICT (sku, location) DO UPDATE
 SET on_hand       = s.on_hand + EXCLUDED.on_hand,

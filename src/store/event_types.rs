@@ -4,6 +4,8 @@
 //! whenever the schema is migrated. The SQL folds join it, so no SQL spells
 //! an event type's name or its effects.
 
+use std::collections::BTreeMap;
+
 use tokio_postgres::GenericClient;
 
 use crate::domain::{EventType, ReservationMove};
@@ -49,38 +51,73 @@ fn defined() -> Vec<Row> {
 }
 
 const READ: &str = "SELECT name, on_hand, reserved, confirmed, opens_reservation, moves_to, settles
-                    FROM event_types ORDER BY name";
+                    FROM event_types";
 
-/// Makes the table say what this binary defines. Written only when it
-/// differs, so that a process that may not write it (the service) migrates
-/// a current database without trying.
-pub(crate) async fn sync(client: &impl GenericClient) -> Result<(), StoreError> {
-    let mut want = defined();
-    want.sort_by(|a, b| a.name.cmp(&b.name));
-    let have: Vec<Row> = client
+/// A text that changes whenever this binary's definitions do: part of the
+/// checksum of every read model whose SQL joins `event_types`, so that a
+/// change of what an event type does shows those read models as stale.
+pub fn signature() -> String {
+    defined()
+        .iter()
+        .map(|r| format!("{r:?}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Makes the table hold this binary's definitions. Rows of event types this
+/// binary does not know (a newer release's, during an upgrade) are kept:
+/// deleting them would make the newer release's folds refuse its own
+/// events. A definition never changes for a type that exists (a change of
+/// meaning is a new event type), so a row this binary knows is either
+/// missing or already right. Written only when something is missing or
+/// differs, and only when `may_write` (the caller acts as the owner);
+/// otherwise that is an error naming the fix, not a permission failure.
+pub(crate) async fn sync(client: &impl GenericClient, may_write: bool) -> Result<(), StoreError> {
+    let have: BTreeMap<String, Row> = client
         .query(READ, &[])
         .await?
         .iter()
-        .map(|r| Row {
-            name: r.get(0),
-            on_hand: r.get(1),
-            reserved: r.get(2),
-            confirmed: r.get(3),
-            opens_reservation: r.get(4),
-            moves_to: r.get(5),
-            settles: r.get(6),
+        .map(|r| {
+            let row = Row {
+                name: r.get(0),
+                on_hand: r.get(1),
+                reserved: r.get(2),
+                confirmed: r.get(3),
+                opens_reservation: r.get(4),
+                moves_to: r.get(5),
+                settles: r.get(6),
+            };
+            (row.name.clone(), row)
         })
         .collect();
-    if have == want {
+    let missing: Vec<Row> = defined()
+        .into_iter()
+        .filter(|r| have.get(&r.name) != Some(r))
+        .collect();
+    if missing.is_empty() {
         return Ok(());
     }
-    client.execute("DELETE FROM event_types", &[]).await?;
-    for r in &want {
+    if !may_write {
+        return Err(StoreError::Migration(
+            format!(
+                "event_types lacks or differs on {} of this release's event types; run \
+                 `stockledger migrate` as a member of the owner role",
+                missing.len()
+            )
+            .into(),
+        ));
+    }
+    for r in &missing {
         client
             .execute(
                 "INSERT INTO event_types
                      (name, on_hand, reserved, confirmed, opens_reservation, moves_to, settles)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (name) DO UPDATE
+                 SET on_hand = EXCLUDED.on_hand, reserved = EXCLUDED.reserved,
+                     confirmed = EXCLUDED.confirmed,
+                     opens_reservation = EXCLUDED.opens_reservation,
+                     moves_to = EXCLUDED.moves_to, settles = EXCLUDED.settles",
                 &[
                     &r.name,
                     &r.on_hand,

@@ -184,6 +184,11 @@ async fn migrate_locked(
         tx.batch_execute(m.sql).await.map_err(|e| {
             StoreError::Migration(Cause::with_source(format!("{} ({})", m.version, m.name), e))
         })?;
+        if m.version == EVENT_TYPES_MIGRATION {
+            // Filled in the transaction that creates it: the table is never
+            // empty under a recorded migration.
+            event_types::sync(&tx, true).await?;
+        }
         tx.execute(
             "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
             &[&m.version, &m.name, &checksum],
@@ -193,9 +198,9 @@ async fn migrate_locked(
         done.push(m.version);
     }
     let tx = client.transaction().await?;
-    roles::act_as_owner(&tx).await?;
+    let owner = roles::act_as_owner(&tx).await?;
     if last >= EVENT_TYPES_MIGRATION {
-        event_types::sync(&tx).await?;
+        event_types::sync(&tx, owner).await?;
     }
     also(&tx).await?;
     tx.commit().await?;

@@ -4,7 +4,7 @@
 
 mod context;
 pub mod error;
-pub(crate) mod event_types;
+pub mod event_types;
 mod execute;
 pub mod group;
 pub mod history;

@@ -14,7 +14,7 @@ use stockledger::store::pool;
 /// send no reads, so a page of the log (the sealer's read) is theirs too.
 const WORKER_STATEMENTS: &str = "projection_checkpoints|pg_stat_activity|stock_levels|order_view\
 |reservation_expiry|reservation_totals|event_chain|seals|search_path|advisory_unlock\
-|hashtextextended\\('(projection|stockledger:sealer)|\\(tx_id, position\\) >";
+|pg_try_advisory_lock|\\(tx_id, position\\) >";
 
 const TIMES: &str = "
     SELECT coalesce(sum(t) FILTER (WHERE kind = 'commands'), 0)::float8,
