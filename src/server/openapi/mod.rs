@@ -1,6 +1,8 @@
 //! The machine-readable API description (OpenAPI 3.1), generated from the
-//! route annotations and the schemas below. It is served at `/openapi.json`
-//! and kept in `docs/openapi.json`; a test fails when the two differ.
+//! route table (`route_table.rs`: each handler's `#[utoipa::path]`) and the
+//! bodies of the wire layer (`src/api/bodies.rs`). It is served at
+//! `/openapi.json` and kept in `docs/openapi.json`; a test fails when the two
+//! differ.
 //!
 //! What the route attributes do not say is added here, once for all routes:
 //! the answers every keyed route can give (`responses`) and the links between
