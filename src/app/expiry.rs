@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
+use crate::domain::command::Expire;
 use crate::domain::{Command, CommandContext, Outcome};
 use crate::limits::MAX_EXPIRIES_PER_PASS;
 use crate::read_model::reservation_expiry;
@@ -58,7 +59,7 @@ impl Store {
             .into_iter()
             .map(|id| {
                 (
-                    Command::Expire { reservation_id: id },
+                    Command::Expire(Expire { reservation_id: id }),
                     CommandContext::new(actor),
                 )
             })

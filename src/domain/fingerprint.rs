@@ -2,37 +2,39 @@
 //! asks for. Two requests with the same id and the same fingerprint are the same
 //! request (a retry); the same id with another fingerprint is a conflict.
 //!
-//! The encoding is a kind tag followed by length-prefixed fields, so no choice
+//! Which fields make up a command's fingerprint is its own module's choice
+//! (`command/*.rs`); the encoding is a kind tag followed by length-prefixed fields, so no choice
 //! of field values can make two different requests encode alike. The time to
 //! live is deliberately left out: a retry keeps the original expiry.
 
 use sha2::{Digest, Sha256};
 
-use crate::domain::command::Line;
-use crate::domain::ids::{Item, OrderId};
+use crate::domain::ids::Item;
 
-struct Canonical(Sha256);
+/// A canonical encoding being hashed; each command module feeds it its
+/// request's fields (`command/*.rs`).
+pub(crate) struct Canonical(Sha256);
 
 impl Canonical {
-    fn new(kind: &str) -> Self {
+    pub(crate) fn new(kind: &str) -> Self {
         let mut c = Canonical(Sha256::new());
         c.field(kind.as_bytes());
         c
     }
 
-    fn field(&mut self, bytes: &[u8]) -> &mut Self {
+    pub(crate) fn field(&mut self, bytes: &[u8]) -> &mut Self {
         // Lengths are bounded by the id limits, far below u32::MAX.
         self.0.update((bytes.len() as u32).to_be_bytes());
         self.0.update(bytes);
         self
     }
 
-    fn item(&mut self, item: &Item) -> &mut Self {
+    pub(crate) fn item(&mut self, item: &Item) -> &mut Self {
         self.field(item.location.as_str().as_bytes())
             .field(item.sku.as_str().as_bytes())
     }
 
-    fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         hex_bytes(&self.0.finalize())
     }
 }
@@ -53,49 +55,10 @@ pub fn hex_bytes(bytes: &[u8]) -> String {
     out
 }
 
-/// Fingerprint of a reservation; `lines` must already be normalised.
-pub fn reservation(order_id: &OrderId, lines: &[Line]) -> String {
-    let mut c = Canonical::new("reserve/v1");
-    c.field(order_id.as_str().as_bytes());
-    c.field(&(lines.len() as u32).to_be_bytes());
-    for line in lines {
-        c.item(&line.item).field(&line.quantity.to_be_bytes());
-    }
-    c.finish()
-}
-
-pub fn receipt(item: &Item, quantity: u32) -> String {
-    let mut c = Canonical::new("receive/v1");
-    c.item(item).field(&quantity.to_be_bytes());
-    c.finish()
-}
-
-pub fn adjustment(item: &Item, delta: i32, reason: &str) -> String {
-    let mut c = Canonical::new("adjust/v1");
-    c.item(item)
-        .field(&delta.to_be_bytes())
-        .field(reason.as_bytes());
-    c.finish()
-}
-
-/// Fingerprint of a transfer: the SKU, both locations and the quantity.
-pub fn transfer(from: &Item, to: &Item, quantity: u32) -> String {
-    let mut c = Canonical::new("transfer/v1");
-    c.item(from).item(to).field(&quantity.to_be_bytes());
-    c.finish()
-}
-
-/// Fingerprint of a stock count: the item and the counted units.
-pub fn count(item: &Item, counted: u32) -> String {
-    let mut c = Canonical::new("count/v1");
-    c.item(item).field(&counted.to_be_bytes());
-    c.finish()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::domain::ids::{Location, Sku};
+    use crate::domain::command::{Line, Reserve};
+    use crate::domain::ids::{Item, Location, OrderId, Sku};
 
     fn line(sku: &str, q: u32) -> Line {
         Line {
@@ -110,17 +73,26 @@ mod tests {
     #[test]
     fn fingerprint_is_stable_and_sensitive() {
         let order = OrderId::parse("order_id", "o1").unwrap();
-        let a = reservation(&order, &[line("a", 1), line("b", 2)]);
+        let a = Reserve::fingerprint_of(&order, &[line("a", 1), line("b", 2)]);
         assert_eq!(a.len(), 64);
-        assert_eq!(a, reservation(&order, &[line("a", 1), line("b", 2)]));
-        assert_ne!(a, reservation(&order, &[line("a", 1), line("b", 3)]));
-        assert_ne!(a, reservation(&order, &[line("a", 1)]));
+        assert_eq!(
+            a,
+            Reserve::fingerprint_of(&order, &[line("a", 1), line("b", 2)])
+        );
+        assert_ne!(
+            a,
+            Reserve::fingerprint_of(&order, &[line("a", 1), line("b", 3)])
+        );
+        assert_ne!(a, Reserve::fingerprint_of(&order, &[line("a", 1)]));
         let other = OrderId::parse("order_id", "o2").unwrap();
-        assert_ne!(a, reservation(&other, &[line("a", 1), line("b", 2)]));
+        assert_ne!(
+            a,
+            Reserve::fingerprint_of(&other, &[line("a", 1), line("b", 2)])
+        );
         // Field boundaries matter: "ab"+"c" is not "a"+"bc".
         assert_ne!(
-            reservation(&order, &[line("ab", 1)]),
-            reservation(&order, &[line("a", 1)])
+            Reserve::fingerprint_of(&order, &[line("ab", 1)]),
+            Reserve::fingerprint_of(&order, &[line("a", 1)])
         );
     }
 }

@@ -13,7 +13,6 @@ pub mod number;
 pub mod read_query;
 pub mod rejection;
 pub mod reservation;
-pub mod steps;
 pub mod stream;
 
 pub use command::{

@@ -327,7 +327,8 @@ pub async fn raw_receipt(
     sku: &str,
     quantity: u32,
 ) -> i64 {
-    use stockledger::domain::{fingerprint, Event, EventMetadata, Item, Location, Sku};
+    use stockledger::domain::command::Receive;
+    use stockledger::domain::{Event, EventMetadata, Item, Location, Sku};
     let item = Item {
         sku: Sku::parse("sku", sku).unwrap(),
         location: Location::parse_or_default("location", None).unwrap(),
@@ -340,7 +341,7 @@ pub async fn raw_receipt(
     let meta = serde_json::to_value(EventMetadata {
         command_id: uuid::Uuid::new_v4(),
         actor: "test".into(),
-        fingerprint: Some(fingerprint::receipt(&item, quantity)),
+        fingerprint: Some(Receive::fingerprint_of(&item, quantity)),
         ..Default::default()
     })
     .unwrap();

@@ -159,12 +159,12 @@ fn request(cmd: &Command) -> (String, Value) {
                               "lines": lines});
             ("/v1/reservations".into(), body)
         }
-        Command::Confirm { reservation_id } => (
-            format!("/v1/reservations/{reservation_id}/confirm"),
+        Command::Confirm(c) => (
+            format!("/v1/reservations/{}/confirm", c.reservation_id),
             json!({}),
         ),
-        Command::Release { reservation_id, .. } => (
-            format!("/v1/reservations/{reservation_id}/release"),
+        Command::Release(r) => (
+            format!("/v1/reservations/{}/release", r.reservation_id),
             json!({}),
         ),
         other => unreachable!("the benchmark sends no {}", other.kind()),

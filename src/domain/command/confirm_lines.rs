@@ -1,0 +1,93 @@
+//! Confirm lines: part of a reservation ships (some of its lines, or some
+//! units of them). Idempotent by the caller's confirmation id; taking
+//! everything still open settles the reservation (CONFIRMED).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::input::{merge_lines, Line, LineRequest};
+use super::step::{expired, found, placed, released, retried, room_for_a_step, step};
+use super::step::{takes_all, within_open};
+use super::{Rule, Touches};
+use crate::domain::decide::{Decision, LedgerState};
+use crate::domain::event::Event;
+use crate::domain::ids::{ConfirmationId, ReservationId};
+use crate::domain::reservation::{ReservationState, StepKey, StepRequest};
+use crate::domain::{contract, Command, Rejection};
+
+/// Confirms part of a reservation: some of its lines, or some units of them.
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmLinesRequest {
+    /// Chosen by the caller for this shipment, and sent again on every retry.
+    #[schema(schema_with = contract::id)]
+    pub confirmation_id: String,
+    #[schema(schema_with = contract::lines)]
+    pub lines: Vec<LineRequest>,
+}
+
+/// Confirms `lines` (merged and sorted like a reserve's) of a reservation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfirmLines {
+    pub reservation_id: ReservationId,
+    pub confirmation_id: ConfirmationId,
+    pub lines: Vec<Line>,
+}
+
+impl ConfirmLinesRequest {
+    pub fn validate(&self, reservation_id: &str) -> Result<Command, Rejection> {
+        Ok(Command::ConfirmLines(ConfirmLines {
+            reservation_id: ReservationId::parse("reservation_id", reservation_id)?,
+            confirmation_id: ConfirmationId::parse("confirmation_id", &self.confirmation_id)?,
+            lines: merge_lines(&self.lines)?,
+        }))
+    }
+}
+
+impl Rule for ConfirmLines {
+    const KIND: &'static str = "confirm_lines";
+
+    fn touches(&self) -> Touches {
+        Touches::held_by(&self.reservation_id)
+    }
+
+    /// The lines must be open and the reservation not due.
+    fn decide(
+        &self,
+        state: &LedgerState,
+        command_id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Decision, Rejection> {
+        let res = found(state, &self.reservation_id)?;
+        let p = placed(res)?;
+        let key = StepKey::Confirmation(self.confirmation_id.clone());
+        let request = StepRequest::Lines(self.lines.clone());
+        if let Some(done) = retried(res, p, &key, &request, command_id)? {
+            return Ok(done);
+        }
+        match p.state {
+            ReservationState::Released => return Err(released(&p.reservation_id)),
+            ReservationState::Expired => return Err(expired(p)),
+            ReservationState::Reserved if res.is_due(now) => return Err(expired(p)),
+            // Settled by confirming: nothing is open, so every line is over.
+            ReservationState::Confirmed | ReservationState::Reserved => {}
+        }
+        within_open(p, &self.lines)?;
+        let event = if takes_all(p, &self.lines) {
+            Event::ReservationConfirmed {
+                order_id: p.order_id.clone(),
+                lines: p.open_lines(),
+                confirmation_id: Some(self.confirmation_id.clone()),
+            }
+        } else {
+            room_for_a_step(p)?;
+            Event::ReservationLinesConfirmed {
+                order_id: p.order_id.clone(),
+                confirmation_id: self.confirmation_id.clone(),
+                lines: self.lines.clone(),
+            }
+        };
+        Ok(step(p, event, command_id, now))
+    }
+}

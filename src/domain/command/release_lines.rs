@@ -1,0 +1,102 @@
+//! Release lines: part of a reservation is taken off the order (some of its
+//! lines, or some units of them), also once it is due: that frees what the
+//! expiry would. Idempotent by the caller's release id; taking everything
+//! still open settles the reservation (RELEASED).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::input::{merge_lines, reason, Line, LineRequest, DEFAULT_RELEASE_REASON};
+use super::step::{already_confirmed, expired, found, placed, released, retried, step};
+use super::step::{room_for_a_step, takes_all, within_open};
+use super::{Rule, Touches};
+use crate::domain::decide::{Decision, LedgerState};
+use crate::domain::event::Event;
+use crate::domain::ids::{ReleaseId, ReservationId};
+use crate::domain::reservation::{ReservationState, StepKey, StepRequest};
+use crate::domain::{contract, Command, Rejection};
+
+/// Releases part of a reservation: some of its lines, or some units of them.
+#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseLinesRequest {
+    /// Chosen by the caller for this change, and sent again on every retry.
+    #[schema(schema_with = contract::id)]
+    pub release_id: String,
+    #[schema(schema_with = contract::lines)]
+    pub lines: Vec<LineRequest>,
+    #[serde(default)]
+    #[schema(schema_with = contract::release_reason)]
+    pub reason: Option<String>,
+}
+
+/// Releases `lines` of a reservation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReleaseLines {
+    pub reservation_id: ReservationId,
+    pub release_id: ReleaseId,
+    pub lines: Vec<Line>,
+    pub reason: String,
+}
+
+impl ReleaseLinesRequest {
+    pub fn validate(&self, reservation_id: &str) -> Result<Command, Rejection> {
+        Ok(Command::ReleaseLines(ReleaseLines {
+            reservation_id: ReservationId::parse("reservation_id", reservation_id)?,
+            release_id: ReleaseId::parse("release_id", &self.release_id)?,
+            lines: merge_lines(&self.lines)?,
+            reason: reason(
+                "reason",
+                self.reason.as_deref().unwrap_or(DEFAULT_RELEASE_REASON),
+            )?,
+        }))
+    }
+}
+
+impl Rule for ReleaseLines {
+    const KIND: &'static str = "release_lines";
+
+    fn touches(&self) -> Touches {
+        Touches::held_by(&self.reservation_id)
+    }
+
+    fn decide(
+        &self,
+        state: &LedgerState,
+        command_id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Decision, Rejection> {
+        let res = found(state, &self.reservation_id)?;
+        let p = placed(res)?;
+        let key = StepKey::Release(self.release_id.clone());
+        let request = StepRequest::Lines(self.lines.clone());
+        if let Some(done) = retried(res, p, &key, &request, command_id)? {
+            return Ok(done);
+        }
+        match p.state {
+            ReservationState::Released => return Err(released(&p.reservation_id)),
+            ReservationState::Expired => return Err(expired(p)),
+            ReservationState::Confirmed => return Err(already_confirmed(p)),
+            ReservationState::Reserved => {}
+        }
+        within_open(p, &self.lines)?;
+        let event = if takes_all(p, &self.lines) {
+            Event::ReservationReleased {
+                order_id: Some(p.order_id.clone()),
+                lines: p.open_lines(),
+                reason: self.reason.clone(),
+                release_id: Some(self.release_id.clone()),
+            }
+        } else {
+            room_for_a_step(p)?;
+            Event::ReservationLinesReleased {
+                order_id: p.order_id.clone(),
+                release_id: self.release_id.clone(),
+                lines: self.lines.clone(),
+                reason: self.reason.clone(),
+            }
+        };
+        Ok(step(p, event, command_id, now))
+    }
+}

@@ -1,0 +1,157 @@
+//! What the commands on an existing reservation share: finding it, answering
+//! a retry, appending its next event, and the checks a partial step makes.
+//! Each step is idempotent by the id its caller chose, kept in the
+//! reservation's own stream (`Placed::steps`).
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::input::Line;
+use crate::domain::decide::{Decision, LedgerState, NewEvent, Outcome};
+use crate::domain::event::Event;
+use crate::domain::ids::ReservationId;
+use crate::domain::rejection::{Excess, Rejection};
+use crate::domain::reservation::{Placed, Reservation, StepKey, StepRequest};
+use crate::domain::stream::StreamId;
+use crate::limits::MAX_RESERVATION_EVENTS;
+
+/// The reservation a command names, or `RESERVATION_NOT_FOUND`.
+pub(crate) fn found<'a>(
+    state: &'a LedgerState,
+    id: &ReservationId,
+) -> Result<&'a Reservation, Rejection> {
+    state
+        .reservations
+        .get(id)
+        .ok_or_else(|| Rejection::ReservationNotFound {
+            reservation_id: id.to_string(),
+        })
+}
+
+/// A placed reservation; a tombstone was released before it was made.
+pub(crate) fn placed(res: &Reservation) -> Result<&Placed, Rejection> {
+    match res {
+        Reservation::Tombstone(t) => Err(released(&t.reservation_id)),
+        Reservation::Placed(p) => Ok(p),
+    }
+}
+
+/// Answers with the reservation as it is. It is a replay unless the event at
+/// `seq` was written by this very command (a re-run after a lost commit ack).
+pub(crate) fn replay(res: &Reservation, seq: u32, command_id: Uuid) -> Decision {
+    let own = res.command_at(seq) == Some(command_id);
+    Decision::answer(Outcome::Reservation {
+        view: res.into(),
+        replayed: !own,
+    })
+}
+
+/// Appends the next event of an open reservation; the answer is the
+/// reservation with that event folded in.
+pub(crate) fn step(p: &Placed, event: Event, command_id: Uuid, now: DateTime<Utc>) -> Decision {
+    let seq = p.step_commands.len() as u32 + 1;
+    let next = Reservation::fold(
+        Some(Reservation::Placed(p.clone())),
+        &p.reservation_id,
+        seq,
+        &event,
+        command_id,
+        now,
+    )
+    .expect("decide only produces valid transitions");
+    Decision {
+        events: vec![NewEvent {
+            stream: StreamId::Reservation(p.reservation_id.clone()),
+            seq,
+            event,
+            fingerprint: None,
+        }],
+        outcome: Outcome::Reservation {
+            view: (&next).into(),
+            replayed: false,
+        },
+    }
+}
+
+/// The answer to a step whose id was used before: a replay when it asks for
+/// the same, `IDEMPOTENCY_CONFLICT` when not. `None` for a new id. This comes
+/// before any check of the state, so a retry after the reservation moved on
+/// still gets its answer.
+pub(crate) fn retried(
+    res: &Reservation,
+    p: &Placed,
+    key: &StepKey,
+    request: &StepRequest,
+    command_id: Uuid,
+) -> Result<Option<Decision>, Rejection> {
+    match p.step(key) {
+        None => Ok(None),
+        Some(taken) if taken.request == *request => Ok(Some(replay(res, taken.seq, command_id))),
+        Some(_) => Err(Rejection::IdempotencyConflict {
+            stream: StreamId::Reservation(p.reservation_id.clone()).to_string(),
+        }),
+    }
+}
+
+/// Every line must ask for no more than the reservation still holds of its
+/// item; the rejection names each line that asks for more.
+pub(crate) fn within_open(p: &Placed, lines: &[Line]) -> Result<(), Rejection> {
+    let over: Vec<Excess> = lines
+        .iter()
+        .filter_map(|l| {
+            let open = p.open_of(&l.item);
+            (l.quantity > open).then(|| Excess {
+                sku: l.item.sku.to_string(),
+                location: l.item.location.to_string(),
+                requested: l.quantity,
+                reserved: open,
+            })
+        })
+        .collect();
+    if over.is_empty() {
+        return Ok(());
+    }
+    Err(Rejection::ExceedsReserved {
+        reservation_id: p.reservation_id.to_string(),
+        lines: over,
+    })
+}
+
+/// Whether `lines` (each within what is open of its item, one per item)
+/// take every open unit: then the step settles the reservation.
+pub(crate) fn takes_all(p: &Placed, lines: &[Line]) -> bool {
+    let units = |lines: &[Line]| lines.iter().map(|l| u64::from(l.quantity)).sum::<u64>();
+    units(lines) == units(&p.open_lines())
+}
+
+/// A partial step or an extension needs a place in the stream that leaves
+/// the last one free for the event that settles it.
+pub(crate) fn room_for_a_step(p: &Placed) -> Result<(), Rejection> {
+    let next = p.step_commands.len() as u32 + 1;
+    if next < MAX_RESERVATION_EVENTS {
+        return Ok(());
+    }
+    Err(Rejection::StepLimit {
+        reservation_id: p.reservation_id.to_string(),
+        limit: MAX_RESERVATION_EVENTS,
+    })
+}
+
+pub(crate) fn released(id: &ReservationId) -> Rejection {
+    Rejection::ReservationReleased {
+        reservation_id: id.to_string(),
+    }
+}
+
+pub(crate) fn expired(p: &Placed) -> Rejection {
+    Rejection::ReservationExpired {
+        reservation_id: p.reservation_id.to_string(),
+        expires_at: p.expires_at,
+    }
+}
+
+pub(crate) fn already_confirmed(p: &Placed) -> Rejection {
+    Rejection::AlreadyConfirmed {
+        reservation_id: p.reservation_id.to_string(),
+    }
+}
