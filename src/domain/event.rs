@@ -1,7 +1,9 @@
 //! Events: the facts in the log, and what each one does to stock.
 //!
-//! `Event::stock_effects` is the single definition of how an event moves the
-//! figures. The command path, the audit and the projections all fold with it,
+//! `Event::for_each_effect` is the single definition of how an event moves
+//! the figures; what an event type is apart from its data (its stream, its
+//! places, what it does to a reservation, how its stored lines move stock)
+//! is its row in `event_type.rs`. The command path, the audit and the projections all fold with it,
 //! so they cannot disagree about what a confirm or an expiry means.
 
 use chrono::{DateTime, Utc};
@@ -9,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::command::Line;
+pub use crate::domain::event_type::{EventType, ReservationMove};
 use crate::domain::ids::{ConfirmationId, ExtensionId, Item, Location, OrderId, ReleaseId, Sku};
 use crate::domain::stream::StreamId;
 
@@ -99,92 +102,6 @@ pub enum Event {
     },
 }
 
-/// Declares `EventType` and its list of every variant together, so the list
-/// cannot miss one.
-macro_rules! event_types {
-    ($($name:ident),* $(,)?) => {
-        /// The type of an event, without its data: the `type` column of the log.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum EventType {
-            $($name),*
-        }
-
-        impl EventType {
-            /// Every event type.
-            pub const ALL: &'static [EventType] = &[$(EventType::$name),*];
-
-            /// As the log stores it.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $(EventType::$name => stringify!($name)),*
-                }
-            }
-        }
-    };
-}
-
-event_types!(
-    StockReceived,
-    StockAdjusted,
-    StockTransferred,
-    StockCounted,
-    ReservationCreated,
-    ReservationConfirmed,
-    ReservationReleased,
-    ReservationExpired,
-    ReservationLinesConfirmed,
-    ReservationLinesReleased,
-    ReservationExtended,
-);
-
-/// What an event does to a reservation's units, as the reservation totals
-/// count them (`reservation_totals`, in SQL and in Rust).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReservationMove {
-    /// Makes a reservation: its units are held.
-    Opens,
-    /// Moves units out of the held ones, to `to`; `settles` when the whole
-    /// reservation goes there (its last event).
-    Moves {
-        to: crate::domain::ReservationState,
-        settles: bool,
-    },
-    /// Moves no units (not a reservation event, or an extension).
-    Nothing,
-}
-
-impl EventType {
-    /// What an event of this type does to a reservation's units.
-    pub fn reservation_move(self) -> ReservationMove {
-        use crate::domain::ReservationState::{Confirmed, Expired, Released};
-        let moves = |to, settles| ReservationMove::Moves { to, settles };
-        match self {
-            EventType::ReservationCreated => ReservationMove::Opens,
-            EventType::ReservationConfirmed => moves(Confirmed, true),
-            EventType::ReservationReleased => moves(Released, true),
-            EventType::ReservationExpired => moves(Expired, true),
-            EventType::ReservationLinesConfirmed => moves(Confirmed, false),
-            EventType::ReservationLinesReleased => moves(Released, false),
-            EventType::StockReceived
-            | EventType::StockAdjusted
-            | EventType::StockTransferred
-            | EventType::StockCounted
-            | EventType::ReservationExtended => ReservationMove::Nothing,
-        }
-    }
-
-    /// The event type stored as `name`, if there is one.
-    pub fn parse(name: &str) -> Option<EventType> {
-        EventType::ALL.iter().copied().find(|t| t.as_str() == name)
-    }
-}
-
-impl std::fmt::Display for EventType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A change to one item's figures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StockDelta {
@@ -220,6 +137,7 @@ impl Balance {
 
 impl Event {
     pub fn event_type(&self) -> EventType {
+        // The serde tag is the variant's name, which is the type's name.
         match self {
             Event::StockReceived { .. } => EventType::StockReceived,
             Event::StockAdjusted { .. } => EventType::StockAdjusted,

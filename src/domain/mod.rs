@@ -7,6 +7,7 @@ pub mod context;
 pub mod contract;
 pub mod decide;
 pub mod event;
+pub mod event_type;
 pub mod fingerprint;
 pub mod ids;
 pub mod number;

@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use crate::domain::event::EventType;
+use crate::domain::event_type::{EventType, Places};
 use crate::domain::ids::{AdjustmentId, CountId, ReceiptId, ReservationId, TransferId};
 use crate::domain::Rejection;
 use crate::limits::MAX_RESERVATION_EVENTS;
@@ -64,50 +64,24 @@ impl StreamKind {
         }
     }
 
-    /// Whether an event of type `event` is the last of its stream: nothing
-    /// may follow it. A stream that holds it (and every seq before it) is
-    /// complete. Every event of a single-event stream closes it; of a
-    /// reservation, the events that settle it (a tombstone is a release).
+    /// Whether an event of type `event` is the last of its stream (its row
+    /// in `event_type.rs` says).
     pub fn closes(event: EventType) -> bool {
-        match event {
-            EventType::StockReceived
-            | EventType::StockAdjusted
-            | EventType::StockTransferred
-            | EventType::StockCounted
-            | EventType::ReservationConfirmed
-            | EventType::ReservationReleased
-            | EventType::ReservationExpired => true,
-            EventType::ReservationCreated
-            | EventType::ReservationLinesConfirmed
-            | EventType::ReservationLinesReleased
-            | EventType::ReservationExtended => false,
-        }
+        event.closes()
     }
 
     /// Whether an event of type `event` may stand at `seq` in a stream of this
     /// kind. This is the coarse rule (the audit and the history queries use
     /// it); the reservation fold adds what depends on the event before.
     pub fn allows(self, seq: u32, event: EventType) -> bool {
-        let at = |kind: StreamKind, seqs: std::ops::RangeInclusive<u32>| {
-            self == kind && seqs.contains(&seq)
+        let last = self.last_seq();
+        let places = match event.places() {
+            Places::First => 1..=1,
+            Places::Anywhere => 1..=last,
+            Places::Later => 2..=last,
+            Places::Between => 2..=last.saturating_sub(1),
         };
-        let last = MAX_RESERVATION_EVENTS;
-        match event {
-            EventType::StockReceived => at(StreamKind::Receipt, 1..=1),
-            EventType::StockAdjusted => at(StreamKind::Adjustment, 1..=1),
-            EventType::StockTransferred => at(StreamKind::Transfer, 1..=1),
-            EventType::StockCounted => at(StreamKind::Count, 1..=1),
-            EventType::ReservationCreated => at(StreamKind::Reservation, 1..=1),
-            // At seq 1, a tombstone: a release that overtook its reserve.
-            EventType::ReservationReleased => at(StreamKind::Reservation, 1..=last),
-            EventType::ReservationConfirmed | EventType::ReservationExpired => {
-                at(StreamKind::Reservation, 2..=last)
-            }
-            // The last place is kept for the event that settles the stream.
-            EventType::ReservationLinesConfirmed
-            | EventType::ReservationLinesReleased
-            | EventType::ReservationExtended => at(StreamKind::Reservation, 2..=last - 1),
-        }
+        event.stream_kind() == self && places.contains(&seq)
     }
 
     /// The event types that may appear in a stream of this kind.
@@ -120,19 +94,7 @@ impl StreamKind {
 
     /// The stream kind whose streams hold events of `event`.
     pub fn of_event(event: EventType) -> StreamKind {
-        match event {
-            EventType::StockReceived => StreamKind::Receipt,
-            EventType::StockAdjusted => StreamKind::Adjustment,
-            EventType::StockTransferred => StreamKind::Transfer,
-            EventType::StockCounted => StreamKind::Count,
-            EventType::ReservationCreated
-            | EventType::ReservationConfirmed
-            | EventType::ReservationReleased
-            | EventType::ReservationExpired
-            | EventType::ReservationLinesConfirmed
-            | EventType::ReservationLinesReleased
-            | EventType::ReservationExtended => StreamKind::Reservation,
-        }
+        event.stream_kind()
     }
 }
 

@@ -1,6 +1,6 @@
 //! The `event_types` table (`schema/0014`): every event type and how its
 //! rows move the read models, written from the Rust definitions
-//! (`EventType::ALL`, `log_row::line_effect`, `EventType::reservation_move`)
+//! (`EventType::ALL`, `EventType::line_effect`, `EventType::reservation_move`)
 //! whenever the schema is migrated. The SQL folds join it, so no SQL spells
 //! an event type's name or its effects.
 
@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use tokio_postgres::GenericClient;
 
 use crate::domain::{EventType, ReservationMove};
-use crate::store::log_row::line_effect;
 use crate::store::StoreError;
 
 /// One row of `event_types`, as this binary defines it.
@@ -28,7 +27,7 @@ fn defined() -> Vec<Row> {
     EventType::ALL
         .iter()
         .map(|&t| {
-            let effect = line_effect(t);
+            let effect = t.line_effect();
             let sign = |n: i64| i16::try_from(n.signum()).expect("a sign");
             let (opens_reservation, moves_to, settles) = match t.reservation_move() {
                 ReservationMove::Opens => (true, None, false),

@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 use crate::domain::command::Line;
 use crate::domain::{
     ConfirmationId, Event, EventType, ExtensionId, Item, Location, OrderId, ReleaseId, Sku,
-    StockDelta,
 };
 
 /// One event as its log row stores it.
@@ -57,32 +56,6 @@ pub(crate) struct Columns<'a> {
     pub skus: Vec<&'a str>,
     pub locations: Vec<&'a str>,
     pub quantities: Vec<i64>,
-}
-
-/// How each item line of a row of type `t` moves an item's figures: the
-/// sign each figure moves by, times the line's quantity as `encode` stores
-/// it. The SQL folds read it from the `event_types` table; a test holds it
-/// to `Event::for_each_effect` for every event type.
-pub fn line_effect(t: EventType) -> StockDelta {
-    let sign = |on_hand, reserved, confirmed| StockDelta {
-        on_hand,
-        reserved,
-        confirmed,
-    };
-    match t {
-        // Signed lines: a transfer's source is negative, a count's line is
-        // the change from the books.
-        EventType::StockReceived
-        | EventType::StockAdjusted
-        | EventType::StockTransferred
-        | EventType::StockCounted => sign(1, 0, 0),
-        EventType::ReservationCreated => sign(0, 1, 0),
-        EventType::ReservationConfirmed | EventType::ReservationLinesConfirmed => sign(-1, -1, 1),
-        EventType::ReservationReleased
-        | EventType::ReservationLinesReleased
-        | EventType::ReservationExpired => sign(0, -1, 0),
-        EventType::ReservationExtended => sign(0, 0, 0),
-    }
 }
 
 /// Lays `event` out as its row.
@@ -398,6 +371,7 @@ fn lines(c: &Columns<'_>) -> Result<Vec<Line>, String> {
 mod tests {
     use super::*;
     use crate::domain::event::TOMBSTONE_REASON;
+    use crate::domain::StockDelta;
 
     fn line(sku: &str, location: &str, quantity: u32) -> Line {
         Line {
@@ -522,7 +496,7 @@ mod tests {
     fn line_effects_are_the_events_effects() {
         for e in stock_events().into_iter().chain(reservation_events()) {
             let row = encode(&e);
-            let sign = line_effect(e.event_type());
+            let sign = e.event_type().line_effect();
             let mut by_lines = std::collections::BTreeMap::new();
             for ((sku, location), q) in row.skus.iter().zip(&row.locations).zip(&row.quantities) {
                 let d: &mut StockDelta = by_lines
