@@ -61,7 +61,7 @@ fn assert_id(s: &Value, what: &str) {
     assert_eq!(s["maxLength"], MAX_ID_LEN, "{what}");
     assert_eq!(
         s["pattern"],
-        stockledger::domain::contract::id_pattern(),
+        stockledger::api::contract::id_pattern(),
         "{what}"
     );
 }

@@ -161,3 +161,39 @@ fn the_checker_reads_every_form_of_import() {
     let found: Vec<String> = named_modules(text).into_iter().collect();
     assert_eq!(found, ["app", "audit", "projection", "relay", "store"]);
 }
+
+/// The domain carries no wire and no storage: no file of `src/domain` names
+/// a crate that describes an API, serves HTTP or talks to the database, and
+/// none is async. (Each command's request is the domain's; its schema is
+/// `api::requests`.)
+#[test]
+fn the_domain_names_no_wire_and_no_io() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src.join("domain"), &mut files);
+    assert!(files.len() > 10, "the domain's files are found");
+    let forbidden = [
+        "utoipa",
+        "axum",
+        "hyper",
+        "tokio",
+        "postgres",
+        "async fn",
+        ".await",
+        "std::fs",
+        "std::net",
+        "Utc::now",
+        "SystemTime",
+        "rand::",
+    ];
+    let mut wrong = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("readable");
+        for word in forbidden {
+            if text.contains(word) {
+                wrong.push(format!("{} names {word}", file.display()));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -5,7 +5,8 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::domain::{contract, ReservationState};
+use crate::api::contract;
+use crate::domain::ReservationState;
 
 /// A reserved line, and what has become of its units:
 /// `open + confirmed + released + expired = quantity`.

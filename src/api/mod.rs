@@ -10,6 +10,8 @@
 
 pub mod answers;
 pub mod bodies;
+pub mod contract;
+mod requests;
 mod state;
 
 pub use answers::{answer, reservation, Answer};

@@ -46,7 +46,7 @@ impl CommandContext {
     /// Correlation and causation ids arrive as HTTP headers, so they are held
     /// to what a header carries unchanged: printable ASCII, with no space at
     /// either end (HTTP strips those). The published pattern
-    /// (`contract::metadata_id_pattern`) says the same and is tested against
+    /// (`api::contract::metadata_id_pattern`) says the same and is tested against
     /// this function.
     pub fn validate(&self) -> Result<(), Rejection> {
         for (field, value) in [

@@ -4,7 +4,6 @@
 
 pub mod command;
 pub mod context;
-pub mod contract;
 pub mod decide;
 pub mod event;
 pub mod event_type;

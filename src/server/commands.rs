@@ -8,8 +8,9 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::api::contract;
 use crate::domain::{
-    command, contract, AdjustRequest, Command, CommandContext, ConfirmLinesRequest, CountRequest,
+    command, AdjustRequest, Command, CommandContext, ConfirmLinesRequest, CountRequest,
     ExtendRequest, Outcome, ReceiveRequest, RecordedEvent, ReleaseLinesRequest, ReserveRequest,
     TransferRequest,
 };

@@ -1,7 +1,7 @@
 //! The parameters of the routes that are not bodies: path segments and the
 //! command headers. Each type is both what a handler extracts and what the
 //! API description says (`IntoParams`), so the two cannot disagree; the
-//! schemas come from `domain::contract`, built from the limits the domain
+//! schemas come from `api::contract`, built from the limits the domain
 //! checks.
 
 use axum::extract::FromRequestParts;
@@ -10,7 +10,8 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::domain::{contract, CommandContext, Rejection};
+use crate::api::contract;
+use crate::domain::{CommandContext, Rejection};
 use crate::server::auth::Caller;
 use crate::server::error::ApiError;
 use crate::server::{CAUSATION_HEADER, CORRELATION_HEADER};

@@ -9,8 +9,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::api::answers as api;
+use crate::api::contract;
 use crate::domain::{
-    contract, page_limit, AsOf, Balance, Item, Location, OrderId, Rejection, ReservationId, Sku,
+    page_limit, AsOf, Balance, Item, Location, OrderId, Rejection, ReservationId, Sku,
 };
 use crate::limits::MAX_STREAM_PREFIX_LEN;
 use crate::server::auth::{Can, ToAudit, ToRead};

@@ -23,7 +23,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-use crate::domain::{contract, RecordedEvent, Rejection};
+use crate::api::contract;
+use crate::domain::{RecordedEvent, Rejection};
 use crate::limits::{
     EVENT_STREAM_BATCH, EVENT_STREAM_KEY_RECHECK_MIN_MS, EVENT_STREAM_POLL_MS,
     MAX_EVENT_STREAMS_PER_KEY,

@@ -59,7 +59,7 @@ impl FromStr for Cursor {
     fn from_str(s: &str) -> Result<Self, Rejection> {
         let bad = || Rejection::invalid("after", "a cursor is TX:POSITION, as returned in `next`");
         // Digits only, and few enough to fit: exactly the published pattern
-        // (`contract::cursor_pattern`), so no sign, space or overflow slips by.
+        // (`api::contract::cursor_pattern`), so no sign, space or overflow slips by.
         let number = |part: &str| -> Result<i64, Rejection> {
             if part.is_empty()
                 || part.len() > MAX_CURSOR_PART_DIGITS

@@ -15,23 +15,18 @@ use crate::domain::fingerprint::Canonical;
 use crate::domain::ids::{AdjustmentId, Item};
 use crate::domain::rejection::Shortfall;
 use crate::domain::stream::StreamId;
-use crate::domain::{contract, number, Command, Rejection};
+use crate::domain::{number, Command, Rejection};
 use crate::limits::MAX_ADJUST_DELTA;
 
-#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AdjustRequest {
-    #[schema(schema_with = contract::id)]
     pub adjustment_id: String,
-    #[schema(schema_with = contract::id)]
     pub sku: String,
     #[serde(default)]
-    #[schema(schema_with = contract::location)]
     pub location: Option<String>,
     #[serde(deserialize_with = "number::whole")]
-    #[schema(schema_with = contract::delta)]
     pub delta: i64,
-    #[schema(schema_with = contract::reason)]
     pub reason: String,
 }
 

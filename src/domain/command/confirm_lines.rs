@@ -14,16 +14,14 @@ use crate::domain::decide::{Decision, LedgerState};
 use crate::domain::event::Event;
 use crate::domain::ids::{ConfirmationId, ReservationId};
 use crate::domain::reservation::{ReservationState, StepKey, StepRequest};
-use crate::domain::{contract, Command, Rejection};
+use crate::domain::{Command, Rejection};
 
 /// Confirms part of a reservation: some of its lines, or some units of them.
-#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfirmLinesRequest {
     /// Chosen by the caller for this shipment, and sent again on every retry.
-    #[schema(schema_with = contract::id)]
     pub confirmation_id: String,
-    #[schema(schema_with = contract::lines)]
     pub lines: Vec<LineRequest>,
 }
 

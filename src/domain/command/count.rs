@@ -16,22 +16,18 @@ use crate::domain::fingerprint::Canonical;
 use crate::domain::ids::{CountId, Item};
 use crate::domain::rejection::Shortfall;
 use crate::domain::stream::StreamId;
-use crate::domain::{contract, number, Command, Rejection};
+use crate::domain::{number, Command, Rejection};
 use crate::limits::MAX_QUANTITY;
 
-#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CountRequest {
-    #[schema(schema_with = contract::id)]
     pub count_id: String,
-    #[schema(schema_with = contract::id)]
     pub sku: String,
     #[serde(default)]
-    #[schema(schema_with = contract::location)]
     pub location: Option<String>,
     /// The units found on the shelf, 0 or more.
     #[serde(deserialize_with = "number::whole")]
-    #[schema(schema_with = contract::counted)]
     pub counted: i64,
 }
 

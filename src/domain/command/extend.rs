@@ -14,18 +14,16 @@ use crate::domain::decide::{Decision, LedgerState};
 use crate::domain::event::Event;
 use crate::domain::ids::{ExtensionId, ReservationId};
 use crate::domain::reservation::{ReservationState, StepKey, StepRequest};
-use crate::domain::{contract, number, Command, Rejection};
+use crate::domain::{number, Command, Rejection};
 use crate::limits::MAX_TTL_SECONDS;
 
 /// Keeps a reservation's hold for `ttl_seconds` from now.
-#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExtendRequest {
     /// Chosen by the caller for this extension, and sent again on every retry.
-    #[schema(schema_with = contract::id)]
     pub extension_id: String,
     #[serde(deserialize_with = "number::whole")]
-    #[schema(schema_with = contract::extension_ttl)]
     pub ttl_seconds: i64,
 }
 

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::ids::{Item, Location, Sku};
-use crate::domain::{contract, number, Rejection};
+use crate::domain::{number, Rejection};
 use crate::limits::{
     MAX_LINES_PER_RESERVATION, MAX_QUANTITY, MAX_RAW_LINES_PER_RESERVATION, MAX_REASON_LEN,
     MAX_TTL_SECONDS, MIN_TTL_SECONDS,
@@ -15,16 +15,13 @@ use crate::limits::{
 pub const DEFAULT_RELEASE_REASON: &str = "cancelled";
 
 /// One line of a request, as sent.
-#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LineRequest {
-    #[schema(schema_with = contract::id)]
     pub sku: String,
     #[serde(default)]
-    #[schema(schema_with = contract::location)]
     pub location: Option<String>,
     #[serde(deserialize_with = "number::whole")]
-    #[schema(schema_with = contract::quantity)]
     pub quantity: i64,
 }
 

@@ -13,20 +13,16 @@ use crate::domain::event::Event;
 use crate::domain::fingerprint::Canonical;
 use crate::domain::ids::{Item, ReceiptId};
 use crate::domain::stream::StreamId;
-use crate::domain::{contract, number, Command, Rejection};
+use crate::domain::{number, Command, Rejection};
 
-#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReceiveRequest {
-    #[schema(schema_with = contract::id)]
     pub receipt_id: String,
-    #[schema(schema_with = contract::id)]
     pub sku: String,
     #[serde(default)]
-    #[schema(schema_with = contract::location)]
     pub location: Option<String>,
     #[serde(deserialize_with = "number::whole")]
-    #[schema(schema_with = contract::quantity)]
     pub quantity: i64,
 }
 

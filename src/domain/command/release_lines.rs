@@ -15,19 +15,16 @@ use crate::domain::decide::{Decision, LedgerState};
 use crate::domain::event::Event;
 use crate::domain::ids::{ReleaseId, ReservationId};
 use crate::domain::reservation::{ReservationState, StepKey, StepRequest};
-use crate::domain::{contract, Command, Rejection};
+use crate::domain::{Command, Rejection};
 
 /// Releases part of a reservation: some of its lines, or some units of them.
-#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReleaseLinesRequest {
     /// Chosen by the caller for this change, and sent again on every retry.
-    #[schema(schema_with = contract::id)]
     pub release_id: String,
-    #[schema(schema_with = contract::lines)]
     pub lines: Vec<LineRequest>,
     #[serde(default)]
-    #[schema(schema_with = contract::release_reason)]
     pub reason: Option<String>,
 }
 

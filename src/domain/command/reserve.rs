@@ -16,21 +16,17 @@ use crate::domain::ids::{OrderId, ReservationId};
 use crate::domain::rejection::Shortfall;
 use crate::domain::reservation::{LineProgress, Placed, Reservation, ReservationState};
 use crate::domain::stream::StreamId;
-use crate::domain::{contract, number, Command, Rejection};
+use crate::domain::{number, Command, Rejection};
 use crate::limits::DEFAULT_TTL_SECONDS;
 
-#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReserveRequest {
     /// Chosen by the caller, one per order, and sent again on every retry.
-    #[schema(schema_with = contract::id)]
     pub reservation_id: String,
-    #[schema(schema_with = contract::id)]
     pub order_id: String,
-    #[schema(schema_with = contract::lines)]
     pub lines: Vec<LineRequest>,
     #[serde(default, deserialize_with = "number::optional_whole")]
-    #[schema(schema_with = contract::ttl_seconds)]
     pub ttl_seconds: Option<i64>,
 }
 

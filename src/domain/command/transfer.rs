@@ -15,21 +15,16 @@ use crate::domain::fingerprint::Canonical;
 use crate::domain::ids::{Item, Location, Sku, TransferId};
 use crate::domain::rejection::Shortfall;
 use crate::domain::stream::StreamId;
-use crate::domain::{contract, number, Command, Rejection};
+use crate::domain::{number, Command, Rejection};
 
-#[derive(Clone, Debug, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TransferRequest {
-    #[schema(schema_with = contract::id)]
     pub transfer_id: String,
-    #[schema(schema_with = contract::id)]
     pub sku: String,
-    #[schema(schema_with = contract::from_location)]
     pub from_location: String,
-    #[schema(schema_with = contract::to_location)]
     pub to_location: String,
     #[serde(deserialize_with = "number::whole")]
-    #[schema(schema_with = contract::quantity)]
     pub quantity: i64,
 }
 
