@@ -171,6 +171,26 @@ impl Event {
         }
     }
 
+    /// What a reader filters an event by after its type (the relay's
+    /// subject ends with it): the SKU a stock event moves, else the id of
+    /// its stream (a reservation's id). One exhaustive match, so a new event
+    /// says which.
+    pub fn key<'a>(&'a self, stream: &'a StreamId) -> &'a str {
+        match self {
+            Event::StockReceived { sku, .. }
+            | Event::StockAdjusted { sku, .. }
+            | Event::StockTransferred { sku, .. }
+            | Event::StockCounted { sku, .. } => sku.as_str(),
+            Event::ReservationCreated { .. }
+            | Event::ReservationConfirmed { .. }
+            | Event::ReservationReleased { .. }
+            | Event::ReservationExpired { .. }
+            | Event::ReservationLinesConfirmed { .. }
+            | Event::ReservationLinesReleased { .. }
+            | Event::ReservationExtended { .. } => stream.id(),
+        }
+    }
+
     /// The `type` column: the serde tag, which is the variant's name.
     pub fn type_name(&self) -> &'static str {
         self.event_type().as_str()

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::domain::{Event, RecordedEvent, StreamId};
+use crate::domain::RecordedEvent;
 use crate::store::read::event_json;
 use crate::store::Cursor;
 
@@ -21,23 +21,13 @@ fn token(id: &str) -> String {
     id.replace('.', "%2E")
 }
 
-/// `<prefix>.<event type>.<key>`: the SKU for a receipt or an adjustment,
-/// the reservation id for a reservation's events. A consumer filters by
+/// `<prefix>.<event type>.<key>`: the key is the domain's (`Event::key`):
+/// the SKU of a stock event, the reservation id for a reservation's events. A consumer filters by
 /// type (`stockledger.ReservationConfirmed.*`) or by key
 /// (`stockledger.*.R-1`).
 pub fn subject(prefix: &str, e: &RecordedEvent) -> String {
-    let key = match (&e.event, &e.stream) {
-        (
-            Event::StockReceived { sku, .. }
-            | Event::StockAdjusted { sku, .. }
-            | Event::StockTransferred { sku, .. }
-            | Event::StockCounted { sku, .. },
-            _,
-        ) => sku.as_str().to_owned(),
-        (_, StreamId::Reservation(id)) => id.as_str().to_owned(),
-        (_, other) => other.to_string(),
-    };
-    format!("{prefix}.{}.{}", e.event.type_name(), token(&key))
+    let key = e.event.key(&e.stream);
+    format!("{prefix}.{}.{}", e.event.type_name(), token(key))
 }
 
 /// The event as `GET /v1/events` shows it, plus its cursor: a consumer that
@@ -59,7 +49,7 @@ pub fn cursor_of(payload: &[u8]) -> Option<Cursor> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{EventMetadata, Location, ReservationId, Sku};
+    use crate::domain::{Event, EventMetadata, Location, ReservationId, Sku, StreamId};
 
     fn event(stream: StreamId, event: Event) -> RecordedEvent {
         RecordedEvent {
