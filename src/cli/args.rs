@@ -2,6 +2,7 @@
 
 use clap::{Args as ClapArgs, Parser, Subcommand};
 
+use super::commands::WriteCmd;
 use super::{chaos, serve};
 
 #[derive(Parser, Debug)]
@@ -41,24 +42,9 @@ impl Args {
 pub enum Cmd {
     /// Apply pending schema migrations (every other command does this too).
     Migrate,
-    /// Record a delivery of stock.
-    Receive(ReceiveArgs),
-    /// Correct on-hand stock (count correction, damage, return to stock...).
-    Adjust(AdjustArgs),
-    /// Move stock of a SKU from one location to another, all at once.
-    Transfer(TransferArgs),
-    /// Record a stock count: the difference from the books is appended.
-    Count(CountArgs),
-    /// Reserve stock for an order: every line, or none.
-    Reserve(ReserveArgs),
-    /// Confirm a reservation (the order was paid), or with --confirmation-id
-    /// and --line only part of it (one shipment).
-    Confirm(ConfirmArgs),
-    /// Release a reservation (the order was cancelled), or with --release-id
-    /// and --line only part of it (lines taken off the order).
-    Release(ReleaseArgs),
-    /// Keep a reservation's hold longer: it expires --ttl seconds from now.
-    Extend(ExtendArgs),
+    /// The commands that write (`cli/commands.rs`).
+    #[command(flatten)]
+    Write(WriteCmd),
     /// Show a reservation: state, lines, expiry and its event timeline.
     Show { reservation_id: String },
     /// Stock figures of one item, from the stock_levels read model (or, with
@@ -124,110 +110,6 @@ pub enum Cmd {
     /// PostgreSQL; prints acknowledged / lost / duplicated / oversold and the
     /// audit. Exit 0 when nothing was lost and the audit is clean, else 4.
     Chaos(chaos::ChaosArgs),
-}
-
-#[derive(ClapArgs, Debug)]
-pub struct ReceiveArgs {
-    #[arg(long)]
-    pub receipt_id: String,
-    #[arg(long)]
-    pub sku: String,
-    #[arg(long)]
-    pub location: Option<String>,
-    #[arg(long, allow_negative_numbers = true)]
-    pub quantity: i64,
-}
-
-#[derive(ClapArgs, Debug)]
-pub struct CountArgs {
-    #[arg(long)]
-    pub count_id: String,
-    #[arg(long)]
-    pub sku: String,
-    #[arg(long)]
-    pub location: Option<String>,
-    /// The units found (0 or more).
-    #[arg(long, allow_negative_numbers = true)]
-    pub counted: i64,
-}
-
-#[derive(ClapArgs, Debug)]
-pub struct TransferArgs {
-    #[arg(long)]
-    pub transfer_id: String,
-    #[arg(long)]
-    pub sku: String,
-    /// The location the stock leaves.
-    #[arg(long)]
-    pub from: String,
-    /// The location it arrives at.
-    #[arg(long)]
-    pub to: String,
-    #[arg(long, allow_negative_numbers = true)]
-    pub quantity: i64,
-}
-
-#[derive(ClapArgs, Debug)]
-pub struct AdjustArgs {
-    #[arg(long)]
-    pub adjustment_id: String,
-    #[arg(long)]
-    pub sku: String,
-    #[arg(long)]
-    pub location: Option<String>,
-    #[arg(long, allow_negative_numbers = true)]
-    pub delta: i64,
-    #[arg(long)]
-    pub reason: String,
-}
-
-#[derive(ClapArgs, Debug)]
-pub struct ReserveArgs {
-    #[arg(long)]
-    pub reservation_id: String,
-    #[arg(long)]
-    pub order_id: String,
-    /// SKU[@LOCATION]:QTY; the quantity follows the last ':'. Repeatable.
-    #[arg(long = "line", required = true)]
-    pub lines: Vec<String>,
-    /// Time to live in seconds (default 900).
-    #[arg(long, allow_negative_numbers = true)]
-    pub ttl: Option<i64>,
-}
-
-#[derive(ClapArgs, Debug)]
-pub struct ConfirmArgs {
-    pub reservation_id: String,
-    /// Confirm only the --line units, under this id (sent again on a retry).
-    #[arg(long, requires = "lines")]
-    pub confirmation_id: Option<String>,
-    /// SKU[@LOCATION]:QTY to confirm; repeatable. Needs --confirmation-id.
-    #[arg(long = "line", requires = "confirmation_id")]
-    pub lines: Vec<String>,
-}
-
-#[derive(ClapArgs, Debug)]
-pub struct ReleaseArgs {
-    pub reservation_id: String,
-    #[arg(long)]
-    pub reason: Option<String>,
-    /// Release only the --line units, under this id (sent again on a retry).
-    #[arg(long, requires = "lines")]
-    pub release_id: Option<String>,
-    /// SKU[@LOCATION]:QTY to release; repeatable. Needs --release-id.
-    #[arg(long = "line", requires = "release_id")]
-    pub lines: Vec<String>,
-}
-
-#[derive(ClapArgs, Debug)]
-pub struct ExtendArgs {
-    pub reservation_id: String,
-    /// Chosen for this extension, and sent again on a retry.
-    #[arg(long)]
-    pub extension_id: String,
-    /// Seconds from now until the reservation expires.
-    #[arg(long, allow_negative_numbers = true)]
-    pub ttl: i64,
 }
 
 #[derive(ClapArgs, Debug)]

@@ -1,5 +1,8 @@
 //! Turning command-line arguments into validated commands and queries, before
 //! anything touches the database: bad input writes nothing and needs no server.
+//! The subcommands that write are declared here too, beside their validation.
+
+use clap::{Args as ClapArgs, Subcommand};
 
 use stockledger::domain::{
     command, page_limit, AdjustRequest, AsOf, Command, ConfirmLinesRequest, CountRequest,
@@ -8,10 +11,151 @@ use stockledger::domain::{
 };
 use stockledger::store::Cursor;
 
-use super::args::{
-    AdjustArgs, ConfirmArgs, CountArgs, EventsArgs, ExtendArgs, HistoryArgs, ReceiveArgs,
-    ReleaseArgs, ReserveArgs, StockArgs, TransferArgs,
-};
+/// The subcommands that write, one per command the ledger takes from
+/// callers; each is validated here, before anything touches the database.
+#[derive(Subcommand, Debug)]
+pub enum WriteCmd {
+    /// Record a delivery of stock.
+    Receive(ReceiveArgs),
+    /// Correct on-hand stock (count correction, damage, return to stock...).
+    Adjust(AdjustArgs),
+    /// Move stock of a SKU from one location to another, all at once.
+    Transfer(TransferArgs),
+    /// Record a stock count: the difference from the books is appended.
+    Count(CountArgs),
+    /// Reserve stock for an order: every line, or none.
+    Reserve(ReserveArgs),
+    /// Confirm a reservation (the order was paid), or with --confirmation-id
+    /// and --line only part of it (one shipment).
+    Confirm(ConfirmArgs),
+    /// Release a reservation (the order was cancelled), or with --release-id
+    /// and --line only part of it (lines taken off the order).
+    Release(ReleaseArgs),
+    /// Keep a reservation's hold longer: it expires --ttl seconds from now.
+    Extend(ExtendArgs),
+}
+
+impl WriteCmd {
+    /// The validated command, or the first thing wrong with the arguments.
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        match self {
+            WriteCmd::Receive(a) => a.validate(),
+            WriteCmd::Adjust(a) => a.validate(),
+            WriteCmd::Transfer(a) => a.validate(),
+            WriteCmd::Count(a) => a.validate(),
+            WriteCmd::Reserve(a) => a.validate(),
+            WriteCmd::Confirm(a) => a.validate(),
+            WriteCmd::Release(a) => a.validate(),
+            WriteCmd::Extend(a) => a.validate(),
+        }
+    }
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct ReceiveArgs {
+    #[arg(long)]
+    pub receipt_id: String,
+    #[arg(long)]
+    pub sku: String,
+    #[arg(long)]
+    pub location: Option<String>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub quantity: i64,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct CountArgs {
+    #[arg(long)]
+    pub count_id: String,
+    #[arg(long)]
+    pub sku: String,
+    #[arg(long)]
+    pub location: Option<String>,
+    /// The units found (0 or more).
+    #[arg(long, allow_negative_numbers = true)]
+    pub counted: i64,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct TransferArgs {
+    #[arg(long)]
+    pub transfer_id: String,
+    #[arg(long)]
+    pub sku: String,
+    /// The location the stock leaves.
+    #[arg(long)]
+    pub from: String,
+    /// The location it arrives at.
+    #[arg(long)]
+    pub to: String,
+    #[arg(long, allow_negative_numbers = true)]
+    pub quantity: i64,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct AdjustArgs {
+    #[arg(long)]
+    pub adjustment_id: String,
+    #[arg(long)]
+    pub sku: String,
+    #[arg(long)]
+    pub location: Option<String>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub delta: i64,
+    #[arg(long)]
+    pub reason: String,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct ReserveArgs {
+    #[arg(long)]
+    pub reservation_id: String,
+    #[arg(long)]
+    pub order_id: String,
+    /// SKU[@LOCATION]:QTY; the quantity follows the last ':'. Repeatable.
+    #[arg(long = "line", required = true)]
+    pub lines: Vec<String>,
+    /// Time to live in seconds (default 900).
+    #[arg(long, allow_negative_numbers = true)]
+    pub ttl: Option<i64>,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct ConfirmArgs {
+    pub reservation_id: String,
+    /// Confirm only the --line units, under this id (sent again on a retry).
+    #[arg(long, requires = "lines")]
+    pub confirmation_id: Option<String>,
+    /// SKU[@LOCATION]:QTY to confirm; repeatable. Needs --confirmation-id.
+    #[arg(long = "line", requires = "confirmation_id")]
+    pub lines: Vec<String>,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct ReleaseArgs {
+    pub reservation_id: String,
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Release only the --line units, under this id (sent again on a retry).
+    #[arg(long, requires = "lines")]
+    pub release_id: Option<String>,
+    /// SKU[@LOCATION]:QTY to release; repeatable. Needs --release-id.
+    #[arg(long = "line", requires = "release_id")]
+    pub lines: Vec<String>,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct ExtendArgs {
+    pub reservation_id: String,
+    /// Chosen for this extension, and sent again on a retry.
+    #[arg(long)]
+    pub extension_id: String,
+    /// Seconds from now until the reservation expires.
+    #[arg(long, allow_negative_numbers = true)]
+    pub ttl: i64,
+}
+
+use super::args::{EventsArgs, HistoryArgs, StockArgs};
 
 impl ReceiveArgs {
     pub fn validate(&self) -> Result<Command, Rejection> {

@@ -152,14 +152,7 @@ async fn execute(store: &Store, cmd: Command) -> Result<stockledger::domain::Out
 async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Result<(), Failure> {
     // Each command is validated before `open` touches the database.
     match cmd {
-        Cmd::Receive(a) => send(a.validate()?, database_url, printer).await?,
-        Cmd::Adjust(a) => send(a.validate()?, database_url, printer).await?,
-        Cmd::Transfer(a) => send(a.validate()?, database_url, printer).await?,
-        Cmd::Count(a) => send(a.validate()?, database_url, printer).await?,
-        Cmd::Reserve(a) => send(a.validate()?, database_url, printer).await?,
-        Cmd::Confirm(a) => send(a.validate()?, database_url, printer).await?,
-        Cmd::Release(a) => send(a.validate()?, database_url, printer).await?,
-        Cmd::Extend(a) => send(a.validate()?, database_url, printer).await?,
+        Cmd::Write(w) => send(w.validate()?, database_url, printer).await?,
         Cmd::Migrate => migrate(database_url, printer).await?,
         Cmd::Show { reservation_id } => show(&reservation_id, database_url, printer).await?,
         Cmd::Stock(a) => {
