@@ -64,30 +64,29 @@ impl Store {
                 )
             })
             .collect();
-        let results = match self.execute_batch(&batch).await {
-            Ok(results) => results,
-            // A lock held elsewhere is retryable but names no reservation:
-            // one by one, the others still expire.
-            Err(e) if e.is_retryable() && !matches!(e, StoreError::LockTimeout) => return Err(e),
-            // One bad reservation (a corrupt stream, a bug) must not keep every
-            // other due reservation holding stock: expire them one by one and
-            // report the ones that fail.
-            Err(e) => {
-                tracing::warn!(error = %e, due = batch.len(), "expiry batch failed; expiring one by one");
-                let mut results = Vec::with_capacity(batch.len());
-                for command in &batch {
-                    match self.execute_alone(command).await {
-                        Ok(one) => results.push(one.result),
-                        Err(e) => tracing::error!(
-                            error = %e,
-                            stream = %command.0.stream(),
-                            "cannot expire this reservation"
-                        ),
-                    }
-                }
-                results
+        // Each expiry is answered on its own (`execute_each`): one bad
+        // reservation (a corrupt stream, a bug) or one held lock must not keep
+        // every other due reservation holding stock.
+        let answers = self.execute_each(&batch).await;
+        if let Some(Err(e)) = answers.first() {
+            // The same retryable failure for all: the pass failed, and the
+            // next one tries them again.
+            if e.is_retryable() && answers.iter().all(Result::is_err) {
+                return Err(e.clone());
             }
-        };
+        }
+        let mut results = Vec::with_capacity(answers.len());
+        for (answer, command) in answers.into_iter().zip(&batch) {
+            match answer {
+                Ok(one) => results.push(one.result),
+                // Still due: the next pass tries it again.
+                Err(e) => tracing::error!(
+                    error = %e,
+                    stream = %command.0.stream(),
+                    "cannot expire this reservation"
+                ),
+            }
+        }
         Ok(results
             .iter()
             .filter(|r| {

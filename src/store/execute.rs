@@ -69,6 +69,18 @@ struct Attempt {
     wrote: Option<Written>,
 }
 
+/// What an attempt does when a lock wait runs out (`LockTimeout`: another
+/// transaction holds a row or a stream the batch needs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LockWaits {
+    /// Answer at once: the runner has other commands to keep moving and
+    /// sets these aside (group commit, the expiry pass, `execute_each`).
+    Answer,
+    /// Try again until the deadline: a caller running its own batch has
+    /// nothing else to do meanwhile (`Store::execute_batch`).
+    Retry,
+}
+
 /// Runs `batch` in one transaction, trying again (and waiting for a
 /// connection) until `deadline` from now has passed. `committed` is notified
 /// once a transaction that appended events has committed.
@@ -77,8 +89,9 @@ pub(crate) async fn execute_batch(
     batch: &[(Command, CommandContext)],
     deadline: Duration,
     committed: Option<&Notify>,
+    lock_waits: LockWaits,
 ) -> Result<Vec<Answered>, StoreError> {
-    let (answers, wrote) = attempts(pool, batch, deadline).await?;
+    let (answers, wrote) = attempts(pool, batch, deadline, lock_waits).await?;
     if let (true, Some(n)) = (wrote, committed) {
         n.notify_one();
     }
@@ -91,6 +104,7 @@ async fn attempts(
     pool: &Pool,
     batch: &[(Command, CommandContext)],
     deadline: Duration,
+    lock_waits: LockWaits,
 ) -> Result<(Vec<Answered>, bool), StoreError> {
     assert!(
         batch.len() <= MAX_COMMANDS_PER_BATCH,
@@ -108,6 +122,9 @@ async fn attempts(
     // primary fresh from a failover, so the next connection must show that a
     // commit can finish before the batch takes its locks (`readiness`).
     let mut recovering = false;
+    // Whether the last attempt waited out a lock: past the deadline, that
+    // is the answer, not `Exhausted`.
+    let mut locked = false;
     while attempt_no < MAX_TRANSACTION_ATTEMPTS {
         if attempt_no > 0 && Instant::now() >= deadline {
             break;
@@ -130,8 +147,13 @@ async fn attempts(
         // unless it is discarded below.
         let client = guard.finished();
         let wrote = attempt.wrote.is_some();
+        locked = false;
         let why = match ran {
             Ok(Ok(results)) => return Ok((results, wrote)),
+            Ok(Err(Failure::Fatal(StoreError::LockTimeout))) if lock_waits == LockWaits::Retry => {
+                locked = true;
+                Cause::from("a lock wait ran out")
+            }
             Ok(Err(Failure::Fatal(e))) => return Err(e),
             Ok(Err(Failure::Retry(why))) => why,
             Ok(Err(Failure::Broken(why))) => {
@@ -162,6 +184,9 @@ async fn attempts(
         let jitter = rand::random_range(0..=backoff_ms);
         tokio::time::sleep(Duration::from_millis(backoff_ms + jitter)).await;
         backoff_ms = (backoff_ms * 2).min(RETRY_BACKOFF_MAX_MS);
+    }
+    if locked {
+        return Err(StoreError::LockTimeout);
     }
     Err(StoreError::Exhausted {
         attempts: attempt_no,

@@ -8,16 +8,14 @@
 //! in arrival order against the balances in memory, one INSERT, one commit)
 //! and answers every caller after the commit.
 //!
-//! When a batch fails:
-//! - a retryable failure (contention or a lost connection that outlasted the
-//!   store's own attempts) is answered to every caller as retryable, which is
-//!   true for each of them;
-//! - a lock wait that ran out (`LockTimeout`: another transaction holds a row
-//!   or stream this batch needs) makes the pipeline run each command on its
-//!   own, a few at a time; the commands that still wait mark their items and
-//!   streams *suspect*;
-//! - any other failure makes the pipeline run each command of the batch on
-//!   its own, so one bad command cannot give its neighbours a wrong answer.
+//! When a batch fails, the one policy for failed batches decides
+//! (`failed_batch`): a retryable failure is answered to every caller, which is
+//! true for each of them; a lock wait that ran out (`LockTimeout`: another
+//! transaction holds a row or stream this batch needs) or any other failure
+//! makes the pipeline run each command on its own, a few at a time, so one
+//! bad command or one held lock cannot give its neighbours a wrong answer.
+//! The commands that still wait out a lock mark their items and streams
+//! *suspect*.
 //!
 //! Commands that touch a suspect item never join a batch: they run on their
 //! own beside the pipelines (a bounded few at once, the rest answered
@@ -31,7 +29,7 @@ use std::sync::{Arc, Mutex as SyncMutex};
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
-use futures_util::{FutureExt, StreamExt};
+use futures_util::FutureExt;
 use tokio::sync::{mpsc, oneshot, Mutex, Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, warn};
@@ -39,13 +37,12 @@ use tracing::{error, warn};
 use crate::domain::{Command, CommandContext, Items};
 use crate::limits::{
     GROUP_COMMIT_MAX_BATCH, GROUP_COMMIT_MAX_GATHER_MICROS, GROUP_COMMIT_PIPELINES,
-    GROUP_COMMIT_QUEUE_DEPTH, GROUP_COMMIT_WINDOW_MICROS, MAX_SUSPECT_ITEMS, ONE_BY_ONE_IN_FLIGHT,
+    GROUP_COMMIT_QUEUE_DEPTH, GROUP_COMMIT_WINDOW_MICROS, MAX_SUSPECT_ITEMS,
     SUSPECT_COMMANDS_IN_FLIGHT, SUSPECT_ITEM_MS,
 };
-use crate::store::execute::{execute_batch, Answered};
+use crate::store::execute::{execute_batch, LockWaits};
+use crate::store::failed_batch::{after_failure, AfterFailure, Alone, Answer};
 use crate::store::StoreError;
-
-type Answer = Result<Answered, StoreError>;
 
 struct Job {
     command: Command,
@@ -343,73 +340,74 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "a panic".to_owned())
 }
 
-/// Runs one batch and gives each command its answer.
+/// Runs one batch and gives each command its answer; a batch that fails
+/// is handled by the one policy for failed batches (`failed_batch`).
 async fn run(
     shared: &Shared,
     commands: Vec<(Command, CommandContext)>,
     callers: Vec<Caller>,
 ) -> Vec<Answer> {
-    match execute_batch(
+    let failed = match execute_batch(
         &shared.pool,
         &commands,
         shared.deadline,
         shared.appended.as_deref(),
+        LockWaits::Answer,
     )
     .await
     {
-        Ok(answers) => answers.into_iter().map(Ok).collect(),
-        Err(StoreError::LockTimeout) => {
-            warn!(
-                commands = commands.len(),
-                "a lock wait ran out; running the batch's commands one by one"
-            );
-            one_by_one(shared, commands, callers).await
+        Ok(answers) => return answers.into_iter().map(Ok).collect(),
+        Err(e) => e,
+    };
+    match after_failure(&failed, commands.len()) {
+        AfterFailure::AnswerAll => {
+            let answer = Err(failed);
+            for (command, _) in &commands {
+                shared.suspects.learn(command, &answer);
+            }
+            vec![answer; commands.len()]
         }
-        Err(e) if e.is_retryable() || commands.len() == 1 => vec![Err(e); commands.len()],
-        Err(e) => {
-            warn!(error = %e, commands = commands.len(), "batch failed; running its commands one by one");
+        AfterFailure::OneByOne => {
+            warn!(error = %failed, commands = commands.len(), "batch failed; running its commands one by one");
             one_by_one(shared, commands, callers).await
         }
     }
 }
 
-/// Runs each command in its own transaction, a few at once (each takes a
-/// connection), marking the items of those that wait out a lock as suspect.
-/// A command whose caller stopped waiting while the batch waited is not
-/// started.
+/// Runs each command in its own transaction, a few at once, marking the
+/// items of those that wait out a lock as suspect. A command whose caller
+/// stopped waiting while the batch waited is not started.
 async fn one_by_one(
     shared: &Shared,
     commands: Vec<(Command, CommandContext)>,
     callers: Vec<Caller>,
 ) -> Vec<Answer> {
-    futures_util::stream::iter(commands.into_iter().zip(callers))
-        .map(|(command, caller)| async move {
-            if !caller.waiting() {
-                return Err(not_started());
-            }
-            // Another command of this batch already found its item locked:
-            // answer at once rather than wait out the same lock again.
-            if shared.suspects.touches(&command.0) {
-                return Err(StoreError::LockTimeout);
-            }
-            let answer = single(shared, &command).await;
-            shared.suspects.learn(&command.0, &answer);
-            answer
-        })
-        .buffered(ONE_BY_ONE_IN_FLIGHT)
-        .collect()
+    alone(shared)
+        .run(
+            commands.into_iter().zip(callers).collect(),
+            |command, caller| {
+                if !caller.waiting() {
+                    return Some(not_started());
+                }
+                // Another command of this batch already found its item
+                // locked: answer at once rather than wait out the same lock.
+                shared
+                    .suspects
+                    .touches(command)
+                    .then_some(StoreError::LockTimeout)
+            },
+            |command, answer| shared.suspects.learn(command, answer),
+        )
         .await
 }
 
-async fn single(shared: &Shared, command: &(Command, CommandContext)) -> Answer {
-    execute_batch(
-        &shared.pool,
-        std::slice::from_ref(command),
-        shared.deadline,
-        shared.appended.as_deref(),
-    )
-    .await
-    .map(|mut answers| answers.pop().expect("one answer per command"))
+/// Where a command runs on its own.
+fn alone(shared: &Shared) -> Alone<'_> {
+    Alone {
+        pool: &shared.pool,
+        deadline: shared.deadline,
+        committed: shared.appended.as_deref(),
+    }
 }
 
 /// Runs a command on a suspect item on its own, beside the pipelines, or
@@ -429,7 +427,7 @@ fn run_aside(shared: &Arc<Shared>, job: Job) {
                     answers.push(Err(not_started()));
                     continue;
                 }
-                let answer = single(shared, command).await;
+                let answer = alone(shared).one(command).await;
                 shared.suspects.learn(&command.0, &answer);
                 answers.push(answer);
             }
@@ -501,6 +499,7 @@ impl Suspects {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::execute::Answered;
 
     fn job() -> (Job, oneshot::Receiver<Answer>) {
         let (reply, answer) = oneshot::channel();

@@ -6,6 +6,7 @@ mod context;
 pub mod error;
 pub mod event_types;
 mod execute;
+mod failed_batch;
 pub mod group;
 pub mod history;
 pub mod horizon;
@@ -36,6 +37,8 @@ use tokio::sync::Notify;
 
 use crate::domain::{Command, CommandContext, Outcome, Rejection};
 use crate::limits::MAX_COMMANDS_PER_BATCH;
+use crate::store::execute::LockWaits;
+use crate::store::failed_batch::{after_failure, AfterFailure, Alone};
 
 #[derive(Clone)]
 pub struct Store {
@@ -152,35 +155,20 @@ impl Store {
     }
 
     /// Runs many commands, each decided in order against the state the previous
-    /// ones left, in as few transactions as the batch limit allows.
+    /// ones left, in as few transactions as the batch limit allows: the
+    /// caller's own batch, answered as a whole or failed as a whole.
     ///
     /// Without group commit there is nothing else to keep moving while a lock
     /// is waited for, so a lock wait that runs out (a long queue on one hot
-    /// stream, say) is tried again until the command deadline; group commit
-    /// instead answers it at once and sets the item aside (`group`).
+    /// stream, say) is tried again until the command deadline
+    /// (`LockWaits::Retry`); group commit instead answers it at once and sets
+    /// the item aside (`group`).
     pub async fn execute_batch(
         &self,
         batch: &[(Command, CommandContext)],
     ) -> Result<BatchResult, StoreError> {
         let answers = self.execute_batch_answered(batch).await?;
         Ok(answers.into_iter().map(|a| a.result).collect())
-    }
-
-    /// Runs one command in a transaction of its own, outside group commit,
-    /// without waiting out a lock timeout again: for a caller that runs
-    /// commands one by one after their batch failed (`app::expiry`).
-    pub async fn execute_alone(
-        &self,
-        command: &(Command, CommandContext),
-    ) -> Result<Answered, StoreError> {
-        let mut one = execute::execute_batch(
-            &self.pool,
-            std::slice::from_ref(command),
-            self.deadline,
-            self.committed.as_deref(),
-        )
-        .await?;
-        Ok(one.pop().expect("one answer per command"))
     }
 
     /// `execute_batch`, each answer with its reservation's events as its own
@@ -191,27 +179,61 @@ impl Store {
     ) -> Result<Vec<Answered>, StoreError> {
         let mut results = Vec::with_capacity(batch.len());
         for chunk in batch.chunks(MAX_COMMANDS_PER_BATCH) {
-            let deadline = tokio::time::Instant::now() + self.deadline;
-            let answers = loop {
-                match execute::execute_batch(
-                    &self.pool,
-                    chunk,
-                    self.deadline,
-                    self.committed.as_deref(),
-                )
-                .await
-                {
-                    Err(StoreError::LockTimeout) if tokio::time::Instant::now() < deadline => {
-                        tokio::time::sleep(std::time::Duration::from_millis(
-                            crate::limits::RETRY_BACKOFF_START_MS,
-                        ))
-                        .await;
-                    }
-                    answers => break answers?,
-                }
-            };
+            let answers = execute::execute_batch(
+                &self.pool,
+                chunk,
+                self.deadline,
+                self.committed.as_deref(),
+                LockWaits::Retry,
+            )
+            .await?;
             results.extend(answers);
         }
         Ok(results)
+    }
+
+    /// Runs independent commands (each with its own caller, like the expiry
+    /// pass's), batched as `execute_batch` does, and answers each on its
+    /// own: a batch that fails is handled by the one policy for failed
+    /// batches (`failed_batch`), so one bad command or one held lock costs
+    /// only the commands it concerns.
+    pub async fn execute_each(
+        &self,
+        batch: &[(Command, CommandContext)],
+    ) -> Vec<Result<Answered, StoreError>> {
+        let alone = Alone {
+            pool: &self.pool,
+            deadline: self.deadline,
+            committed: self.committed.as_deref(),
+        };
+        let mut results = Vec::with_capacity(batch.len());
+        for chunk in batch.chunks(MAX_COMMANDS_PER_BATCH) {
+            let failed = match execute::execute_batch(
+                &self.pool,
+                chunk,
+                self.deadline,
+                self.committed.as_deref(),
+                LockWaits::Answer,
+            )
+            .await
+            {
+                Ok(answers) => {
+                    results.extend(answers.into_iter().map(Ok));
+                    continue;
+                }
+                Err(e) => e,
+            };
+            match after_failure(&failed, chunk.len()) {
+                AfterFailure::AnswerAll => {
+                    results.extend(chunk.iter().map(|_| Err(failed.clone())));
+                }
+                AfterFailure::OneByOne => {
+                    tracing::warn!(error = %failed, commands = chunk.len(), "batch failed; running its commands one by one");
+                    let each = chunk.iter().cloned().map(|c| (c, ())).collect();
+                    results.extend(alone.run(each, |_, _| None, |_, _| {}).await);
+                }
+            }
+        }
+        results
     }
 }
