@@ -91,6 +91,14 @@ pub(crate) async fn execute_batch(
     committed: Option<&Notify>,
     lock_waits: LockWaits,
 ) -> Result<Vec<Answered>, StoreError> {
+    assert!(
+        batch.len() <= MAX_COMMANDS_PER_BATCH,
+        "batch of {} commands exceeds MAX_COMMANDS_PER_BATCH",
+        batch.len()
+    );
+    if batch.is_empty() {
+        return Ok(Vec::new());
+    }
     let (answers, wrote) = attempts(pool, batch, deadline, lock_waits).await?;
     if let (true, Some(n)) = (wrote, committed) {
         n.notify_one();
@@ -106,14 +114,6 @@ async fn attempts(
     deadline: Duration,
     lock_waits: LockWaits,
 ) -> Result<(Vec<Answered>, bool), StoreError> {
-    assert!(
-        batch.len() <= MAX_COMMANDS_PER_BATCH,
-        "batch of {} commands exceeds MAX_COMMANDS_PER_BATCH",
-        batch.len()
-    );
-    if batch.is_empty() {
-        return Ok((Vec::new(), false));
-    }
     let deadline = Instant::now() + deadline;
     let mut backoff_ms = RETRY_BACKOFF_START_MS;
     let mut last = Cause::from("no attempt was made");
@@ -142,36 +142,31 @@ async fn attempts(
             Duration::from_millis(TRANSACTION_ATTEMPT_DEADLINE_MS),
             run_once(guard.client(), batch, &mut attempt),
         )
-        .await;
+        .await
+        // No answer in time: the connection is stalled somewhere between us
+        // and the server, which is a broken connection too.
+        .unwrap_or_else(|_| {
+            Err(Failure::Broken(Cause::from(format!(
+                "no answer within {TRANSACTION_ATTEMPT_DEADLINE_MS} ms"
+            ))))
+        });
         // Whatever `ran` says, no transaction is left open on the connection
         // unless it is discarded below.
         let client = guard.finished();
         let wrote = attempt.wrote.is_some();
         locked = false;
         let why = match ran {
-            Ok(Ok(results)) => return Ok((results, wrote)),
-            Ok(Err(Failure::Fatal(StoreError::LockTimeout))) if lock_waits == LockWaits::Retry => {
+            Ok(results) => return Ok((results, wrote)),
+            Err(Failure::Fatal(StoreError::LockTimeout)) if lock_waits == LockWaits::Retry => {
                 locked = true;
                 Cause::from("a lock wait ran out")
             }
-            Ok(Err(Failure::Fatal(e))) => return Err(e),
-            Ok(Err(Failure::Retry(why))) => why,
-            Ok(Err(Failure::Broken(why))) => {
+            Err(Failure::Fatal(e)) => return Err(e),
+            Err(Failure::Retry(why)) => why,
+            Err(Failure::Broken(why)) => {
+                // Never hand this connection out again.
                 discard(client);
                 recovering = true;
-                if let Some(results) = settle(pool, &mut attempt, &why, deadline).await? {
-                    return Ok((results, wrote));
-                }
-                why
-            }
-            Err(_) => {
-                // The connection is stalled somewhere between us and the
-                // server: never hand it out again.
-                discard(client);
-                recovering = true;
-                let why = Cause::from(format!(
-                    "no answer within {TRANSACTION_ATTEMPT_DEADLINE_MS} ms"
-                ));
                 if let Some(results) = settle(pool, &mut attempt, &why, deadline).await? {
                     return Ok((results, wrote));
                 }
