@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use stockledger::chaos::proxy::{CommitFault, Proxy, Upstream};
+use fault_proxy::{CommitFault, Proxy, Upstream};
 use stockledger::domain::{
     command, Command, CommandContext, EventType, LineRequest, Outcome, ReceiveRequest,
     ReserveRequest, StreamKind,

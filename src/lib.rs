@@ -7,7 +7,6 @@
 pub mod api;
 pub mod app;
 pub mod audit;
-pub mod chaos;
 pub mod db;
 pub mod domain;
 pub mod limits;

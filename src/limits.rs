@@ -348,13 +348,6 @@ pub const CHAOS_RETRY_PAUSE_MS: u64 = 50;
 /// the faults end, before the audit.
 pub const CHAOS_SETTLE_SECONDS: u64 = 60;
 
-/// The fault proxy: bytes relayed from the server per read.
-pub const PROXY_RELAY_BUFFER_BYTES: usize = 64 * 1024;
-
-/// The fault proxy, `CutAfter`: how long it lets a passed-on COMMIT reach
-/// the server before it cuts the connection.
-pub const PROXY_CUT_AFTER_COMMIT_MS: u64 = 100;
-
 /// How often `catch_up_fully` looks again whether the read models have
 /// applied every committed event.
 pub const CATCH_UP_POLL_MS: u64 = 10;

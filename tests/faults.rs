@@ -1,5 +1,5 @@
 //! Faults between the service and PostgreSQL, through a TCP proxy that holds,
-//! drops or cuts replies (`stockledger::chaos::proxy`), a lock held by an
+//! drops or cuts replies (`fault_proxy`), a lock held by an
 //! abandoned transaction, and PostgreSQL restarted the hard way. After each:
 //! every acknowledged command is in the log exactly once, nothing is
 //! oversold, and callers got true answers.
@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use stockledger::chaos::proxy::{CommitFault, Proxy, Upstream};
+use fault_proxy::{CommitFault, Proxy, Upstream};
 use stockledger::domain::{CommandContext, Event, Outcome};
 use stockledger::store::group::GroupConfig;
 use stockledger::store::{pool, Store, StoreError};

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use common::server::{addr, connect_from, quiet_config, test_config, TestServer};
 use common::*;
+use fault_proxy::Proxy;
 use serde_json::json;
-use stockledger::chaos::proxy::Proxy;
 use stockledger::server::listener::ConnectionLimits;
 use stockledger::server::ServerConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -22,9 +22,8 @@ const FLOORS: &[(&str, u8)] = &[
     // Opens a migrated store: `Store::migrate` is the application layer's.
     ("db", 6),
     ("server", 6),
-    ("chaos", 6),
-    // The binary's chaos run (`src/chaos_run.rs`), on the proxy, under its
-    // command line.
+    // The binary's chaos run (`src/chaos_run.rs`), on the fault proxy (its
+    // own crate, `tests/fault_proxy`), under its command line.
     ("chaos_run", 7),
     // The binary: `src/main.rs` and `src/cli/`.
     ("cli", 8),

@@ -254,7 +254,7 @@ async fn workers_survive_being_killed_at_random_points() {
 /// the pool when the lock is taken elsewhere.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_waiting_worker_opens_no_connections() {
-    use stockledger::chaos::proxy::{Proxy, Upstream};
+    use fault_proxy::{Proxy, Upstream};
     let db = TestDb::new().await;
     let (cancel, task) = start_workers(&db, 1000);
     db.receive("in-1", "apple", 1).await;

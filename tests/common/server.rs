@@ -135,10 +135,8 @@ pub fn quiet_config() -> ServerConfig {
 }
 
 /// A server whose store reaches the database through a fault proxy.
-pub async fn server_behind_proxy(
-    config: ServerConfig,
-) -> (TestServer, stockledger::chaos::proxy::Proxy) {
-    use stockledger::chaos::proxy::{Proxy, Upstream};
+pub async fn server_behind_proxy(config: ServerConfig) -> (TestServer, fault_proxy::Proxy) {
+    use fault_proxy::{Proxy, Upstream};
     let db = TestDb::new().await;
     let proxy = Proxy::start(Upstream::of(&db.config)).await.unwrap();
     let store = stockledger::store::Store::new(

@@ -1,5 +1,6 @@
 //! A TCP proxy between the service and PostgreSQL that breaks things on
-//! purpose, for the fault tests and `stockledger chaos`: hold, drop or cut the reply to a COMMIT (or cut before the COMMIT
+//! purpose, for the fault tests and `stockledger chaos` (test support, in a
+//! crate of its own so that the ledger's library does not ship it): hold, drop or cut the reply to a COMMIT (or cut before the COMMIT
 //! reaches the server), cut every connection at once, and add latency.
 //!
 //! It reads the client's side of the PostgreSQL protocol just far enough to
@@ -17,7 +18,12 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixStream};
 use tokio_util::sync::CancellationToken;
 
-use crate::limits::{PROXY_CUT_AFTER_COMMIT_MS, PROXY_RELAY_BUFFER_BYTES};
+/// Bytes relayed from the server per read.
+pub const PROXY_RELAY_BUFFER_BYTES: usize = 64 * 1024;
+
+/// `CutAfter`: how long the proxy lets a passed-on COMMIT reach the server
+/// before it cuts the connection.
+pub const PROXY_CUT_AFTER_COMMIT_MS: u64 = 100;
 
 /// What to do to the next COMMIT that passes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
