@@ -115,13 +115,13 @@ async fn an_order_ships_in_parts_and_every_view_shows_it() {
         .await
         .unwrap()
         .expect("the order has a row");
-    assert_eq!(order.state, "CONFIRMED");
+    assert_eq!(order.state, stockledger::domain::ReservationState::Confirmed);
     assert_eq!(
-        order.lines[1],
+        serde_json::to_value(&order.lines[1]).unwrap(),
         json!({"sku": "pear", "location": "default", "quantity": 2, "open": 0,
                "confirmed": 1, "released": 1, "expired": 0})
     );
-    assert_eq!(order.history.as_array().unwrap().len(), 5);
+    assert_eq!(order.history.len(), 5);
     db.assert_audit_clean().await;
 }
 

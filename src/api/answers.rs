@@ -7,10 +7,14 @@ use serde_json::json;
 use chrono::{DateTime, Utc};
 
 use crate::api::bodies::{
-    self, AdjustmentResponse, CountResponse, EventsPage, ReceiptResponse, ReservationLine,
-    ReservationResponse, StockResponse, TransferResponse,
+    self, AdjustmentResponse, CountResponse, DigestResponse, EventsPage, HistoryEntry,
+    OrderResponse, ProjectionsResponse, ReceiptResponse, ReservationLine, ReservationResponse,
+    StockResponse, TransferResponse,
 };
 use crate::domain::{AsOf, Balance, Item, LineView, Outcome, ReservationState, ReservationView};
+use crate::projection::status::ProjectionStatus;
+use crate::read_model::order_view::OrderViewRow;
+use crate::seal::digest::Digest;
 use crate::store::history::AsOfFigures;
 use crate::store::read::event_json;
 use crate::store::{EventPage, ReservationDetails};
@@ -186,6 +190,73 @@ pub fn past(f: &AsOfFigures) -> bodies::AsOf {
         position,
         recorded_at,
         clamped: Some(f.clamped),
+    }
+}
+
+/// An order as `GET /v1/orders/{order_id}` shows it, from the `order_view`
+/// read model.
+pub fn order(row: OrderViewRow) -> OrderResponse {
+    OrderResponse {
+        order_id: row.order_id,
+        reservation_id: row.reservation_id,
+        state: row.state,
+        lines: row.lines.iter().map(line).collect(),
+        expires_at: row.expires_at,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        history: row
+            .history
+            .into_iter()
+            .map(|(seq, event_type, position)| HistoryEntry {
+                seq,
+                event_type,
+                position,
+            })
+            .collect(),
+    }
+}
+
+/// The same answer from the log, for an order the read model has not
+/// reached yet; `None` for a reservation without an expiry (a tombstone has
+/// no order, so an order's reservation always has one).
+pub fn order_from_log(d: &ReservationDetails) -> Option<OrderResponse> {
+    let v = &d.view;
+    Some(OrderResponse {
+        order_id: v.order_id.as_ref()?.as_str().to_owned(),
+        reservation_id: v.reservation_id.as_str().to_owned(),
+        state: v.state,
+        lines: v.lines.iter().map(line).collect(),
+        expires_at: v.expires_at?,
+        created_at: d.created_at,
+        updated_at: d.updated_at,
+        history: d
+            .events
+            .iter()
+            .map(|e| HistoryEntry {
+                seq: e.seq,
+                event_type: e.event.type_name().to_owned(),
+                position: e.position,
+            })
+            .collect(),
+    })
+}
+
+/// Every projection's state, as `GET /v1/projections` and `stockledger
+/// projections status --json` show it.
+pub fn projections(all: Vec<ProjectionStatus>) -> ProjectionsResponse {
+    ProjectionsResponse { projections: all }
+}
+
+/// The latest seal, as `GET /v1/digest` shows it.
+pub fn digest(d: Digest) -> DigestResponse {
+    DigestResponse {
+        format: d.format,
+        block: d.block,
+        last_seq: d.last_seq,
+        last_position: d.last_position,
+        chain_head: d.chain_head,
+        seal: d.seal,
+        sealed_at: d.sealed_at,
     }
 }
 

@@ -214,7 +214,8 @@ pub struct EventsPage {
 pub struct ProjectionsResponse {
     /// Per projection: name, state (live, rebuilding), definition_current, live and rebuild
     /// checkpoints with lag_events and lag_seconds.
-    pub projections: Vec<serde_json::Map<String, serde_json::Value>>,
+    #[schema(value_type = Vec<Object>)]
+    pub projections: Vec<crate::projection::status::ProjectionStatus>,
 }
 
 /// The latest seal (`stockledger digest --json` prints the same).
@@ -258,10 +259,24 @@ pub struct Readiness {
 }
 
 /// A worker's state.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerStateName {
     Running,
+    /// It panicked and waits out its back-off before it starts again.
     Restarting,
+    /// It ended: at shutdown, or on a failure it reported itself (the relay
+    /// stops on one that waiting cannot mend).
     Stopped,
+}
+
+impl WorkerStateName {
+    /// As the body writes it (its serde name), for the metrics' labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerStateName::Running => "running",
+            WorkerStateName::Restarting => "restarting",
+            WorkerStateName::Stopped => "stopped",
+        }
+    }
 }

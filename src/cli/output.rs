@@ -149,7 +149,7 @@ impl Printer {
     }
 
     /// Prints `value` as JSON, or `text`.
-    pub fn value(&self, value: &Value, text: &str) {
+    pub fn value(&self, value: &impl serde::Serialize, text: &str) {
         if self.json {
             println!("{}", serde_json::to_string_pretty(value).expect("json"));
         } else {

@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use stockledger::api::answers as api;
 use stockledger::domain::{Item, Rejection};
 use stockledger::projection::{self, rebuild, worker};
 use stockledger::store::history::{figures, AsOf};
@@ -81,7 +82,7 @@ pub async fn status(store: &Store, printer: &Printer) -> Result<(), Failure> {
             ));
         }
     }
-    printer.value(&json!({ "projections": all }), &text);
+    printer.value(&api::projections(all), &text);
     Ok(())
 }
 
@@ -289,17 +290,26 @@ pub async fn stock(
     as_of: Option<AsOf>,
     printer: &Printer,
 ) -> Result<(), Failure> {
+    // `--json` prints what `GET /v1/stock/{sku}` answers (`api::stock`); the
+    // text adds where the figures came from.
     if let Some(as_of) = as_of {
-        let b = store.stock_as_of(&item, as_of).await?.figures;
-        let (label, doc) = match as_of {
-            AsOf::Time(t) => (format!("as of {}", t.to_rfc3339()), json!({"time": t})),
-            AsOf::Position(p) => (format!("as of position {p}"), json!({"position": p})),
+        let f = store.stock_as_of(&item, as_of).await?;
+        let label = match f.answered {
+            AsOf::Time(t) => format!("as of {}", t.to_rfc3339()),
+            AsOf::Position(p) => format!("as of position {p}"),
         };
-        let mut v = stock_json(&item, b);
-        v["as_of"] = doc;
+        let clamped = if f.clamped {
+            ", moved back to the safe horizon"
+        } else {
+            ""
+        };
+        let b = f.figures;
         printer.value(
-            &v,
-            &format!("{} ({label}, replayed from the log)", stock_text(&item, b)),
+            &api::stock(&item, b, api::past(&f)),
+            &format!(
+                "{} ({label}{clamped}, replayed from the log)",
+                stock_text(&item, b)
+            ),
         );
         return Ok(());
     }
@@ -316,13 +326,6 @@ pub async fn stock(
         .find(|s| s.name == model.name())
         .expect("stock_levels is a read model");
     let b = now.figures;
-    let mut v = stock_json(&item, b);
-    v["as_of"] = json!({
-        "projection": model.name(),
-        "checkpoint": s.live.checkpoint.to_string(),
-        "lag_events": s.live.lag_events,
-        "lag_seconds": s.live.lag_seconds,
-    });
     let behind = if now.from_balance {
         "from the write-side balance; the read model has not caught up".to_owned()
     } else if s.live.lag_events == 0 {
@@ -333,7 +336,9 @@ pub async fn stock(
             s.live.lag_events, s.live.lag_seconds
         )
     };
-    let text = format!("{} ({behind})", stock_text(&item, b));
-    printer.value(&v, &text);
+    printer.value(
+        &api::stock(&item, b, api::now(now.position, now.recorded_at)),
+        &format!("{} ({behind})", stock_text(&item, b)),
+    );
     Ok(())
 }

@@ -76,7 +76,10 @@ impl std::fmt::Display for RejectionCode {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+/// A named refusal. Its fields are its details: serialised untagged, a
+/// variant is exactly the `details` object callers get (`details`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize)]
+#[serde(untagged)]
 pub enum Rejection {
     #[error("invalid {field}: {reason}")]
     InvalidArgument { field: String, reason: String },
@@ -179,47 +182,9 @@ impl Rejection {
         }
     }
 
-    /// Machine-readable details of the rejection.
+    /// Machine-readable details of the rejection: its fields, by name.
     pub fn details(&self) -> Value {
-        match self {
-            Rejection::InvalidArgument { field, reason } => {
-                json!({"field": field, "reason": reason})
-            }
-            Rejection::InsufficientStock { shortfalls } => json!({"shortfalls": shortfalls}),
-            Rejection::IdempotencyConflict { stream } => json!({"stream": stream}),
-            Rejection::ReservationReleased { reservation_id }
-            | Rejection::AlreadyConfirmed { reservation_id }
-            | Rejection::ReservationNotFound { reservation_id } => {
-                json!({"reservation_id": reservation_id})
-            }
-            Rejection::ReservationExpired {
-                reservation_id,
-                expires_at,
-            } => json!({"reservation_id": reservation_id, "expires_at": expires_at}),
-            Rejection::OrderAlreadyReserved {
-                order_id,
-                reservation_id,
-            } => json!({"order_id": order_id, "reservation_id": reservation_id}),
-            Rejection::NotFound { what, key } => json!({"what": what, "key": key}),
-            Rejection::ExceedsReserved {
-                reservation_id,
-                lines,
-            } => json!({"reservation_id": reservation_id, "lines": lines}),
-            Rejection::ExpiryNotLater {
-                reservation_id,
-                expires_at,
-                requested,
-            } => json!({"reservation_id": reservation_id, "expires_at": expires_at,
-                        "requested": requested}),
-            Rejection::HoldTooLong {
-                reservation_id,
-                latest,
-            } => json!({"reservation_id": reservation_id, "latest": latest}),
-            Rejection::StepLimit {
-                reservation_id,
-                limit,
-            } => json!({"reservation_id": reservation_id, "limit": limit}),
-        }
+        serde_json::to_value(self).expect("a rejection serialises")
     }
 
     /// The `{code, message, details}` document every interface answers with.

@@ -189,19 +189,19 @@ fn compare_row(order: &str, want: &OrderRow, got: StoredOrder, diffs: &mut Diffs
     }
 }
 
-/// One order's row as the API shows it. Its times are typed, so that they
-/// are written as every other answer writes them (RFC 3339 in UTC, `Z`),
-/// not as SQL's `to_json` would (`+00:00`).
-#[derive(Clone, Debug, serde::Serialize)]
+/// One order's row, typed: the wire layer makes the API's answer of it
+/// (`api::order`), as it does when the answer comes from the log.
+#[derive(Clone, Debug)]
 pub struct OrderViewRow {
     pub order_id: String,
     pub reservation_id: String,
-    pub state: String,
-    pub lines: serde_json::Value,
+    pub state: ReservationState,
+    pub lines: Vec<LineView>,
     pub expires_at: DateTime<Utc>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-    pub history: serde_json::Value,
+    /// (seq, event type, position) of each event of the reservation.
+    pub history: Vec<(u32, String, i64)>,
 }
 
 /// The row of `order`, if the read model has it.
@@ -211,20 +211,37 @@ pub(crate) async fn row(
 ) -> Result<Option<OrderViewRow>, StoreError> {
     let stmt = client
         .prepare_cached(
-            "SELECT order_id, reservation_id, state, lines, expires_at, created_at,
-                    updated_at, history
+            "SELECT order_id, reservation_id, state, lines::text, expires_at, created_at,
+                    updated_at, history::text
              FROM order_view WHERE order_id = $1",
         )
         .await?;
-    let row = client.query_opt(&stmt, &[&order.as_str()]).await?;
-    Ok(row.map(|r| OrderViewRow {
+    let Some(r) = client.query_opt(&stmt, &[&order.as_str()]).await? else {
+        return Ok(None);
+    };
+    let corrupt = |what: &str, e: serde_json::Error| {
+        StoreError::Corrupt(format!("order_view.{what} of {order}: {e}").into())
+    };
+    let history = serde_json::from_str::<Vec<HistoryEntry>>(r.get(7))
+        .map_err(|e| corrupt("history", e))?
+        .into_iter()
+        .map(|e| (e.seq, e.type_name, e.position))
+        .collect();
+    let state: &str = r.get(2);
+    let state = ReservationState::ALL
+        .into_iter()
+        .find(|s| s.as_str() == state)
+        .ok_or_else(|| {
+            StoreError::Corrupt(format!("order_view.state of {order}: {state}").into())
+        })?;
+    Ok(Some(OrderViewRow {
         order_id: r.get(0),
         reservation_id: r.get(1),
-        state: r.get(2),
-        lines: r.get(3),
+        state,
+        lines: serde_json::from_str(r.get(3)).map_err(|e| corrupt("lines", e))?,
         expires_at: r.get(4),
         created_at: r.get(5),
         updated_at: r.get(6),
-        history: r.get(7),
+        history,
     }))
 }

@@ -36,26 +36,9 @@ struct Check {
     outcome: Outcome,
 }
 
-/// A worker's state, as `/readyz` and `/metrics` show it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WorkerState {
-    Running,
-    /// It panicked and waits out its back-off before it starts again.
-    Restarting,
-    /// It ended: at shutdown, or on a failure it reported itself (the relay
-    /// stops on one that waiting cannot mend).
-    Stopped,
-}
-
-impl WorkerState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkerState::Running => "running",
-            WorkerState::Restarting => "restarting",
-            WorkerState::Stopped => "stopped",
-        }
-    }
-}
+/// A worker's state, as `/readyz` and `/metrics` show it: the body's own
+/// enum, served and documented as it is.
+pub use crate::api::WorkerStateName as WorkerState;
 
 pub struct Health {
     check: watch::Sender<Option<Check>>,

@@ -4,11 +4,11 @@
 //! database itself on every call: readiness comes from the check the server
 //! runs in the background (`health`), metrics from a cached read.
 
+use crate::api::{Readiness, Status};
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 
 use crate::limits::METRICS_CACHE_MS;
 use crate::server::auth::{Can, ToRead};
@@ -18,26 +18,32 @@ use crate::server::metrics::Gauges;
 use crate::server::AppState;
 
 /// `200` while the process runs.
-#[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "operations", responses((status = 200, description = "the process runs", body = crate::server::openapi::Status)))]
-pub async fn healthz() -> Json<serde_json::Value> {
-    Json(json!({"status": "ok"}))
+#[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "operations", responses((status = 200, description = "the process runs", body = Status)))]
+pub async fn healthz() -> Json<Status> {
+    Json(Status {
+        status: "ok".into(),
+    })
 }
 
 /// `200` when the database answered the server's last readiness check (run
 /// in the background, at most `READINESS_CHECK_INTERVAL_MS` old) and its
 /// schema is what this binary expects; the body names each worker's state.
 #[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
-    responses((status = 200, description = "the database answers and migrations are current", body = crate::server::openapi::Readiness)))]
+    responses((status = 200, description = "the database answers and migrations are current", body = Readiness)))]
 pub async fn readyz(State(s): State<AppState>) -> Response {
     match s.health.readiness().await {
         Ok(()) => {
-            let workers: serde_json::Map<String, serde_json::Value> = s
+            let workers = s
                 .health
                 .workers()
                 .into_iter()
-                .map(|(name, state)| (name.to_owned(), state.as_str().into()))
+                .map(|(name, state)| (name.to_owned(), state))
                 .collect();
-            Json(json!({"status": "ready", "workers": workers})).into_response()
+            Json(Readiness {
+                status: "ready".into(),
+                workers,
+            })
+            .into_response()
         }
         Err(e) => e.into_response(),
     }

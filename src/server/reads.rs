@@ -3,10 +3,8 @@
 //! itself in safe commit order.
 
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::api::answers as api;
 use crate::api::contract;
@@ -111,31 +109,22 @@ pub async fn order(
     State(s): State<AppState>,
     _: Can<ToRead>,
     ApiPath(OrderPath { order_id }): ApiPath<OrderPath>,
-) -> Result<Response, ApiError> {
+) -> Result<Json<OrderResponse>, ApiError> {
     let order = OrderId::parse("order_id", &order_id)?;
-    if let Some(view) = s.store.order_view(&order).await? {
-        return Ok(Json(view).into_response());
+    if let Some(row) = s.store.order_view(&order).await? {
+        return Ok(Json(api::order(row)));
     }
     // Not projected yet (the read model lags a little): answer from the log,
     // in the same shape.
-    let Some(d) = s.store.order_history(&order).await? else {
-        return Err(Rejection::NotFound {
+    let from_log = s.store.order_history(&order).await?;
+    match from_log.as_ref().and_then(api::order_from_log) {
+        Some(answer) => Ok(Json(answer)),
+        None => Err(Rejection::NotFound {
             what: "order",
             key: order_id,
         }
-        .into());
-    };
-    let history: Vec<Value> = d
-        .events
-        .iter()
-        .map(|e| json!({"seq": e.seq, "type": e.event.type_name(), "position": e.position}))
-        .collect();
-    Ok(Json(json!({
-        "order_id": order, "reservation_id": d.view.reservation_id, "state": d.view.state,
-        "lines": d.view.lines, "expires_at": d.view.expires_at, "created_at": d.created_at,
-        "updated_at": d.updated_at, "history": history,
-    }))
-    .into_response())
+        .into()),
+    }
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -189,9 +178,12 @@ pub async fn events(
     responses((status = 200, description = "the latest seal of the log, to keep outside the database (docs/auditing.md)", body = DigestResponse),
               (status = 404, description = "NOT_FOUND: nothing is sealed yet", body = ErrorBody)),
     security(("bearer" = [])))]
-pub async fn digest(State(s): State<AppState>, _: Can<ToAudit>) -> Result<Json<Value>, ApiError> {
+pub async fn digest(
+    State(s): State<AppState>,
+    _: Can<ToAudit>,
+) -> Result<Json<DigestResponse>, ApiError> {
     match s.store.digest().await? {
-        Some(d) => Ok(Json(serde_json::to_value(d).expect("a digest serialises"))),
+        Some(d) => Ok(Json(api::digest(d))),
         None => Err(Rejection::NotFound {
             what: "seal",
             key: "latest".into(),
@@ -206,7 +198,7 @@ pub async fn digest(State(s): State<AppState>, _: Can<ToAudit>) -> Result<Json<V
 pub async fn projections(
     State(s): State<AppState>,
     _: Can<ToAudit>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ProjectionsResponse>, ApiError> {
     let all = s.store.projection_status().await?;
-    Ok(Json(json!({ "projections": all })))
+    Ok(Json(api::projections(all)))
 }
