@@ -115,7 +115,10 @@ async fn an_order_ships_in_parts_and_every_view_shows_it() {
         .await
         .unwrap()
         .expect("the order has a row");
-    assert_eq!(order.state, stockledger::domain::ReservationState::Confirmed);
+    assert_eq!(
+        order.state,
+        stockledger::domain::ReservationState::Confirmed
+    );
     assert_eq!(
         serde_json::to_value(&order.lines[1]).unwrap(),
         json!({"sku": "pear", "location": "default", "quantity": 2, "open": 0,

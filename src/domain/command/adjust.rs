@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::input::{item, reason};
-use super::single::{first_event, replay_single};
+use super::single;
 use super::{Items, Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
@@ -92,7 +92,6 @@ impl Rule for Adjust {
         command_id: Uuid,
         _now: DateTime<Utc>,
     ) -> Result<Decision, Rejection> {
-        let stream = StreamId::Adjustment(self.adjustment_id.clone());
         let outcome = |replayed| Outcome::Adjusted {
             adjustment_id: self.adjustment_id.to_string(),
             item: self.item.clone(),
@@ -100,29 +99,31 @@ impl Rule for Adjust {
             reason: self.reason.clone(),
             replayed,
         };
-        if let Some(done) = replay_single(state, &stream, &self.fingerprint, command_id)? {
-            return Ok(Decision::answer(outcome(done)));
-        }
-        let balance = state.balance(&self.item);
-        if balance.on_hand + i64::from(self.delta) < balance.reserved {
-            return Err(Rejection::InsufficientStock {
-                shortfalls: vec![Shortfall {
-                    sku: self.item.sku.to_string(),
-                    location: self.item.location.to_string(),
-                    requested: -i64::from(self.delta),
-                    available: balance.available(),
-                }],
-            });
-        }
-        let event = Event::StockAdjusted {
-            sku: self.item.sku.clone(),
-            location: self.item.location.clone(),
-            delta: self.delta,
-            reason: self.reason.clone(),
-        };
-        Ok(Decision {
-            events: vec![first_event(stream, event, &self.fingerprint)],
-            outcome: outcome(false),
-        })
+        single::decide(
+            state,
+            StreamId::Adjustment(self.adjustment_id.clone()),
+            &self.fingerprint,
+            command_id,
+            outcome,
+            || {
+                let balance = state.balance(&self.item);
+                if balance.on_hand + i64::from(self.delta) < balance.reserved {
+                    return Err(Rejection::InsufficientStock {
+                        shortfalls: vec![Shortfall {
+                            sku: self.item.sku.to_string(),
+                            location: self.item.location.to_string(),
+                            requested: -i64::from(self.delta),
+                            available: balance.available(),
+                        }],
+                    });
+                }
+                Ok(Event::StockAdjusted {
+                    sku: self.item.sku.clone(),
+                    location: self.item.location.clone(),
+                    delta: self.delta,
+                    reason: self.reason.clone(),
+                })
+            },
+        )
     }
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::input::item;
-use super::single::{first_event, replay_single};
+use super::single;
 use super::{Items, Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
@@ -88,40 +88,43 @@ impl Rule for Count {
         _now: DateTime<Utc>,
     ) -> Result<Decision, Rejection> {
         let stream = StreamId::Count(self.count_id.clone());
-        let outcome = |books, replayed| Outcome::Counted {
+        let balance = state.balance(&self.item);
+        // A replay answers with the books the first count saw.
+        let books = match state.singles.get(&stream).map(|r| &r.event) {
+            Some(Event::StockCounted { books, .. }) => *books,
+            _ => balance.on_hand,
+        };
+        let outcome = |replayed| Outcome::Counted {
             count_id: self.count_id.to_string(),
             item: self.item.clone(),
             counted: self.counted,
             books,
             replayed,
         };
-        if let Some(done) = replay_single(state, &stream, &self.fingerprint, command_id)? {
-            let books = match state.singles.get(&stream).map(|r| &r.event) {
-                Some(Event::StockCounted { books, .. }) => *books,
-                _ => state.balance(&self.item).on_hand,
-            };
-            return Ok(Decision::answer(outcome(books, done)));
-        }
-        let balance = state.balance(&self.item);
-        if i64::from(self.counted) < balance.reserved {
-            return Err(Rejection::InsufficientStock {
-                shortfalls: vec![Shortfall {
-                    sku: self.item.sku.to_string(),
-                    location: self.item.location.to_string(),
-                    requested: balance.on_hand - i64::from(self.counted),
-                    available: balance.available(),
-                }],
-            });
-        }
-        let event = Event::StockCounted {
-            sku: self.item.sku.clone(),
-            location: self.item.location.clone(),
-            counted: self.counted,
-            books: balance.on_hand,
-        };
-        Ok(Decision {
-            events: vec![first_event(stream, event, &self.fingerprint)],
-            outcome: outcome(balance.on_hand, false),
-        })
+        single::decide(
+            state,
+            stream.clone(),
+            &self.fingerprint,
+            command_id,
+            outcome,
+            || {
+                if i64::from(self.counted) < balance.reserved {
+                    return Err(Rejection::InsufficientStock {
+                        shortfalls: vec![Shortfall {
+                            sku: self.item.sku.to_string(),
+                            location: self.item.location.to_string(),
+                            requested: balance.on_hand - i64::from(self.counted),
+                            available: balance.available(),
+                        }],
+                    });
+                }
+                Ok(Event::StockCounted {
+                    sku: self.item.sku.clone(),
+                    location: self.item.location.clone(),
+                    counted: self.counted,
+                    books: balance.on_hand,
+                })
+            },
+        )
     }
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::input::{item, quantity};
-use super::single::{first_event, replay_single};
+use super::single;
 use super::{Items, Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
@@ -77,24 +77,25 @@ impl Rule for Receive {
         command_id: Uuid,
         _now: DateTime<Utc>,
     ) -> Result<Decision, Rejection> {
-        let stream = StreamId::Receipt(self.receipt_id.clone());
         let outcome = |replayed| Outcome::Received {
             receipt_id: self.receipt_id.to_string(),
             item: self.item.clone(),
             quantity: self.quantity,
             replayed,
         };
-        if let Some(done) = replay_single(state, &stream, &self.fingerprint, command_id)? {
-            return Ok(Decision::answer(outcome(done)));
-        }
-        let event = Event::StockReceived {
-            sku: self.item.sku.clone(),
-            location: self.item.location.clone(),
-            quantity: self.quantity,
-        };
-        Ok(Decision {
-            events: vec![first_event(stream, event, &self.fingerprint)],
-            outcome: outcome(false),
-        })
+        single::decide(
+            state,
+            StreamId::Receipt(self.receipt_id.clone()),
+            &self.fingerprint,
+            command_id,
+            outcome,
+            || {
+                Ok(Event::StockReceived {
+                    sku: self.item.sku.clone(),
+                    location: self.item.location.clone(),
+                    quantity: self.quantity,
+                })
+            },
+        )
     }
 }

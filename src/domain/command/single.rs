@@ -5,7 +5,7 @@
 
 use uuid::Uuid;
 
-use crate::domain::decide::{LedgerState, NewEvent};
+use crate::domain::decide::{Decision, LedgerState, NewEvent, Outcome};
 use crate::domain::event::Event;
 use crate::domain::rejection::Rejection;
 use crate::domain::stream::StreamId;
@@ -13,7 +13,7 @@ use crate::domain::stream::StreamId;
 /// `Some(replayed)` when the single-event stream already holds this request,
 /// `None` when it does not exist yet. `replayed` is false when the event is
 /// this very command's (a re-run after a lost commit acknowledgement).
-pub(crate) fn replay_single(
+fn replay_single(
     state: &LedgerState,
     stream: &StreamId,
     fingerprint: &str,
@@ -36,4 +36,27 @@ pub(crate) fn first_event(stream: StreamId, event: Event, fingerprint: &str) -> 
         event,
         fingerprint: Some(fingerprint.to_owned()),
     }
+}
+
+/// Decides a command that opens a one-event stream: a retry of the same
+/// request is answered from the event already there (`outcome(replayed)`),
+/// another request under the same id is a conflict, and a new request
+/// appends the event `event` decides on (or its rejection), carrying the
+/// request's fingerprint.
+pub(crate) fn decide(
+    state: &LedgerState,
+    stream: StreamId,
+    fingerprint: &str,
+    command_id: Uuid,
+    outcome: impl Fn(bool) -> Outcome,
+    event: impl FnOnce() -> Result<Event, Rejection>,
+) -> Result<Decision, Rejection> {
+    if let Some(replayed) = replay_single(state, &stream, fingerprint, command_id)? {
+        return Ok(Decision::answer(outcome(replayed)));
+    }
+    let event = event()?;
+    Ok(Decision {
+        events: vec![first_event(stream, event, fingerprint)],
+        outcome: outcome(false),
+    })
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::input::quantity;
-use super::single::{first_event, replay_single};
+use super::single;
 use super::{Items, Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
@@ -96,7 +96,6 @@ impl Rule for Transfer {
         command_id: Uuid,
         _now: DateTime<Utc>,
     ) -> Result<Decision, Rejection> {
-        let stream = StreamId::Transfer(self.transfer_id.clone());
         let outcome = |replayed| Outcome::Transferred {
             transfer_id: self.transfer_id.to_string(),
             from: self.from.clone(),
@@ -104,29 +103,31 @@ impl Rule for Transfer {
             quantity: self.quantity,
             replayed,
         };
-        if let Some(done) = replay_single(state, &stream, &self.fingerprint, command_id)? {
-            return Ok(Decision::answer(outcome(done)));
-        }
-        let available = state.balance(&self.from).available();
-        if available < i64::from(self.quantity) {
-            return Err(Rejection::InsufficientStock {
-                shortfalls: vec![Shortfall {
-                    sku: self.from.sku.to_string(),
-                    location: self.from.location.to_string(),
-                    requested: i64::from(self.quantity),
-                    available,
-                }],
-            });
-        }
-        let event = Event::StockTransferred {
-            sku: self.from.sku.clone(),
-            from_location: self.from.location.clone(),
-            to_location: self.to.location.clone(),
-            quantity: self.quantity,
-        };
-        Ok(Decision {
-            events: vec![first_event(stream, event, &self.fingerprint)],
-            outcome: outcome(false),
-        })
+        single::decide(
+            state,
+            StreamId::Transfer(self.transfer_id.clone()),
+            &self.fingerprint,
+            command_id,
+            outcome,
+            || {
+                let available = state.balance(&self.from).available();
+                if available < i64::from(self.quantity) {
+                    return Err(Rejection::InsufficientStock {
+                        shortfalls: vec![Shortfall {
+                            sku: self.from.sku.to_string(),
+                            location: self.from.location.to_string(),
+                            requested: i64::from(self.quantity),
+                            available,
+                        }],
+                    });
+                }
+                Ok(Event::StockTransferred {
+                    sku: self.from.sku.clone(),
+                    from_location: self.from.location.clone(),
+                    to_location: self.to.location.clone(),
+                    quantity: self.quantity,
+                })
+            },
+        )
     }
 }
