@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::input::{item, reason};
 use super::single;
-use super::{Items, Rule, Touches};
+use super::{Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
 use crate::domain::fingerprint::Canonical;
@@ -78,12 +78,7 @@ impl Rule for Adjust {
     const KIND: &'static str = "adjust";
 
     fn touches(&self) -> Touches {
-        Touches {
-            stream: StreamId::Adjustment(self.adjustment_id.clone()),
-            order: None,
-            items: Items::Named(vec![self.item.clone()]),
-            may_create: vec![self.item.clone()],
-        }
+        Touches::one_item(StreamId::Adjustment(self.adjustment_id.clone()), &self.item)
     }
 
     fn decide(

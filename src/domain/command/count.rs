@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::input::item;
 use super::single;
-use super::{Items, Rule, Touches};
+use super::{Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
 use crate::domain::fingerprint::Canonical;
@@ -73,12 +73,7 @@ impl Rule for Count {
     const KIND: &'static str = "count";
 
     fn touches(&self) -> Touches {
-        Touches {
-            stream: StreamId::Count(self.count_id.clone()),
-            order: None,
-            items: Items::Named(vec![self.item.clone()]),
-            may_create: vec![self.item.clone()],
-        }
+        Touches::one_item(StreamId::Count(self.count_id.clone()), &self.item)
     }
 
     fn decide(

@@ -155,6 +155,17 @@ pub enum Items {
 }
 
 impl Touches {
+    /// A command that opens a one-event stream and moves one item, whose
+    /// first balance row it may create (a receipt, an adjustment, a count).
+    fn one_item(stream: StreamId, item: &Item) -> Touches {
+        Touches {
+            stream,
+            order: None,
+            items: Items::Named(vec![item.clone()]),
+            may_create: vec![item.clone()],
+        }
+    }
+
     /// A command on an existing reservation: its stream, and the items it
     /// holds. It creates no balance row.
     fn held_by(reservation_id: &ReservationId) -> Touches {

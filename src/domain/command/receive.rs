@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::input::{item, quantity};
 use super::single;
-use super::{Items, Rule, Touches};
+use super::{Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
 use crate::domain::fingerprint::Canonical;
@@ -62,12 +62,7 @@ impl Rule for Receive {
     const KIND: &'static str = "receive";
 
     fn touches(&self) -> Touches {
-        Touches {
-            stream: StreamId::Receipt(self.receipt_id.clone()),
-            order: None,
-            items: Items::Named(vec![self.item.clone()]),
-            may_create: vec![self.item.clone()],
-        }
+        Touches::one_item(StreamId::Receipt(self.receipt_id.clone()), &self.item)
     }
 
     /// A receipt is always accepted: there is no ceiling on stock.
