@@ -196,3 +196,124 @@ fn the_domain_names_no_wire_and_no_io() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// A file's product code: its lines before its `#[cfg(test)]` module, with
+/// comment lines left out (tests and comments may name anything).
+fn product_lines(text: &str) -> Vec<(usize, &str)> {
+    text.lines()
+        .enumerate()
+        .take_while(|(_, l)| l.trim() != "#[cfg(test)]")
+        .filter(|(_, l)| !l.trim_start().starts_with("//"))
+        .map(|(i, l)| (i + 1, l))
+        .collect()
+}
+
+/// Every product line of `src/` (but the files `allowed`) that contains one
+/// of `words`, as `file:line`.
+fn lines_naming(words: &[&str], allowed: &[&str]) -> Vec<String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).expect("under src");
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        // `*_tests.rs` files are test modules kept beside their code.
+        if allowed.contains(&rel.as_str()) || rel.ends_with("_tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("readable");
+        for (n, line) in product_lines(&text) {
+            if words.iter().any(|w| line.contains(w)) {
+                found.push(format!("src/{rel}:{n}: {}", line.trim()));
+            }
+        }
+    }
+    found
+}
+
+/// Architecture invariant: a stream prefix is spelled only in
+/// `src/domain/stream.rs` (and SQL gets it as a bound parameter).
+#[test]
+fn stream_prefixes_are_spelled_only_in_the_stream_module() {
+    let prefixes = [
+        "\"receipt:",
+        "\"adjustment:",
+        "\"transfer:",
+        "\"count:",
+        "\"reservation:",
+        "'receipt:",
+        "'adjustment:",
+        "'transfer:",
+        "'count:",
+        "'reservation:",
+    ];
+    let found = lines_naming(&prefixes, &["domain/stream.rs"]);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    let projections = Path::new(env!("CARGO_MANIFEST_DIR")).join("projections");
+    for dir in std::fs::read_dir(&projections).expect("projections/") {
+        let dir = dir.expect("an entry").path();
+        if !dir.is_dir() {
+            continue;
+        }
+        for sql in std::fs::read_dir(&dir).expect("a projection's folder") {
+            let sql = sql.expect("an entry").path();
+            let text = std::fs::read_to_string(&sql).expect("readable");
+            for p in &prefixes[5..] {
+                assert!(!text.contains(p), "{} spells {p}", sql.display());
+            }
+        }
+    }
+}
+
+/// Architecture invariant: SQLSTATE codes are read only in
+/// `src/store/error.rs`.
+#[test]
+fn sqlstates_are_read_only_in_the_store_errors() {
+    let found = lines_naming(
+        &["SqlState", "as_db_error", ".code() == \"", "sqlstate"],
+        &["store/error.rs"],
+    );
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// Architecture invariant: the shells (`src/server`, `src/cli`) hold no SQL.
+#[test]
+fn the_shells_hold_no_sql() {
+    let keywords = [
+        "\"SELECT ",
+        "\"INSERT ",
+        "\"UPDATE ",
+        "\"DELETE ",
+        "\"WITH ",
+        "\"CREATE ",
+        "\"DROP ",
+        "\"BEGIN",
+        ".batch_execute(",
+        ".query_one(",
+        ".query_opt(",
+    ];
+    let found: Vec<String> = lines_naming(&keywords, &[])
+        .into_iter()
+        .filter(|l| l.starts_with("src/server/") || l.starts_with("src/cli/"))
+        .collect();
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// Architecture invariant: an advisory lock is named only in
+/// `src/store/locks.rs`: anywhere else a lock function binds its key (`$1`)
+/// or names none (`pg_advisory_unlock_all()`).
+#[test]
+fn advisory_locks_are_named_only_in_the_locks_module() {
+    let found: Vec<String> = lines_naming(&["advisory_"], &["store/locks.rs"])
+        .into_iter()
+        .filter(|l| {
+            l.match_indices("advisory_").any(|(at, _)| {
+                let rest = &l[at..];
+                let args = rest.split_once('(').map_or("", |(_, a)| a);
+                !(args.starts_with('$') || args.starts_with(')'))
+            })
+        })
+        .collect();
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
