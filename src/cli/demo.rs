@@ -431,7 +431,7 @@ impl Story<'_> {
                 "     #{} {} {}",
                 e.seq,
                 e.recorded_at.format("%H:%M:%S%.3f"),
-                super::output::event_summary(&e.event)
+                e.event
             ));
         }
         self.chapter(

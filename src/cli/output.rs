@@ -68,80 +68,6 @@ pub fn stock_text(item: &Item, b: Balance) -> String {
     )
 }
 
-/// One readable line for an event, as used in timelines.
-pub fn event_summary(e: &stockledger::domain::Event) -> String {
-    use stockledger::domain::Event::*;
-    let lines = |lines: &[stockledger::domain::Line]| {
-        lines
-            .iter()
-            .map(|l| format!("{} × {}@{}", l.quantity, l.item.sku, l.item.location))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match e {
-        StockReceived {
-            sku,
-            location,
-            quantity,
-        } => format!("received {quantity} × {sku}@{location}"),
-        StockAdjusted {
-            sku,
-            location,
-            delta,
-            reason,
-        } => format!("adjusted {delta:+} × {sku}@{location} ({reason})"),
-        StockTransferred {
-            sku,
-            from_location,
-            to_location,
-            quantity,
-        } => format!("moved {quantity} × {sku} from {from_location} to {to_location}"),
-        StockCounted {
-            sku,
-            location,
-            counted,
-            books,
-        } => format!(
-            "counted {counted} × {sku}@{location} (the books said {books}: {:+})",
-            i64::from(*counted) - books
-        ),
-        ReservationCreated {
-            order_id,
-            lines: l,
-            expires_at,
-            ..
-        } => {
-            format!(
-                "reserved {} for order {order_id}, until {}",
-                lines(l),
-                expires_at.format("%H:%M:%S")
-            )
-        }
-        ReservationConfirmed { lines: l, .. } => format!("confirmed {}", lines(l)),
-        ReservationReleased {
-            lines: l, reason, ..
-        } if l.is_empty() => format!("released before it was reserved ({reason})"),
-        ReservationReleased {
-            lines: l, reason, ..
-        } => format!("released {} ({reason})", lines(l)),
-        ReservationExpired { lines: l, .. } => format!("expired, freeing {}", lines(l)),
-        ReservationLinesConfirmed {
-            confirmation_id,
-            lines: l,
-            ..
-        } => format!("confirmed {} ({confirmation_id})", lines(l)),
-        ReservationLinesReleased {
-            release_id,
-            lines: l,
-            reason,
-            ..
-        } => format!("released {} ({release_id}: {reason})", lines(l)),
-        ReservationExtended { expires_at, .. } => {
-            format!("held until {}", expires_at.format("%H:%M:%S"))
-        }
-    }
-}
-
 impl Printer {
     /// A remark for people, on stderr (never mixed into JSON output).
     pub fn note(&self, text: &str) {
@@ -260,7 +186,7 @@ impl Printer {
                 e.seq,
                 e.recorded_at.format("%Y-%m-%d %H:%M:%S%.3f"),
                 e.event.type_name(),
-                event_summary(&e.event)
+                e.event
             ));
         }
         self.value(&json!(stockledger::api::reservation(d, None, true)), &text);
@@ -279,7 +205,7 @@ impl Printer {
                 e.recorded_at.format("%H:%M:%S%.3f"),
                 e.stream,
                 e.seq,
-                event_summary(&e.event)
+                e.event
             ));
         }
         text.push_str(&format!("next: {}", page.next));

@@ -13,7 +13,7 @@ use stockledger::store::Store;
 use tokio_util::sync::CancellationToken;
 
 use super::commands::HistoryQuery;
-use super::output::{event_summary, stock_json, stock_text, Printer};
+use super::output::{stock_json, stock_text, Printer};
 use super::Failure;
 
 /// Cancels `token` on ctrl-c or SIGTERM.
@@ -266,7 +266,7 @@ pub async fn history(store: &Store, query: HistoryQuery, printer: &Printer) -> R
                     e.position,
                     e.recorded_at.format("%Y-%m-%d %H:%M:%S%.3f"),
                     format!("{} #{}", e.stream, e.seq),
-                    event_summary(&e.event),
+                    e.event,
                     b.on_hand,
                     b.reserved,
                     b.available()

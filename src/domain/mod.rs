@@ -6,6 +6,7 @@ pub mod command;
 pub mod context;
 pub mod decide;
 pub mod event;
+pub mod event_text;
 pub mod event_type;
 pub mod fingerprint;
 pub mod ids;

@@ -1,0 +1,90 @@
+//! How an event reads to a person: one line saying what it did, for the
+//! CLI's timelines and the demo's story. Beside the events, so that a new
+//! event's words are written where the event is, not in each shell.
+
+use std::fmt;
+
+use crate::domain::command::Line;
+use crate::domain::event::Event;
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.summary())
+    }
+}
+
+impl Event {
+    /// One line for a person: what the event did.
+    fn summary(&self) -> String {
+        use Event::*;
+        let lines = |lines: &[Line]| {
+            lines
+                .iter()
+                .map(|l| format!("{} × {}@{}", l.quantity, l.item.sku, l.item.location))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self {
+            StockReceived {
+                sku,
+                location,
+                quantity,
+            } => format!("received {quantity} × {sku}@{location}"),
+            StockAdjusted {
+                sku,
+                location,
+                delta,
+                reason,
+            } => format!("adjusted {delta:+} × {sku}@{location} ({reason})"),
+            StockTransferred {
+                sku,
+                from_location,
+                to_location,
+                quantity,
+            } => format!("moved {quantity} × {sku} from {from_location} to {to_location}"),
+            StockCounted {
+                sku,
+                location,
+                counted,
+                books,
+            } => format!(
+                "counted {counted} × {sku}@{location} (the books said {books}: {:+})",
+                i64::from(*counted) - books
+            ),
+            ReservationCreated {
+                order_id,
+                lines: l,
+                expires_at,
+                ..
+            } => {
+                format!(
+                    "reserved {} for order {order_id}, until {}",
+                    lines(l),
+                    expires_at.format("%H:%M:%S")
+                )
+            }
+            ReservationConfirmed { lines: l, .. } => format!("confirmed {}", lines(l)),
+            ReservationReleased {
+                lines: l, reason, ..
+            } if l.is_empty() => format!("released before it was reserved ({reason})"),
+            ReservationReleased {
+                lines: l, reason, ..
+            } => format!("released {} ({reason})", lines(l)),
+            ReservationExpired { lines: l, .. } => format!("expired, freeing {}", lines(l)),
+            ReservationLinesConfirmed {
+                confirmation_id,
+                lines: l,
+                ..
+            } => format!("confirmed {} ({confirmation_id})", lines(l)),
+            ReservationLinesReleased {
+                release_id,
+                lines: l,
+                reason,
+                ..
+            } => format!("released {} ({release_id}: {reason})", lines(l)),
+            ReservationExtended { expires_at, .. } => {
+                format!("held until {}", expires_at.format("%H:%M:%S"))
+            }
+        }
+    }
+}
