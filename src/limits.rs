@@ -47,7 +47,9 @@ pub const MAX_COMMANDS_PER_BATCH: usize = 1024;
 
 /// How many times a transaction that hit a deadlock, a serialization failure,
 /// a concurrent duplicate or a lost connection is tried again before the caller
-/// gets a retryable error (and never past `BATCH_DEADLINE_MS`).
+/// gets a retryable error (and never past `BATCH_DEADLINE_MS`). A lock wait that
+/// ran out counts as an attempt too, where the caller waits for locks again
+/// (`LockWaits::Retry`): with the 1 s lock timeout, the deadline comes first.
 pub const MAX_TRANSACTION_ATTEMPTS: u32 = 10;
 
 /// Deadline on a whole batch, all attempts and waits for a connection

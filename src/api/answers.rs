@@ -327,4 +327,65 @@ mod tests {
                    "to_location": "south", "quantity": 4, "replayed": true})
         );
     }
+
+    /// An order not projected yet is answered from the log in exactly the
+    /// shape the read model's row gives.
+    #[test]
+    fn an_order_reads_the_same_from_the_log_and_from_the_read_model() {
+        use crate::domain::command::Line;
+        use crate::domain::{
+            Event, EventMetadata, LineProgress, OrderId, RecordedEvent, ReservationId,
+            ReservationState, ReservationView, StreamId,
+        };
+        use chrono::TimeZone;
+        let at = Utc.timestamp_opt(1_800_000_000, 0).unwrap();
+        let until = Utc.timestamp_opt(1_800_000_900, 0).unwrap();
+        let id = ReservationId::parse("id", "r1").unwrap();
+        let order_id = OrderId::parse("id", "o1").unwrap();
+        let line = Line {
+            item: item("north"),
+            quantity: 2,
+        };
+        let view = LineView::new(&line, LineProgress::default());
+        let created = RecordedEvent {
+            position: 7,
+            stream: StreamId::Reservation(id.clone()),
+            seq: 1,
+            event: Event::ReservationCreated {
+                order_id: order_id.clone(),
+                lines: vec![line],
+                expires_at: until,
+                request_hash: "h".into(),
+            },
+            metadata: EventMetadata::default(),
+            recorded_at: at,
+            tx_id: 3,
+        };
+        let details = ReservationDetails {
+            view: ReservationView {
+                reservation_id: id,
+                order_id: Some(order_id),
+                state: ReservationState::Reserved,
+                lines: vec![view.clone()],
+                expires_at: Some(until),
+            },
+            created_at: at,
+            updated_at: at,
+            events: vec![created],
+        };
+        let row = OrderViewRow {
+            order_id: "o1".into(),
+            reservation_id: "r1".into(),
+            state: ReservationState::Reserved,
+            lines: vec![view],
+            expires_at: until,
+            created_at: at,
+            updated_at: at,
+            history: vec![(1, "ReservationCreated".into(), 7)],
+        };
+        let from_log = serde_json::to_value(order_from_log(&details).expect("an order")).unwrap();
+        let from_row = serde_json::to_value(order(row)).unwrap();
+        assert_eq!(from_log, from_row);
+        assert_eq!(from_log["history"][0]["type"], "ReservationCreated");
+    }
 }

@@ -128,10 +128,20 @@ mod tests {
         }
     }
 
-    /// Whether serde reads `body` as the request called `name`.
+    /// Whether serde reads `body` as the request called `name`; if it does,
+    /// the names of the fields the request writes back (every field it has,
+    /// also one the schema might have left out).
     fn reads(name: &str, body: &Map<String, Value>) -> bool {
-        fn try_as<T: DeserializeOwned>(body: &Map<String, Value>) -> bool {
-            serde_json::from_value::<T>(Value::Object(body.clone())).is_ok()
+        fields_of(name, body).is_some()
+    }
+
+    fn fields_of(name: &str, body: &Map<String, Value>) -> Option<Vec<String>> {
+        fn try_as<T: DeserializeOwned + serde::Serialize>(
+            body: &Map<String, Value>,
+        ) -> Option<Vec<String>> {
+            let request = serde_json::from_value::<T>(Value::Object(body.clone())).ok()?;
+            let written = serde_json::to_value(request).expect("a request serialises");
+            Some(written.as_object()?.keys().cloned().collect())
         }
         match name {
             "LineRequest" => try_as::<LineRequest>(body),
@@ -148,7 +158,8 @@ mod tests {
     }
 
     /// serde reads every documented field, needs exactly the ones documented
-    /// as required, and refuses any field that is not documented.
+    /// as required, refuses any field that is not documented, and the request
+    /// has no field the schema leaves out.
     #[test]
     fn each_schema_lists_exactly_the_fields_serde_reads() {
         for (name, fields) in documented() {
@@ -166,6 +177,14 @@ mod tests {
                     "{name} without {field}: documented as required={required}"
                 );
             }
+            let mut written = fields_of(name, &all).expect("read above");
+            let mut names: Vec<String> = fields.iter().map(|(f, _)| f.to_string()).collect();
+            written.sort();
+            names.sort();
+            assert_eq!(
+                written, names,
+                "{name}: the schema lists every field the request has"
+            );
             let mut extra = all.clone();
             extra.insert("undocumented".into(), json!(1));
             assert!(!reads(name, &extra), "{name} refuses an undocumented field");

@@ -68,12 +68,13 @@ impl Store {
         // reservation (a corrupt stream, a bug) or one held lock must not keep
         // every other due reservation holding stock.
         let answers = self.execute_each(&batch).await;
-        if let Some(Err(e)) = answers.first() {
-            // The same retryable failure for all: the pass failed, and the
-            // next one tries them again.
-            if e.is_retryable() && answers.iter().all(Result::is_err) {
-                return Err(e.clone());
-            }
+        // Every expiry failed, each for a retryable reason: the pass failed,
+        // and the next one tries them again.
+        let all_retryable = answers
+            .iter()
+            .all(|a| a.as_ref().is_err_and(StoreError::is_retryable));
+        if let (true, Some(Err(e))) = (all_retryable, answers.first()) {
+            return Err(e.clone());
         }
         let mut results = Vec::with_capacity(answers.len());
         for (answer, command) in answers.into_iter().zip(&batch) {

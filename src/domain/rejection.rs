@@ -192,3 +192,137 @@ impl Rejection {
         json!({"code": self.code().as_str(), "message": self.to_string(), "details": self.details()})
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    fn r() -> String {
+        "r1".to_owned()
+    }
+
+    /// The rejections that name no time, with their details.
+    fn without_times() -> Vec<(Rejection, Value)> {
+        vec![
+            (
+                Rejection::invalid("lines[0].quantity", "too many"),
+                json!({"field": "lines[0].quantity", "reason": "too many"}),
+            ),
+            (
+                Rejection::InsufficientStock {
+                    shortfalls: vec![Shortfall {
+                        sku: "a".into(),
+                        location: "default".into(),
+                        requested: 3,
+                        available: 1,
+                    }],
+                },
+                json!({"shortfalls": [{"sku": "a", "location": "default", "requested": 3, "available": 1}]}),
+            ),
+            (
+                Rejection::IdempotencyConflict {
+                    stream: "receipt:x".into(),
+                },
+                json!({"stream": "receipt:x"}),
+            ),
+            (
+                Rejection::ReservationReleased {
+                    reservation_id: r(),
+                },
+                json!({"reservation_id": "r1"}),
+            ),
+            (
+                Rejection::AlreadyConfirmed {
+                    reservation_id: r(),
+                },
+                json!({"reservation_id": "r1"}),
+            ),
+            (
+                Rejection::ReservationNotFound {
+                    reservation_id: r(),
+                },
+                json!({"reservation_id": "r1"}),
+            ),
+        ]
+    }
+
+    /// The rejections that name times, with their details.
+    fn with_times() -> Vec<(Rejection, Value)> {
+        let at = Utc.timestamp_opt(1_800_000_000, 0).unwrap();
+        let later = Utc.timestamp_opt(1_800_000_060, 0).unwrap();
+        vec![
+            (
+                Rejection::ReservationExpired {
+                    reservation_id: r(),
+                    expires_at: at,
+                },
+                json!({"reservation_id": "r1", "expires_at": at}),
+            ),
+            (
+                Rejection::OrderAlreadyReserved {
+                    order_id: "o1".into(),
+                    reservation_id: r(),
+                },
+                json!({"order_id": "o1", "reservation_id": "r1"}),
+            ),
+            (
+                Rejection::NotFound {
+                    what: "order",
+                    key: "o1".into(),
+                },
+                json!({"what": "order", "key": "o1"}),
+            ),
+            (
+                Rejection::ExceedsReserved {
+                    reservation_id: r(),
+                    lines: vec![Excess {
+                        sku: "a".into(),
+                        location: "default".into(),
+                        requested: 2,
+                        reserved: 1,
+                    }],
+                },
+                json!({"reservation_id": "r1", "lines": [{"sku": "a", "location": "default", "requested": 2, "reserved": 1}]}),
+            ),
+            (
+                Rejection::ExpiryNotLater {
+                    reservation_id: r(),
+                    expires_at: later,
+                    requested: at,
+                },
+                json!({"reservation_id": "r1", "expires_at": later, "requested": at}),
+            ),
+            (
+                Rejection::HoldTooLong {
+                    reservation_id: r(),
+                    latest: at,
+                },
+                json!({"reservation_id": "r1", "latest": at}),
+            ),
+            (
+                Rejection::StepLimit {
+                    reservation_id: r(),
+                    limit: 200,
+                },
+                json!({"reservation_id": "r1", "limit": 200}),
+            ),
+        ]
+    }
+
+    /// Each rejection's details, pinned: callers read these objects, so a
+    /// field added to a variant must show up here as a deliberate change.
+    #[test]
+    fn every_rejection_has_the_details_callers_read() {
+        let cases: Vec<_> = without_times().into_iter().chain(with_times()).collect();
+        let mut codes: Vec<RejectionCode> = cases.iter().map(|(r, _)| r.code()).collect();
+        codes.sort_by_key(|c| c.as_str());
+        codes.dedup();
+        assert_eq!(codes.len(), RejectionCode::ALL.len(), "a case per code");
+        for (rejection, details) in cases {
+            assert_eq!(rejection.details(), details, "{rejection:?}");
+        }
+    }
+}

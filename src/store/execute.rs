@@ -129,6 +129,8 @@ async fn attempts(
         if attempt_no > 0 && Instant::now() >= deadline {
             break;
         }
+        // Only the attempt that ends the loop says whether it was a lock.
+        locked = false;
         let Some(client) =
             connection_for_attempt(pool, deadline, &mut recovering, &mut last).await?
         else {
@@ -154,7 +156,6 @@ async fn attempts(
         // unless it is discarded below.
         let client = guard.finished();
         let wrote = attempt.wrote.is_some();
-        locked = false;
         let why = match ran {
             Ok(results) => return Ok((results, wrote)),
             Err(Failure::Fatal(StoreError::LockTimeout)) if lock_waits == LockWaits::Retry => {

@@ -25,7 +25,6 @@ use futures_util::StreamExt;
 use tokio::sync::Notify;
 
 use crate::domain::{Command, CommandContext};
-use crate::limits::ONE_BY_ONE_IN_FLIGHT;
 use crate::store::execute::{execute_batch, Answered, LockWaits};
 use crate::store::StoreError;
 
@@ -56,11 +55,15 @@ pub(crate) struct Alone<'a> {
     pub pool: &'a Pool,
     pub deadline: std::time::Duration,
     pub committed: Option<&'a Notify>,
+    /// How many run at once, each on a connection of the pool: a few for
+    /// group commit, whose callers wait; one for a background pass, which
+    /// must not take the pool from them.
+    pub in_flight: usize,
 }
 
 impl Alone<'_> {
-    /// Runs each command in its own transaction, a few at once (each takes a
-    /// connection), answering at once when a lock wait runs out. `skip`
+    /// Runs each command in its own transaction, `in_flight` at once,
+    /// answering at once when a lock wait runs out. `skip`
     /// answers a command without running it (its caller left, or its item is
     /// known to be held); `learn` hears each answer. Answers are in order.
     pub(crate) async fn run<C>(
@@ -79,7 +82,7 @@ impl Alone<'_> {
                 learn(&command.0, &answer);
                 answer
             })
-            .buffered(ONE_BY_ONE_IN_FLIGHT)
+            .buffered(self.in_flight.max(1))
             .collect()
             .await
     }

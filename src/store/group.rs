@@ -37,7 +37,7 @@ use tracing::{error, warn};
 use crate::domain::{Command, CommandContext, Items};
 use crate::limits::{
     GROUP_COMMIT_MAX_BATCH, GROUP_COMMIT_MAX_GATHER_MICROS, GROUP_COMMIT_PIPELINES,
-    GROUP_COMMIT_QUEUE_DEPTH, GROUP_COMMIT_WINDOW_MICROS, MAX_SUSPECT_ITEMS,
+    GROUP_COMMIT_QUEUE_DEPTH, GROUP_COMMIT_WINDOW_MICROS, MAX_SUSPECT_ITEMS, ONE_BY_ONE_IN_FLIGHT,
     SUSPECT_COMMANDS_IN_FLIGHT, SUSPECT_ITEM_MS,
 };
 use crate::store::execute::{execute_batch, LockWaits};
@@ -407,6 +407,7 @@ fn alone(shared: &Shared) -> Alone<'_> {
         pool: &shared.pool,
         deadline: shared.deadline,
         committed: shared.appended.as_deref(),
+        in_flight: ONE_BY_ONE_IN_FLIGHT,
     }
 }
 

@@ -196,7 +196,9 @@ impl Store {
     /// pass's), batched as `execute_batch` does, and answers each on its
     /// own: a batch that fails is handled by the one policy for failed
     /// batches (`failed_batch`), so one bad command or one held lock costs
-    /// only the commands it concerns.
+    /// only the commands it concerns. Commands that run on their own run one
+    /// at a time: this is for background work, which must not take the
+    /// pool from the callers group commit serves.
     pub async fn execute_each(
         &self,
         batch: &[(Command, CommandContext)],
@@ -205,6 +207,7 @@ impl Store {
             pool: &self.pool,
             deadline: self.deadline,
             committed: self.committed.as_deref(),
+            in_flight: 1,
         };
         let mut results = Vec::with_capacity(batch.len());
         for chunk in batch.chunks(MAX_COMMANDS_PER_BATCH) {

@@ -75,9 +75,6 @@ macro_rules! commands {
         }
 
         impl Command {
-            /// Every command's short name, in the list's order.
-            pub const KINDS: &'static [&'static str] = &[$(<$ty as Rule>::KIND,)*];
-
             /// What this command touches. The store locks and loads exactly
             /// this.
             pub fn touches(&self) -> Touches {
