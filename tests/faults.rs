@@ -479,3 +479,46 @@ async fn an_expiry_pass_survives_one_bad_reservation() {
     );
     assert_eq!(db.figures("apple").await, (10, 0, 0));
 }
+
+/// A lock held by an abandoned transaction on one item must not stop the
+/// expiry of reservations on other items: the pass runs them one at a time,
+/// expires what it can, and the held one expires once the lock is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expiry_pass_expires_around_a_held_lock() {
+    let db = TestDb::new().await;
+    db.receive("in-held", "held", 10).await;
+    db.receive("in-free", "free", 10).await;
+    for (id, sku) in [("r-held", "held"), ("r-free", "free")] {
+        db.run(reserve(id, &format!("o-{id}"), &[(sku, 2)], Some(1)))
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    db.project_all().await;
+    let mut holder = db.client().await;
+    let tx = holder.transaction().await.unwrap();
+    tx.execute(
+        "SELECT 1 FROM item_balances WHERE sku = 'held' FOR UPDATE",
+        &[],
+    )
+    .await
+    .unwrap();
+    let expired = tokio::time::timeout(request_timeout(), db.store.expire_due("test", 100))
+        .await
+        .expect("the pass ends while the lock is held")
+        .expect("a pass that expired something succeeds");
+    assert_eq!(expired, 1, "the free reservation expired");
+    assert_eq!(db.figures("free").await, (10, 0, 0));
+    assert_eq!(
+        db.figures("held").await,
+        (10, 2, 0),
+        "held: nothing written"
+    );
+    tx.rollback().await.unwrap();
+    db.project_all().await;
+    let expired = db.store.expire_due("test", 100).await.unwrap();
+    assert_eq!(expired, 1, "the held one expires once the lock is gone");
+    assert_eq!(db.figures("held").await, (10, 0, 0));
+    db.project_all().await;
+    db.assert_audit_clean().await;
+}
