@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::cli_json;
 use common::server::{test_config, TestServer};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -124,8 +125,12 @@ async fn every_endpoint_and_error_code() {
         "{b}"
     );
     assert!(b["as_of"]["position"].as_i64().unwrap() > 0);
+    // `stockledger stock --json` prints the very body the API answers.
+    assert_eq!(cli_json(&s.db.url(), &["stock", "apple"]), (Some(0), b));
     let (st, b) = s.get("/v1/stock/apple?as_of_position=1", "reader").await;
     assert_eq!((st, b["on_hand"].clone()), (200, json!(10)));
+    let past = cli_json(&s.db.url(), &["stock", "apple", "--as-of-position", "1"]);
+    assert_eq!(past, (Some(0), b));
     let (st, b) = s.get("/v1/stock/never?location=north", "reader").await;
     assert_eq!((st, code(&b)), (404, "NOT_FOUND"));
     let (_, reservation) = s.get("/v1/reservations/r1", "reader").await;

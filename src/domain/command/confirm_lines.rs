@@ -7,8 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::input::{merge_lines, Line, LineRequest};
-use super::step::{expired, found, placed, released, retried, room_for_a_step, step};
-use super::step::{takes_all, within_open};
+use super::step::{expired, found, placed, released, retried, take_lines};
 use super::{Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState};
 use crate::domain::event::Event;
@@ -71,21 +70,21 @@ impl Rule for ConfirmLines {
             // Settled by confirming: nothing is open, so every line is over.
             ReservationState::Confirmed | ReservationState::Reserved => {}
         }
-        within_open(p, &self.lines)?;
-        let event = if takes_all(p, &self.lines) {
-            Event::ReservationConfirmed {
+        take_lines(
+            p,
+            &self.lines,
+            || Event::ReservationConfirmed {
                 order_id: p.order_id.clone(),
                 lines: p.open_lines(),
                 confirmation_id: Some(self.confirmation_id.clone()),
-            }
-        } else {
-            room_for_a_step(p)?;
-            Event::ReservationLinesConfirmed {
+            },
+            || Event::ReservationLinesConfirmed {
                 order_id: p.order_id.clone(),
                 confirmation_id: self.confirmation_id.clone(),
                 lines: self.lines.clone(),
-            }
-        };
-        Ok(step(p, event, command_id, now))
+            },
+            command_id,
+            now,
+        )
     }
 }

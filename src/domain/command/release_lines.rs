@@ -8,8 +8,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::input::{merge_lines, reason, Line, LineRequest, DEFAULT_RELEASE_REASON};
-use super::step::{already_confirmed, expired, found, placed, released, retried, step};
-use super::step::{room_for_a_step, takes_all, within_open};
+use super::step::{already_confirmed, expired, found, placed, released, retried, take_lines};
 use super::{Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState};
 use crate::domain::event::Event;
@@ -77,23 +76,23 @@ impl Rule for ReleaseLines {
             ReservationState::Confirmed => return Err(already_confirmed(p)),
             ReservationState::Reserved => {}
         }
-        within_open(p, &self.lines)?;
-        let event = if takes_all(p, &self.lines) {
-            Event::ReservationReleased {
+        take_lines(
+            p,
+            &self.lines,
+            || Event::ReservationReleased {
                 order_id: Some(p.order_id.clone()),
                 lines: p.open_lines(),
                 reason: self.reason.clone(),
                 release_id: Some(self.release_id.clone()),
-            }
-        } else {
-            room_for_a_step(p)?;
-            Event::ReservationLinesReleased {
+            },
+            || Event::ReservationLinesReleased {
                 order_id: p.order_id.clone(),
                 release_id: self.release_id.clone(),
                 lines: self.lines.clone(),
                 reason: self.reason.clone(),
-            }
-        };
-        Ok(step(p, event, command_id, now))
+            },
+            command_id,
+            now,
+        )
     }
 }

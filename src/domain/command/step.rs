@@ -95,7 +95,7 @@ pub(crate) fn retried(
 
 /// Every line must ask for no more than the reservation still holds of its
 /// item; the rejection names each line that asks for more.
-pub(crate) fn within_open(p: &Placed, lines: &[Line]) -> Result<(), Rejection> {
+fn within_open(p: &Placed, lines: &[Line]) -> Result<(), Rejection> {
     let over: Vec<Excess> = lines
         .iter()
         .filter_map(|l| {
@@ -117,9 +117,31 @@ pub(crate) fn within_open(p: &Placed, lines: &[Line]) -> Result<(), Rejection> {
     })
 }
 
+/// A step that takes `lines` of an open reservation: each within what is
+/// still open of its item; taking every open unit settles the reservation
+/// (`settles`), anything less is a partial event (`part`), which needs a
+/// place in the stream that leaves the last one free.
+pub(crate) fn take_lines(
+    p: &Placed,
+    lines: &[Line],
+    settles: impl FnOnce() -> Event,
+    part: impl FnOnce() -> Event,
+    command_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<Decision, Rejection> {
+    within_open(p, lines)?;
+    let event = if takes_all(p, lines) {
+        settles()
+    } else {
+        room_for_a_step(p)?;
+        part()
+    };
+    Ok(step(p, event, command_id, now))
+}
+
 /// Whether `lines` (each within what is open of its item, one per item)
 /// take every open unit: then the step settles the reservation.
-pub(crate) fn takes_all(p: &Placed, lines: &[Line]) -> bool {
+fn takes_all(p: &Placed, lines: &[Line]) -> bool {
     let units = |lines: &[Line]| lines.iter().map(|l| u64::from(l.quantity)).sum::<u64>();
     units(lines) == units(&p.open_lines())
 }
