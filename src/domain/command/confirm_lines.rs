@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::input::{merge_lines, Line, LineRequest};
-use super::step::{expired, found, placed, released, retried, take_lines};
+use super::step::{expired, released, start, take_lines, Start};
 use super::{Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState};
 use crate::domain::event::Event;
@@ -56,13 +56,16 @@ impl Rule for ConfirmLines {
         command_id: Uuid,
         now: DateTime<Utc>,
     ) -> Result<Decision, Rejection> {
-        let res = found(state, &self.reservation_id)?;
-        let p = placed(res)?;
-        let key = StepKey::Confirmation(self.confirmation_id.clone());
-        let request = StepRequest::Lines(self.lines.clone());
-        if let Some(done) = retried(res, p, &key, &request, command_id)? {
-            return Ok(done);
-        }
+        let (res, p) = match start(
+            state,
+            &self.reservation_id,
+            StepKey::Confirmation(self.confirmation_id.clone()),
+            StepRequest::Lines(self.lines.clone()),
+            command_id,
+        )? {
+            Start::Answered(done) => return Ok(done),
+            Start::New(res, p) => (res, p),
+        };
         match p.state {
             ReservationState::Released => return Err(released(&p.reservation_id)),
             ReservationState::Expired => return Err(expired(p)),

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::input::ttl;
-use super::step::{already_confirmed, expired, found, placed, released, retried};
+use super::step::{already_confirmed, expired, released, start, Start};
 use super::step::{room_for_a_step, step};
 use super::{Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState};
@@ -59,13 +59,16 @@ impl Rule for Extend {
         command_id: Uuid,
         now: DateTime<Utc>,
     ) -> Result<Decision, Rejection> {
-        let res = found(state, &self.reservation_id)?;
-        let p = placed(res)?;
-        let key = StepKey::Extension(self.extension_id.clone());
-        let request = StepRequest::Ttl(self.ttl_seconds);
-        if let Some(done) = retried(res, p, &key, &request, command_id)? {
-            return Ok(done);
-        }
+        let (res, p) = match start(
+            state,
+            &self.reservation_id,
+            StepKey::Extension(self.extension_id.clone()),
+            StepRequest::Ttl(self.ttl_seconds),
+            command_id,
+        )? {
+            Start::Answered(done) => return Ok(done),
+            Start::New(res, p) => (res, p),
+        };
         match p.state {
             ReservationState::Released => return Err(released(&p.reservation_id)),
             ReservationState::Confirmed => return Err(already_confirmed(p)),

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::input::{merge_lines, reason, Line, LineRequest, DEFAULT_RELEASE_REASON};
-use super::step::{already_confirmed, expired, found, placed, released, retried, take_lines};
+use super::step::{already_confirmed, expired, released, start, take_lines, Start};
 use super::{Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState};
 use crate::domain::event::Event;
@@ -63,13 +63,16 @@ impl Rule for ReleaseLines {
         command_id: Uuid,
         now: DateTime<Utc>,
     ) -> Result<Decision, Rejection> {
-        let res = found(state, &self.reservation_id)?;
-        let p = placed(res)?;
-        let key = StepKey::Release(self.release_id.clone());
-        let request = StepRequest::Lines(self.lines.clone());
-        if let Some(done) = retried(res, p, &key, &request, command_id)? {
-            return Ok(done);
-        }
+        let p = match start(
+            state,
+            &self.reservation_id,
+            StepKey::Release(self.release_id.clone()),
+            StepRequest::Lines(self.lines.clone()),
+            command_id,
+        )? {
+            Start::Answered(done) => return Ok(done),
+            Start::New(_, p) => p,
+        };
         match p.state {
             ReservationState::Released => return Err(released(&p.reservation_id)),
             ReservationState::Expired => return Err(expired(p)),

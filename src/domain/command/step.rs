@@ -29,7 +29,7 @@ pub(crate) fn found<'a>(
 }
 
 /// A placed reservation; a tombstone was released before it was made.
-pub(crate) fn placed(res: &Reservation) -> Result<&Placed, Rejection> {
+fn placed(res: &Reservation) -> Result<&Placed, Rejection> {
     match res {
         Reservation::Tombstone(t) => Err(released(&t.reservation_id)),
         Reservation::Placed(p) => Ok(p),
@@ -73,11 +73,35 @@ pub(crate) fn step(p: &Placed, event: Event, command_id: Uuid, now: DateTime<Utc
     }
 }
 
+/// What a step named by its caller's id (`key`, asking for `request`)
+/// starts from: the reservation and its placed state when the id is new, or
+/// the answer when it is a retry (`retried`). Every check of the state comes
+/// after this, so a retry after the reservation moved on still gets its answer.
+pub(crate) enum Start<'a> {
+    New(&'a Reservation, &'a Placed),
+    Answered(Decision),
+}
+
+pub(crate) fn start<'a>(
+    state: &'a LedgerState,
+    reservation_id: &ReservationId,
+    key: StepKey,
+    request: StepRequest,
+    command_id: Uuid,
+) -> Result<Start<'a>, Rejection> {
+    let res = found(state, reservation_id)?;
+    let p = placed(res)?;
+    Ok(match retried(res, p, &key, &request, command_id)? {
+        Some(done) => Start::Answered(done),
+        None => Start::New(res, p),
+    })
+}
+
 /// The answer to a step whose id was used before: a replay when it asks for
 /// the same, `IDEMPOTENCY_CONFLICT` when not. `None` for a new id. This comes
 /// before any check of the state, so a retry after the reservation moved on
 /// still gets its answer.
-pub(crate) fn retried(
+fn retried(
     res: &Reservation,
     p: &Placed,
     key: &StepKey,
