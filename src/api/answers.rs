@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 
 use crate::api::bodies::{
     self, AdjustmentResponse, CountResponse, DigestResponse, EventsPage, HistoryEntry,
-    OrderResponse, ProjectionsResponse, ReceiptResponse, ReservationLine, ReservationResponse,
-    StockResponse, TransferResponse,
+    LimitResponse, OrderResponse, ProjectionsResponse, ReceiptResponse, ReservationLine,
+    ReservationResponse, StockResponse, TransferResponse,
 };
 use crate::domain::{AsOf, Balance, Item, LineView, Outcome, ReservationState, ReservationView};
 use crate::projection::status::ProjectionStatus;
@@ -27,6 +27,7 @@ pub enum Answer {
     Adjustment(AdjustmentResponse),
     Count(CountResponse),
     Transfer(TransferResponse),
+    Limit(LimitResponse),
     /// A reservation command's decision without its events (the CLI shows
     /// it so; the API answers with `reservation`).
     Reservation(ReservationAnswer),
@@ -107,6 +108,18 @@ pub fn answer(o: &Outcome) -> Answer {
             from_location: from.location.as_str().to_owned(),
             to_location: to.location.as_str().to_owned(),
             quantity: i64::from(*quantity),
+            replayed: *replayed,
+        }),
+        Outcome::LimitSet {
+            limit_id,
+            item,
+            max_per_order,
+            replayed,
+        } => Answer::Limit(LimitResponse {
+            limit_id: limit_id.clone(),
+            sku: item.sku.as_str().to_owned(),
+            location: item.location.as_str().to_owned(),
+            max_per_order: *max_per_order,
             replayed: *replayed,
         }),
         Outcome::Reservation { view, replayed } => Answer::Reservation(ReservationAnswer {

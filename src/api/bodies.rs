@@ -82,6 +82,21 @@ pub struct CountResponse {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+pub struct LimitResponse {
+    #[schema(schema_with = contract::id)]
+    pub limit_id: String,
+    #[schema(schema_with = contract::id)]
+    pub sku: String,
+    #[schema(schema_with = contract::id)]
+    pub location: String,
+    /// The limit now in force; `null`: none.
+    #[schema(schema_with = contract::max_per_order)]
+    pub max_per_order: Option<u32>,
+    /// True when an earlier identical request did the work.
+    pub replayed: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
 pub struct TransferResponse {
     #[schema(schema_with = contract::id)]
     pub transfer_id: String,

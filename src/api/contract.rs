@@ -141,6 +141,18 @@ pub fn counted() -> Schema {
     .into()
 }
 
+/// An item's per-order limit: required, `null` to lift it.
+pub fn max_per_order() -> Schema {
+    let b = integer(
+        0,
+        i64::from(MAX_QUANTITY),
+        "The most units of the item one order may reserve, a whole number; 0 stops new \
+         reservations of the item. `null` lifts the limit. Required, so that a field left \
+         out never lifts one.",
+    );
+    or_null(b, Type::Integer).into()
+}
+
 /// A quantity on a receipt or a reservation line.
 pub fn quantity() -> Schema {
     integer(

@@ -11,8 +11,8 @@ use utoipa::openapi::RefOr;
 
 use crate::api::contract;
 use crate::domain::command::{
-    AdjustRequest, ConfirmLinesRequest, CountRequest, ExtendRequest, LineRequest, ReceiveRequest,
-    ReleaseLinesRequest, ReserveRequest, TransferRequest,
+    AdjustRequest, ConfirmLinesRequest, CountRequest, ExtendRequest, LimitRequest, LineRequest,
+    ReceiveRequest, ReleaseLinesRequest, ReserveRequest, TransferRequest,
 };
 
 /// Implements `ToSchema` for each request: an object of exactly the listed
@@ -91,6 +91,12 @@ request_schemas! {
         location: contract::location, optional;
         counted: contract::counted;
     }
+    LimitRequest ("Sets the most of an item one order may reserve, or lifts the limit.") {
+        limit_id: contract::id;
+        sku: contract::id;
+        location: contract::location, optional;
+        max_per_order: contract::max_per_order;
+    }
     ReserveRequest {
         reservation_id: contract::id;
         order_id: contract::id;
@@ -122,7 +128,7 @@ mod tests {
     /// A value of the right JSON type for each field name the requests use.
     fn sample(field: &str) -> Value {
         match field {
-            "quantity" | "delta" | "counted" | "ttl_seconds" => json!(5),
+            "quantity" | "delta" | "counted" | "ttl_seconds" | "max_per_order" => json!(5),
             "lines" => json!([{"sku": "a", "quantity": 1}]),
             _ => json!("a"),
         }
@@ -149,6 +155,7 @@ mod tests {
             "AdjustRequest" => try_as::<AdjustRequest>(body),
             "TransferRequest" => try_as::<TransferRequest>(body),
             "CountRequest" => try_as::<CountRequest>(body),
+            "LimitRequest" => try_as::<LimitRequest>(body),
             "ReserveRequest" => try_as::<ReserveRequest>(body),
             "ConfirmLinesRequest" => try_as::<ConfirmLinesRequest>(body),
             "ReleaseLinesRequest" => try_as::<ReleaseLinesRequest>(body),

@@ -10,6 +10,7 @@
 //! The same engine verifies a rebuilt copy before it is swapped in.
 
 mod replay;
+mod settings;
 
 use std::time::{Duration, Instant};
 

@@ -7,6 +7,7 @@ use futures_util::TryStreamExt;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Client;
 
+use crate::audit::settings::{self, ActualSettings, Settings};
 use crate::domain::reservation::StreamViolation;
 use crate::domain::stream::prefixes;
 use crate::domain::{Event, EventType, Reservation, StreamId, StreamKind};
@@ -49,6 +50,8 @@ struct Row {
 pub struct Replay {
     targets: Vec<(Target, Expected)>,
     balances: Figures,
+    /// The items' settings, kept on their balance rows.
+    settings: Settings,
     events: u64,
     streams: u64,
     orders: u64,
@@ -72,6 +75,7 @@ impl Replay {
         Replay {
             targets,
             balances: HashMap::default(),
+            settings: Settings::default(),
             events: 0,
             streams: 0,
             orders: 0,
@@ -159,6 +163,7 @@ impl Replay {
         // Every event moves the write-side balances, whatever its stream.
         for e in &valid {
             add_effects(&mut self.balances, e.event);
+            self.settings.fold(e.event, e.position);
         }
         let Ok(full) = self.check_rules(&stream, &valid) else {
             return;
@@ -239,7 +244,8 @@ impl Replay {
             StreamKind::Receipt
             | StreamKind::Adjustment
             | StreamKind::Transfer
-            | StreamKind::Count => {
+            | StreamKind::Count
+            | StreamKind::Limit => {
                 for e in valid {
                     let t = e.event.event_type();
                     if !stream.kind().allows(e.seq, t) {
@@ -256,6 +262,7 @@ impl Replay {
     /// Adds what `other` read (another partition of the same log) to this one.
     pub fn merge(&mut self, other: Replay) {
         merge_figures(&mut self.balances, other.balances);
+        self.settings.merge(other.settings);
         for ((target, mine), (_, theirs)) in self.targets.iter_mut().zip(other.targets) {
             target.projection.merge(mine, theirs);
         }
@@ -273,8 +280,9 @@ impl Replay {
     /// Compares what the log says with the tables, loaded by `load_tables`
     /// for the same targets in the same snapshot.
     pub(crate) fn diff(mut self, tables: Tables) -> Outcome {
-        if let Some(balances) = tables.balances {
+        if let Some((balances, settings)) = tables.balances {
             compare_figures("item_balances", &self.balances, balances, &mut self.diffs);
+            self.settings.compare(settings, &mut self.diffs);
         }
         let mut compared = Vec::new();
         let mut first_differing = None;
@@ -301,7 +309,8 @@ impl Replay {
 
 /// The tables to compare, as they are in the snapshot.
 pub(crate) struct Tables {
-    pub balances: Option<ActualFigures>,
+    /// The write side's figures and settings, when asked for.
+    pub balances: Option<(ActualFigures, ActualSettings)>,
     pub projections: Vec<Actual>,
 }
 
@@ -312,7 +321,10 @@ pub(crate) async fn load_tables(
     balances: bool,
 ) -> Result<Tables, StoreError> {
     let balances = if balances {
-        Some(load_figures(client, "public.item_balances").await?)
+        Some((
+            load_figures(client, "public.item_balances").await?,
+            settings::load(client).await?,
+        ))
     } else {
         None
     };

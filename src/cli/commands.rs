@@ -6,7 +6,7 @@ use clap::{Args as ClapArgs, Subcommand};
 
 use stockledger::domain::{
     command, page_limit, AdjustRequest, AsOf, Command, ConfirmLinesRequest, CountRequest,
-    ExtendRequest, Item, LineRequest, Location, OrderId, ReceiveRequest, Rejection,
+    ExtendRequest, Item, LimitRequest, LineRequest, Location, OrderId, ReceiveRequest, Rejection,
     ReleaseLinesRequest, ReserveRequest, Sku, TransferRequest,
 };
 use stockledger::store::Cursor;
@@ -23,6 +23,9 @@ pub enum WriteCmd {
     Transfer(TransferArgs),
     /// Record a stock count: the difference from the books is appended.
     Count(CountArgs),
+    /// Set the most of an item one order may reserve (--max-per-order), or
+    /// lift the limit (--no-limit).
+    Limit(LimitArgs),
     /// Reserve stock for an order: every line, or none.
     Reserve(ReserveArgs),
     /// Confirm a reservation (the order was paid), or with --confirmation-id
@@ -43,6 +46,7 @@ impl WriteCmd {
             WriteCmd::Adjust(a) => a.validate(),
             WriteCmd::Transfer(a) => a.validate(),
             WriteCmd::Count(a) => a.validate(),
+            WriteCmd::Limit(a) => a.validate(),
             WriteCmd::Reserve(a) => a.validate(),
             WriteCmd::Confirm(a) => a.validate(),
             WriteCmd::Release(a) => a.validate(),
@@ -74,6 +78,23 @@ pub struct CountArgs {
     /// The units found (0 or more).
     #[arg(long, allow_negative_numbers = true)]
     pub counted: i64,
+}
+
+#[derive(ClapArgs, Debug)]
+#[command(group(clap::ArgGroup::new("limit").required(true).args(["max_per_order", "no_limit"])))]
+pub struct LimitArgs {
+    #[arg(long)]
+    pub limit_id: String,
+    #[arg(long)]
+    pub sku: String,
+    #[arg(long)]
+    pub location: Option<String>,
+    /// The most units one order may reserve (0 stops new reservations).
+    #[arg(long, allow_negative_numbers = true)]
+    pub max_per_order: Option<i64>,
+    /// Lift the item's limit.
+    #[arg(long)]
+    pub no_limit: bool,
 }
 
 #[derive(ClapArgs, Debug)]
@@ -189,6 +210,19 @@ impl CountArgs {
             sku: self.sku.clone(),
             location: self.location.clone(),
             counted: self.counted,
+        }
+        .validate()
+    }
+}
+
+impl LimitArgs {
+    /// Clap has made sure exactly one of --max-per-order and --no-limit is given.
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        LimitRequest {
+            limit_id: self.limit_id.clone(),
+            sku: self.sku.clone(),
+            location: self.location.clone(),
+            max_per_order: self.max_per_order,
         }
         .validate()
     }

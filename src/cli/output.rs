@@ -127,6 +127,19 @@ impl Printer {
                 to.location,
                 if *replayed { " (replayed)" } else { "" }
             ),
+            Outcome::LimitSet {
+                limit_id,
+                item,
+                max_per_order,
+                replayed,
+            } => format!(
+                "limit {limit_id}: {item} {}{}",
+                match max_per_order {
+                    Some(m) => format!("at most {m} per order"),
+                    None => "without a per-order limit".to_owned(),
+                },
+                if *replayed { " (replayed)" } else { "" }
+            ),
             Outcome::Reservation { view, replayed } => reservation_text(view, *replayed),
             Outcome::NotDue { reservation_id, .. } => {
                 format!("reservation {reservation_id}: not due")
@@ -157,6 +170,14 @@ impl Printer {
                 eprintln!(
                     "  {} @ {}: requested {}, still reserved {}",
                     l.sku, l.location, l.requested, l.reserved
+                );
+            }
+        }
+        if let Rejection::OrderLimitExceeded { lines } = r {
+            for l in lines {
+                eprintln!(
+                    "  {} @ {}: requested {}, at most {} per order",
+                    l.sku, l.location, l.requested, l.max_per_order
                 );
             }
         }

@@ -17,6 +17,7 @@ use crate::domain::event::{Balance, Event};
 use crate::domain::ids::{Item, Location, OrderId, ReservationId, Sku};
 use crate::domain::rejection::Rejection;
 use crate::domain::reservation::{LineProgress, Reservation, ReservationState};
+use crate::domain::settings::ItemSettings;
 use crate::domain::stream::StreamId;
 
 /// A receipt or an adjustment: a stream with exactly one event.
@@ -36,6 +37,9 @@ pub struct LedgerState {
     /// Receipt and adjustment streams.
     pub singles: HashMap<StreamId, SingleRecord>,
     pub balances: BTreeMap<Item, Balance>,
+    /// The settings of the items whose balance rows are loaded; an item
+    /// without an entry has none set.
+    pub settings: BTreeMap<Item, ItemSettings>,
     /// Which reservation holds each order.
     pub order_owners: HashMap<OrderId, ReservationId>,
 }
@@ -43,6 +47,10 @@ pub struct LedgerState {
 impl LedgerState {
     pub fn balance(&self, item: &Item) -> Balance {
         self.balances.get(item).copied().unwrap_or_default()
+    }
+
+    pub fn settings(&self, item: &Item) -> ItemSettings {
+        self.settings.get(item).copied().unwrap_or_default()
     }
 }
 
@@ -146,6 +154,12 @@ pub enum Outcome {
         quantity: u32,
         replayed: bool,
     },
+    LimitSet {
+        limit_id: String,
+        item: Item,
+        max_per_order: Option<u32>,
+        replayed: bool,
+    },
     Reservation {
         view: ReservationView,
         replayed: bool,
@@ -164,6 +178,7 @@ impl Outcome {
             | Outcome::Adjusted { replayed, .. }
             | Outcome::Transferred { replayed, .. }
             | Outcome::Counted { replayed, .. }
+            | Outcome::LimitSet { replayed, .. }
             | Outcome::Reservation { replayed, .. } => *replayed,
             Outcome::NotDue { .. } => false,
         }
@@ -211,6 +226,9 @@ pub fn apply(state: &mut LedgerState, decision: &Decision, command_id: Uuid, now
                 "decide produced an invalid balance: {balance:?}"
             );
         }
+        if let Some((item, setting)) = e.event.setting() {
+            state.settings.entry(item).or_default().apply(setting);
+        }
         match &e.stream {
             StreamId::Reservation(id) => {
                 let current = state.reservations.remove(id);
@@ -224,7 +242,8 @@ pub fn apply(state: &mut LedgerState, decision: &Decision, command_id: Uuid, now
             StreamId::Receipt(_)
             | StreamId::Adjustment(_)
             | StreamId::Transfer(_)
-            | StreamId::Count(_) => {
+            | StreamId::Count(_)
+            | StreamId::Limit(_) => {
                 let fingerprint = e
                     .fingerprint
                     .clone()

@@ -758,3 +758,128 @@ fn the_fold_refuses_extensions_the_core_never_writes() {
     let after = fold_at(&r2, 3, &extend("e5", 100, t(161)), 61);
     assert!(matches!(after, Err(StreamViolation::BadExtension { .. })));
 }
+
+fn limit(id: &str, sku: &str, max: Option<i64>) -> Result<Command, Rejection> {
+    crate::domain::LimitRequest {
+        limit_id: id.into(),
+        sku: sku.into(),
+        location: None,
+        max_per_order: max,
+    }
+    .validate()
+}
+
+/// A reserve of `lines` (sku, quantity) for order `o2` under `r2`.
+fn reserve_lines(lines: &[(&str, i64)]) -> Command {
+    ReserveRequest {
+        reservation_id: "r2".into(),
+        order_id: "o2".into(),
+        lines: lines
+            .iter()
+            .map(|(sku, quantity)| LineRequest {
+                sku: (*sku).into(),
+                location: None,
+                quantity: *quantity,
+            })
+            .collect(),
+        ttl_seconds: Some(60),
+    }
+    .validate()
+    .unwrap()
+}
+
+/// What a row of the limit table expects.
+#[derive(Debug)]
+enum LimitExpect {
+    /// Accepted, appending this many events (0: a replay).
+    Appends(usize),
+    Rejected(RejectionCode),
+}
+
+/// The per-order limit rows of the outcome table (issue 27): apples are on
+/// hand (10), 2 reserved by `r1`; each row sets limits first, in order,
+/// then runs its command.
+#[rustfmt::skip]
+fn limit_cases() -> Vec<(&'static str, Vec<Option<i64>>, Command, LimitExpect)> {
+    use LimitExpect::*;
+    use RejectionCode as Code;
+    let set = |id: &str, max: Option<i64>| limit(id, "apple", max).unwrap();
+    vec![
+        ("limit | new -> set", vec![], set("l9", Some(3)), Appends(1)),
+        ("limit | same id, same limit -> replay", vec![Some(3)], set("l0", Some(3)), Appends(0)),
+        ("limit | same id, other limit -> conflict", vec![Some(3)], set("l0", Some(4)), Rejected(Code::IdempotencyConflict)),
+        ("limit | same id, lifted instead -> conflict", vec![Some(3)], set("l0", None), Rejected(Code::IdempotencyConflict)),
+        ("limit | an item never received -> set", vec![], limit("l9", "kiwi", Some(1)).unwrap(), Appends(1)),
+        ("limit | below what an open reservation holds -> set, the hold stays", vec![], set("l9", Some(1)), Appends(1)),
+        ("reserve | within the limit -> RESERVED", vec![Some(3)], reserve_lines(&[("apple", 3)]), Appends(1)),
+        ("reserve | over the limit -> limit exceeded", vec![Some(3)], reserve_lines(&[("apple", 4)]), Rejected(Code::OrderLimitExceeded)),
+        ("reserve | over the limit and short of stock -> limit exceeded", vec![Some(3)], reserve_lines(&[("apple", 9)]), Rejected(Code::OrderLimitExceeded)),
+        ("reserve | lines merged over the limit -> limit exceeded", vec![Some(3)], reserve_lines(&[("apple", 2), ("apple", 2)]), Rejected(Code::OrderLimitExceeded)),
+        ("reserve | limit 0 -> limit exceeded", vec![Some(0)], reserve_lines(&[("apple", 1)]), Rejected(Code::OrderLimitExceeded)),
+        ("reserve | the latest limit holds -> RESERVED", vec![Some(1), Some(5)], reserve_lines(&[("apple", 5)]), Appends(1)),
+        ("reserve | limit lifted -> RESERVED", vec![Some(1), None], reserve_lines(&[("apple", 8)]), Appends(1)),
+        ("reserve | no limit, short of stock -> insufficient", vec![], reserve_lines(&[("apple", 9)]), Rejected(Code::InsufficientStock)),
+        ("confirm | held over a later, lower limit -> CONFIRMED", vec![Some(1)], command::confirm("r1").unwrap(), Appends(1)),
+    ]
+}
+
+#[test]
+fn limit_table() {
+    for (row, limits, cmd, expect) in limit_cases() {
+        let mut state = setup(Setup::Reserved);
+        for (i, max) in limits.iter().enumerate() {
+            run(
+                &mut state,
+                &limit(&format!("l{i}"), "apple", *max).unwrap(),
+                t(1),
+            )
+            .unwrap();
+        }
+        let before = state.balance(&item());
+        match (run(&mut state, &cmd, t(5)), expect) {
+            (Ok(d), LimitExpect::Appends(n)) => {
+                assert_eq!(d.events.len(), n, "{row}");
+                assert_eq!(d.outcome.replayed(), n == 0, "{row}");
+            }
+            (Err(r), LimitExpect::Rejected(code)) => {
+                assert_eq!(r.code(), code, "{row}");
+                assert_eq!(state.balance(&item()), before, "{row}: nothing moved");
+            }
+            (got, want) => panic!("{row}: expected {want:?}, got {got:?}"),
+        }
+    }
+}
+
+/// A refusal names each line over its item's limit, and only those.
+#[test]
+fn a_limit_refusal_names_every_line_over_its_limit() {
+    let mut st = setup(Setup::None);
+    run(&mut st, &limit("l1", "apple", Some(2)).unwrap(), t(1)).unwrap();
+    let r = run(&mut st, &reserve_lines(&[("apple", 3)]), t(2)).unwrap_err();
+    assert_eq!(
+        r.details(),
+        serde_json::json!({"lines": [{"sku": "apple", "location": "default", "requested": 3, "max_per_order": 2}]})
+    );
+    assert_eq!(st.settings(&item()).max_per_order, Some(2));
+}
+
+/// A limit's event is the item's only change; bad values are named.
+#[test]
+fn a_limit_records_one_event_and_refuses_bad_values() {
+    let mut st = LedgerState::default();
+    let d = run(&mut st, &limit("l1", "apple", None).unwrap(), t(1)).unwrap();
+    assert_eq!(
+        d.events[0].event,
+        Event::OrderLimitSet {
+            sku: item().sku,
+            location: item().location,
+            max_per_order: None,
+        }
+    );
+    assert_eq!(st.balance(&item()), Balance::default());
+    let too_big = i64::from(crate::limits::MAX_QUANTITY) + 1;
+    for bad in [-1, too_big] {
+        let r = limit("l2", "apple", Some(bad)).unwrap_err();
+        assert_eq!(r.details()["field"], "max_per_order", "{bad}");
+    }
+}

@@ -13,6 +13,7 @@ use uuid::Uuid;
 use crate::domain::command::Line;
 pub use crate::domain::event_type::{EventType, ReservationMove};
 use crate::domain::ids::{ConfirmationId, ExtensionId, Item, Location, OrderId, ReleaseId, Sku};
+use crate::domain::settings::Setting;
 use crate::domain::stream::StreamId;
 
 /// The reason recorded on a tombstone: a release that arrived before its reserve.
@@ -47,6 +48,13 @@ pub enum Event {
         location: Location,
         counted: u32,
         books: i64,
+    },
+    /// From now on, no order may reserve more than `max_per_order` of
+    /// `sku` at `location`; `None` lifts the limit. Moves no stock.
+    OrderLimitSet {
+        sku: Sku,
+        location: Location,
+        max_per_order: Option<u32>,
     },
     ReservationCreated {
         order_id: OrderId,
@@ -143,6 +151,7 @@ impl Event {
             Event::StockAdjusted { .. } => EventType::StockAdjusted,
             Event::StockTransferred { .. } => EventType::StockTransferred,
             Event::StockCounted { .. } => EventType::StockCounted,
+            Event::OrderLimitSet { .. } => EventType::OrderLimitSet,
             Event::ReservationCreated { .. } => EventType::ReservationCreated,
             Event::ReservationConfirmed { .. } => EventType::ReservationConfirmed,
             Event::ReservationReleased { .. } => EventType::ReservationReleased,
@@ -167,7 +176,8 @@ impl Event {
             Event::StockReceived { .. }
             | Event::StockAdjusted { .. }
             | Event::StockTransferred { .. }
-            | Event::StockCounted { .. } => None,
+            | Event::StockCounted { .. }
+            | Event::OrderLimitSet { .. } => None,
         }
     }
 
@@ -180,7 +190,8 @@ impl Event {
             Event::StockReceived { sku, .. }
             | Event::StockAdjusted { sku, .. }
             | Event::StockTransferred { sku, .. }
-            | Event::StockCounted { sku, .. } => sku.as_str(),
+            | Event::StockCounted { sku, .. }
+            | Event::OrderLimitSet { sku, .. } => sku.as_str(),
             Event::ReservationCreated { .. }
             | Event::ReservationConfirmed { .. }
             | Event::ReservationReleased { .. }
@@ -265,6 +276,9 @@ impl Event {
                 counted,
                 books,
             } => on_hand(&mut f, sku, location, i64::from(*counted) - books),
+            // A limit moves no stock, but names its item: the item is known
+            // from then on (its balance row exists), as after a count of 0.
+            Event::OrderLimitSet { sku, location, .. } => on_hand(&mut f, sku, location, 0),
             Event::ReservationCreated { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
                 reserved: q,
                 ..Default::default()
@@ -287,6 +301,36 @@ impl Event {
             }
             // An extension moves the expiry, never stock.
             Event::ReservationExtended { .. } => {}
+        }
+    }
+
+    /// What the event sets on its item, if it is a setting (a per-order
+    /// limit): the last such event of an item is what holds. The command
+    /// path, the store's item row and the audit read it here.
+    pub fn setting(&self) -> Option<(Item, Setting)> {
+        match self {
+            Event::OrderLimitSet {
+                sku,
+                location,
+                max_per_order,
+            } => Some((
+                Item {
+                    sku: sku.clone(),
+                    location: location.clone(),
+                },
+                Setting::MaxPerOrder(*max_per_order),
+            )),
+            Event::StockReceived { .. }
+            | Event::StockAdjusted { .. }
+            | Event::StockTransferred { .. }
+            | Event::StockCounted { .. }
+            | Event::ReservationCreated { .. }
+            | Event::ReservationConfirmed { .. }
+            | Event::ReservationReleased { .. }
+            | Event::ReservationExpired { .. }
+            | Event::ReservationLinesConfirmed { .. }
+            | Event::ReservationLinesReleased { .. }
+            | Event::ReservationExtended { .. } => None,
         }
     }
 

@@ -51,6 +51,16 @@ impl Event {
                 "counted {counted} × {sku}@{location} (the books said {books}: {:+})",
                 i64::from(*counted) - books
             ),
+            OrderLimitSet {
+                sku,
+                location,
+                max_per_order: Some(max),
+            } => format!("limited {sku}@{location} to {max} per order"),
+            OrderLimitSet {
+                sku,
+                location,
+                max_per_order: None,
+            } => format!("lifted the per-order limit of {sku}@{location}"),
             ReservationCreated {
                 order_id,
                 lines: l,

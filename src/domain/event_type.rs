@@ -102,6 +102,7 @@ event_types! {
     StockAdjusted             => Adjustment,  First,    true,   NOTHING,             (1, 0, 0);
     StockTransferred          => Transfer,    First,    true,   NOTHING,             (1, 0, 0);
     StockCounted              => Count,       First,    true,   NOTHING,             (1, 0, 0);
+    OrderLimitSet             => Limit,       First,    true,   NOTHING,             (0, 0, 0);
     ReservationCreated        => Reservation, First,    false,  OPENS,               (0, 1, 0);
     ReservationConfirmed      => Reservation, Later,    true,   settles(Confirmed),  (-1, -1, 1);
     ReservationReleased       => Reservation, Anywhere, true,   settles(Released),   (0, -1, 0);

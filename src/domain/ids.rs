@@ -97,6 +97,10 @@ define_id!(
     CountId
 );
 define_id!(
+    /// Chosen by the caller for one change of an item's per-order limit.
+    LimitId
+);
+define_id!(
     /// Chosen by the caller for one partial confirmation of a reservation
     /// (one shipment of part of an order); unique within the reservation.
     ConfirmationId

@@ -14,11 +14,13 @@ pub mod number;
 pub mod read_query;
 pub mod rejection;
 pub mod reservation;
+pub mod settings;
 pub mod stream;
 
 pub use command::{
-    AdjustRequest, Command, ConfirmLinesRequest, CountRequest, ExtendRequest, Items, Line,
-    LineRequest, ReceiveRequest, ReleaseLinesRequest, ReserveRequest, Touches, TransferRequest,
+    AdjustRequest, Command, ConfirmLinesRequest, CountRequest, ExtendRequest, Items, LimitRequest,
+    Line, LineRequest, ReceiveRequest, ReleaseLinesRequest, ReserveRequest, Touches,
+    TransferRequest,
 };
 pub use context::CommandContext;
 pub use decide::{
@@ -29,13 +31,14 @@ pub use event::{
     Balance, Event, EventMetadata, EventType, RecordedEvent, ReservationMove, StockDelta,
 };
 pub use ids::{
-    AdjustmentId, ConfirmationId, CountId, ExtensionId, Item, Location, OrderId, ReceiptId,
-    ReleaseId, ReservationId, Sku, TransferId,
+    AdjustmentId, ConfirmationId, CountId, ExtensionId, Item, LimitId, Location, OrderId,
+    ReceiptId, ReleaseId, ReservationId, Sku, TransferId,
 };
 pub use read_query::{page_limit, AsOf};
-pub use rejection::{Excess, Rejection, RejectionCode, Shortfall};
+pub use rejection::{Excess, OverLimit, Rejection, RejectionCode, Shortfall};
 pub use reservation::{
     LineProgress, Placed, Reservation, ReservationState, StepKey, StepRequest, StreamViolation,
     TakenStep, Tombstone,
 };
+pub use settings::{ItemSettings, Setting};
 pub use stream::{StreamId, StreamKind};

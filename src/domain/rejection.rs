@@ -26,6 +26,16 @@ pub struct Excess {
     pub reserved: u32,
 }
 
+/// A line of a reserve that asks for more of an item than one order may
+/// hold (the item's per-order limit).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OverLimit {
+    pub sku: String,
+    pub location: String,
+    pub requested: u32,
+    pub max_per_order: u32,
+}
+
 /// Declares `RejectionCode` from one list of (variant, code): the enum, its
 /// `as_str` and `ALL` cannot disagree, so a new code is in every list that
 /// must name them all (the API description's) as soon as it exists.
@@ -68,6 +78,7 @@ rejection_codes! {
     ExpiryNotLater => "EXPIRY_NOT_LATER",
     HoldTooLong => "HOLD_TOO_LONG",
     StepLimit => "STEP_LIMIT",
+    OrderLimitExceeded => "ORDER_LIMIT_EXCEEDED",
 }
 
 impl std::fmt::Display for RejectionCode {
@@ -143,6 +154,9 @@ pub enum Rejection {
          that settles it: confirm or release what is open"
     )]
     StepLimit { reservation_id: String, limit: u32 },
+
+    #[error("an order may not reserve that much of {} item(s)", lines.len())]
+    OrderLimitExceeded { lines: Vec<OverLimit> },
 }
 
 impl Rejection {
@@ -179,6 +193,7 @@ impl Rejection {
             Rejection::ExpiryNotLater { .. } => RejectionCode::ExpiryNotLater,
             Rejection::HoldTooLong { .. } => RejectionCode::HoldTooLong,
             Rejection::StepLimit { .. } => RejectionCode::StepLimit,
+            Rejection::OrderLimitExceeded { .. } => RejectionCode::OrderLimitExceeded,
         }
     }
 
@@ -245,6 +260,17 @@ mod tests {
                     reservation_id: r(),
                 },
                 json!({"reservation_id": "r1"}),
+            ),
+            (
+                Rejection::OrderLimitExceeded {
+                    lines: vec![OverLimit {
+                        sku: "a".into(),
+                        location: "default".into(),
+                        requested: 3,
+                        max_per_order: 2,
+                    }],
+                },
+                json!({"lines": [{"sku": "a", "location": "default", "requested": 3, "max_per_order": 2}]}),
             ),
         ]
     }

@@ -387,7 +387,8 @@ impl Step<'_> {
             Event::StockReceived { .. }
             | Event::StockAdjusted { .. }
             | Event::StockTransferred { .. }
-            | Event::StockCounted { .. } => Err(self.foreign()),
+            | Event::StockCounted { .. }
+            | Event::OrderLimitSet { .. } => Err(self.foreign()),
         }
     }
 
@@ -445,7 +446,8 @@ impl Step<'_> {
             Event::StockReceived { .. }
             | Event::StockAdjusted { .. }
             | Event::StockTransferred { .. }
-            | Event::StockCounted { .. } => return Err(self.foreign()),
+            | Event::StockCounted { .. }
+            | Event::OrderLimitSet { .. } => return Err(self.foreign()),
         };
         if order_id != Some(&p.order_id) {
             return Err(self.amounts_differ());
@@ -534,7 +536,8 @@ impl Step<'_> {
             Event::StockReceived { .. }
             | Event::StockAdjusted { .. }
             | Event::StockTransferred { .. }
-            | Event::StockCounted { .. } => self.foreign(),
+            | Event::StockCounted { .. }
+            | Event::OrderLimitSet { .. } => self.foreign(),
             Event::ReservationCreated { .. }
             | Event::ReservationConfirmed { .. }
             | Event::ReservationReleased { .. }

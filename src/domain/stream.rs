@@ -6,7 +6,7 @@
 use std::fmt;
 
 use crate::domain::event_type::{EventType, Places};
-use crate::domain::ids::{AdjustmentId, CountId, ReceiptId, ReservationId, TransferId};
+use crate::domain::ids::{AdjustmentId, CountId, LimitId, ReceiptId, ReservationId, TransferId};
 use crate::domain::Rejection;
 use crate::limits::MAX_RESERVATION_EVENTS;
 
@@ -36,6 +36,8 @@ stream_kinds!(
     Transfer,
     /// One stock count of one item: exactly one `StockCounted`.
     Count,
+    /// One change of an item's per-order limit: exactly one `OrderLimitSet`.
+    Limit,
     /// One order's hold on stock: created (or tombstoned) at seq 1, then
     /// partial steps and extensions, then the one event that settles it.
     Reservation,
@@ -49,6 +51,7 @@ impl StreamKind {
             StreamKind::Adjustment => "adjustment:",
             StreamKind::Transfer => "transfer:",
             StreamKind::Count => "count:",
+            StreamKind::Limit => "limit:",
             StreamKind::Reservation => "reservation:",
         }
     }
@@ -59,7 +62,8 @@ impl StreamKind {
             StreamKind::Receipt
             | StreamKind::Adjustment
             | StreamKind::Transfer
-            | StreamKind::Count => 1,
+            | StreamKind::Count
+            | StreamKind::Limit => 1,
             StreamKind::Reservation => MAX_RESERVATION_EVENTS,
         }
     }
@@ -105,6 +109,7 @@ pub enum StreamId {
     Adjustment(AdjustmentId),
     Transfer(TransferId),
     Count(CountId),
+    Limit(LimitId),
     Reservation(ReservationId),
 }
 
@@ -115,6 +120,7 @@ impl StreamId {
             StreamId::Adjustment(_) => StreamKind::Adjustment,
             StreamId::Transfer(_) => StreamKind::Transfer,
             StreamId::Count(_) => StreamKind::Count,
+            StreamId::Limit(_) => StreamKind::Limit,
             StreamId::Reservation(_) => StreamKind::Reservation,
         }
     }
@@ -126,6 +132,7 @@ impl StreamId {
             StreamId::Adjustment(id) => id.as_str(),
             StreamId::Transfer(id) => id.as_str(),
             StreamId::Count(id) => id.as_str(),
+            StreamId::Limit(id) => id.as_str(),
             StreamId::Reservation(id) => id.as_str(),
         }
     }
@@ -136,7 +143,8 @@ impl StreamId {
             StreamId::Receipt(_)
             | StreamId::Adjustment(_)
             | StreamId::Transfer(_)
-            | StreamId::Count(_) => None,
+            | StreamId::Count(_)
+            | StreamId::Limit(_) => None,
         }
     }
 
@@ -149,6 +157,7 @@ impl StreamId {
                     StreamKind::Adjustment => StreamId::Adjustment(AdjustmentId::parse(field, id)?),
                     StreamKind::Transfer => StreamId::Transfer(TransferId::parse(field, id)?),
                     StreamKind::Count => StreamId::Count(CountId::parse(field, id)?),
+                    StreamKind::Limit => StreamId::Limit(LimitId::parse(field, id)?),
                     StreamKind::Reservation => {
                         StreamId::Reservation(ReservationId::parse(field, id)?)
                     }

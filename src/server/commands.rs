@@ -11,15 +11,15 @@ use serde_json::{json, Value};
 use crate::api::contract;
 use crate::domain::{
     command, AdjustRequest, Command, CommandContext, ConfirmLinesRequest, CountRequest,
-    ExtendRequest, Outcome, ReceiveRequest, RecordedEvent, ReleaseLinesRequest, ReserveRequest,
-    TransferRequest,
+    ExtendRequest, LimitRequest, Outcome, ReceiveRequest, RecordedEvent, ReleaseLinesRequest,
+    ReserveRequest, TransferRequest,
 };
 use crate::server::auth::{Can, ToWrite};
 use crate::server::error::ApiError;
 use crate::server::json::{ApiJson, ApiPath};
 use crate::server::openapi::{
-    AdjustmentResponse, CountResponse, ErrorBody, ReceiptResponse, ReservationResponse,
-    TransferResponse,
+    AdjustmentResponse, CountResponse, ErrorBody, LimitResponse, ReceiptResponse,
+    ReservationResponse, TransferResponse,
 };
 use crate::server::params::{CommandHeaders, ReservationPath};
 use crate::server::AppState;
@@ -83,7 +83,7 @@ fn created_or_replayed(replayed: bool) -> StatusCode {
 }
 
 /// Runs a command of a single-event stream (receipt, adjustment, transfer,
-/// count) and answers with its outcome: `201` when it did the work, `200`
+/// count, limit) and answers with its outcome: `201` when it did the work, `200`
 /// for a replay.
 async fn single(
     s: &AppState,
@@ -148,6 +148,21 @@ pub async fn count(
     single(&s, "count", req.validate(), headers.context(&caller)?).await
 }
 
+#[utoipa::path(post, path = "/v1/stock/limits", operation_id = "limitPerOrder", tag = "commands", request_body = LimitRequest,
+    params(CommandHeaders),
+    responses((status = 201, description = "set: reserves of the item decided from now on are held to it; open reservations keep what they hold", body = LimitResponse),
+              (status = 200, description = "a replay of the same limit", body = LimitResponse),
+              (status = 409, description = "IDEMPOTENCY_CONFLICT: the limit id was used for another limit", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn limit(
+    State(s): State<AppState>,
+    Can { caller, .. }: Can<ToWrite>,
+    headers: CommandHeaders,
+    ApiJson(req): ApiJson<LimitRequest>,
+) -> Result<Response, ApiError> {
+    single(&s, "limit", req.validate(), headers.context(&caller)?).await
+}
+
 #[utoipa::path(post, path = "/v1/stock/transfers", operation_id = "transferStock", tag = "commands", request_body = TransferRequest,
     params(CommandHeaders),
     responses((status = 201, description = "moved: the source's on_hand down, the destination's up, at once", body = TransferResponse),
@@ -185,7 +200,7 @@ pub async fn adjust(
     responses((status = 201, description = "reserved", body = ReservationResponse),
               (status = 200, description = "a replay: the reservation as it is now", body = ReservationResponse),
               (status = 409, description = "IDEMPOTENCY_CONFLICT, RESERVATION_RELEASED, ORDER_ALREADY_RESERVED", body = ErrorBody),
-              (status = 422, description = "INSUFFICIENT_STOCK with details.shortfalls", body = ErrorBody)),
+              (status = 422, description = "ORDER_LIMIT_EXCEEDED with details.lines (checked first), INSUFFICIENT_STOCK with details.shortfalls", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn reserve(
     State(s): State<AppState>,

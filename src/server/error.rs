@@ -40,7 +40,8 @@ fn rejection_status(code: RejectionCode) -> StatusCode {
         RejectionCode::ReservationNotFound | RejectionCode::NotFound => StatusCode::NOT_FOUND,
         RejectionCode::InsufficientStock
         | RejectionCode::ExceedsReserved
-        | RejectionCode::HoldTooLong => StatusCode::UNPROCESSABLE_ENTITY,
+        | RejectionCode::HoldTooLong
+        | RejectionCode::OrderLimitExceeded => StatusCode::UNPROCESSABLE_ENTITY,
         RejectionCode::IdempotencyConflict
         | RejectionCode::ReservationReleased
         | RejectionCode::ReservationExpired

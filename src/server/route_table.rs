@@ -15,6 +15,7 @@ macro_rules! keyed_routes {
             crate::server::commands::adjust, crate::server::commands::__path_adjust;
             crate::server::commands::transfer, crate::server::commands::__path_transfer;
             crate::server::commands::count, crate::server::commands::__path_count;
+            crate::server::commands::limit, crate::server::commands::__path_limit;
             crate::server::commands::reserve, crate::server::commands::__path_reserve;
             crate::server::commands::confirm, crate::server::commands::__path_confirm;
             crate::server::commands::release, crate::server::commands::__path_release;

@@ -178,7 +178,8 @@ pub async fn reservation_of_order(
         other @ (StreamId::Receipt(_)
         | StreamId::Adjustment(_)
         | StreamId::Transfer(_)
-        | StreamId::Count(_)) => Err(StoreError::Corrupt(
+        | StreamId::Count(_)
+        | StreamId::Limit(_)) => Err(StoreError::Corrupt(
             format!("{other} holds a ReservationCreated event").into(),
         )),
     }

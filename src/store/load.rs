@@ -19,8 +19,8 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use crate::domain::{
-    Balance, Command, CommandContext, Item, Items, LedgerState, Location, OrderId, RecordedEvent,
-    Reservation, ReservationId, SingleRecord, Sku, StreamId, Touches,
+    Balance, Command, CommandContext, Item, ItemSettings, Items, LedgerState, Location, OrderId,
+    RecordedEvent, Reservation, ReservationId, SingleRecord, Sku, StreamId, Touches,
 };
 use crate::store::error::{corrupt, Cause, Failure};
 use crate::store::locks::Lock;
@@ -229,7 +229,8 @@ fn read_streams(rows: Vec<Row>, state: &mut LedgerState) -> Result<Timelines, Fa
             StreamId::Receipt(_)
             | StreamId::Adjustment(_)
             | StreamId::Transfer(_)
-            | StreamId::Count(_) => {
+            | StreamId::Count(_)
+            | StreamId::Limit(_) => {
                 let fingerprint = e.metadata.fingerprint.clone().ok_or_else(|| {
                     StoreError::Corrupt(format!("stream {} has no fingerprint", e.stream).into())
                 })?;
@@ -261,7 +262,8 @@ fn read_order_owners(rows: Vec<Row>, state: &mut LedgerState) -> Result<(), Fail
             StreamId::Receipt(_)
             | StreamId::Adjustment(_)
             | StreamId::Transfer(_)
-            | StreamId::Count(_) => {
+            | StreamId::Count(_)
+            | StreamId::Limit(_) => {
                 let why = format!("{stream} holds a ReservationCreated event");
                 return Err(StoreError::Corrupt(why.into()).into());
             }
@@ -319,6 +321,15 @@ fn read_balances(rows: Vec<Row>, state: &mut LedgerState) -> Result<HashSet<Item
             reserved: row.get(3),
             confirmed: row.get(4),
         };
+        let max_per_order: Option<i64> = row.get(5);
+        let max_per_order = max_per_order.map(u32::try_from).transpose().map_err(|_| {
+            StoreError::Corrupt(format!("{item} has max_per_order {max_per_order:?}").into())
+        })?;
+        if max_per_order.is_some() {
+            state
+                .settings
+                .insert(item.clone(), ItemSettings { max_per_order });
+        }
         existing.insert(item.clone());
         state.balances.insert(item, balance);
     }

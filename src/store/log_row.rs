@@ -48,6 +48,22 @@ pub(crate) struct Rest {
     extension_id: Option<ExtensionId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ttl_seconds: Option<u32>,
+    /// A per-order limit, `null` when it was lifted: written out either way,
+    /// so a limit event whose data lost it is named, not read as "no limit".
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    max_per_order: Option<Option<u32>>,
+}
+
+/// A field that is there, `null` or not: `Some(None)` for a `null`, and
+/// (with `default`) `None` when it is missing.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// The typed columns of a row, as read back.
@@ -102,6 +118,16 @@ pub fn encode(event: &Event) -> LogRow<'_> {
         } => {
             push(&mut row, sku, location, i64::from(*counted) - books);
             rest.counted = Some(*counted);
+        }
+        // Its item as a line that moves nothing (its type's line effect is
+        // zero), so the item's history and every fold find it.
+        Event::OrderLimitSet {
+            sku,
+            location,
+            max_per_order,
+        } => {
+            push(&mut row, sku, location, 0);
+            rest.max_per_order = Some(*max_per_order);
         }
         Event::ReservationCreated { .. }
         | Event::ReservationConfirmed { .. }
@@ -182,7 +208,8 @@ fn reservation_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) 
         Event::StockReceived { .. }
         | Event::StockAdjusted { .. }
         | Event::StockTransferred { .. }
-        | Event::StockCounted { .. } => unreachable!("encode lays out stock events itself"),
+        | Event::StockCounted { .. }
+        | Event::OrderLimitSet { .. } => unreachable!("encode lays out stock events itself"),
     }
 }
 
@@ -244,6 +271,16 @@ pub(crate) fn decode(type_name: &str, c: Columns<'_>, rest: Rest) -> Result<Even
                 location: item.location,
                 counted,
                 books: i64::from(counted) - change,
+            }
+        }
+        EventType::OrderLimitSet => {
+            let (item, _) = one_item(&c, type_name)?;
+            Event::OrderLimitSet {
+                sku: item.sku,
+                location: item.location,
+                max_per_order: rest
+                    .max_per_order
+                    .ok_or_else(|| format!("{type_name} without max_per_order"))?,
             }
         }
         EventType::ReservationCreated
@@ -310,7 +347,8 @@ fn reservation_event(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Eve
         EventType::StockReceived
         | EventType::StockAdjusted
         | EventType::StockTransferred
-        | EventType::StockCounted => return Err(format!("{type_name} is no reservation event")),
+        | EventType::StockCounted
+        | EventType::OrderLimitSet => return Err(format!("{type_name} is no reservation event")),
     };
     Ok(event)
 }
@@ -413,6 +451,16 @@ mod tests {
                 location: Location::parse("location", "x").unwrap(),
                 counted: 6,
                 books: 8,
+            },
+            Event::OrderLimitSet {
+                sku: Sku::parse("sku", "a").unwrap(),
+                location: Location::parse("location", "x").unwrap(),
+                max_per_order: Some(3),
+            },
+            Event::OrderLimitSet {
+                sku: Sku::parse("sku", "a").unwrap(),
+                location: Location::parse("location", "x").unwrap(),
+                max_per_order: None,
             },
         ]
     }
@@ -567,5 +615,28 @@ mod tests {
         assert!(bad("Unknown", vec!["a"], vec![1], "{}").is_err());
         assert!(bad("StockReceived", vec!["a"], vec![1], r#"{"extra": 1}"#).is_err());
         assert!(bad("StockReceived", vec!["a"], vec![1], "{}").is_ok());
+        // A limit without its field is named, not read as "no limit"; a
+        // lifted one says so with null.
+        assert!(bad("OrderLimitSet", vec!["a"], vec![0], "{}").is_err());
+        assert!(bad(
+            "OrderLimitSet",
+            vec!["a"],
+            vec![0],
+            r#"{"max_per_order": null}"#
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn a_lifted_limit_is_stored_as_null() {
+        let lifted = Event::OrderLimitSet {
+            sku: Sku::parse("sku", "a").unwrap(),
+            location: Location::parse("location", "x").unwrap(),
+            max_per_order: None,
+        };
+        assert_eq!(
+            encode(&lifted).data,
+            serde_json::json!({"max_per_order": null})
+        );
     }
 }

@@ -96,6 +96,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "event_types",
         sql: include_str!("../../schema/0014_event_types.sql"),
     },
+    Migration {
+        version: 15,
+        name: "item_settings",
+        sql: include_str!("../../schema/0015_item_settings.sql"),
+    },
 ];
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -10,7 +10,7 @@ use tokio_postgres::Statement;
 use crate::store::error::Failure;
 use crate::store::locks::TRANSACTION_LOCKS_IN_ORDER;
 use crate::store::rows::EVENT_COLUMNS;
-use crate::store::write::{APPEND, INSERT_BALANCES, UPDATE_BALANCES};
+use crate::store::write::{APPEND, INSERT_BALANCES, SET_SETTINGS, UPDATE_BALANCES};
 
 pub(crate) struct Statements {
     /// This backend and its transaction's start: who to end if we lose it.
@@ -28,6 +28,7 @@ pub(crate) struct Statements {
     pub append: Statement,
     pub update_balances: Statement,
     pub insert_balances: Statement,
+    pub set_settings: Statement,
 }
 
 impl Statements {
@@ -55,7 +56,7 @@ impl Statements {
                                      OFFSET 0) AS e",
             ),
             client.prepare_cached(
-                "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed
+                "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed, b.max_per_order
                  FROM item_balances AS b
                  JOIN unnest($1::text[], $2::text[]) AS u(sku, location) USING (sku, location)
                  ORDER BY b.location, b.sku
@@ -65,10 +66,11 @@ impl Statements {
                 "SELECT clock_timestamp(), pg_current_xact_id()::text::bigint, stockledger_incarnation()",
             ),
         )?;
-        let (append, update_balances, insert_balances) = tokio::try_join!(
+        let (append, update_balances, insert_balances, set_settings) = tokio::try_join!(
             client.prepare_cached(APPEND),
             client.prepare_cached(UPDATE_BALANCES),
             client.prepare_cached(INSERT_BALANCES),
+            client.prepare_cached(SET_SETTINGS),
         )?;
         Ok(Statements {
             who,
@@ -80,6 +82,7 @@ impl Statements {
             append,
             update_balances,
             insert_balances,
+            set_settings,
         })
     }
 }

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::ClientWrapper as Client;
 use tokio_postgres::types::ToSql;
 
-use crate::domain::{EventMetadata, Item, NewEvent, StockDelta};
+use crate::domain::{EventMetadata, Item, NewEvent, Setting, StockDelta};
 use crate::store::error::Failure;
 use crate::store::log_row::encode;
 use crate::store::statements::Statements;
@@ -68,6 +68,15 @@ pub(crate) const INSERT_BALANCES: &str = "
         reserved = b.reserved + EXCLUDED.reserved,
         confirmed = b.confirmed + EXCLUDED.confirmed";
 
+/// Sets the settings the batch's events set, on rows that exist by now: a
+/// setting event names its item, so its row is created with the balances
+/// (`INSERT_BALANCES`) if it is new. Runs after that insert.
+pub(crate) const SET_SETTINGS: &str = "
+    UPDATE item_balances AS b
+    SET max_per_order = u.max_per_order
+    FROM unnest($1::text[], $2::text[], $3::int8[]) AS u(sku, location, max_per_order)
+    WHERE b.sku = u.sku AND b.location = u.location";
+
 /// Everything the second half sends, as bound parameters.
 pub(crate) struct Writes<'a> {
     events: EventColumns<'a>,
@@ -75,7 +84,11 @@ pub(crate) struct Writes<'a> {
     /// Net balance changes of rows that existed, and of new rows.
     update: Columns<'a>,
     insert: Columns<'a>,
+    /// Each item's settings after the batch, for the items it set anything on.
+    settings: SettingColumns,
 }
+
+type SettingColumns = (Vec<String>, Vec<String>, Vec<Option<i64>>);
 
 #[derive(Default)]
 struct EventColumns<'a> {
@@ -129,6 +142,7 @@ impl<'a> Writes<'a> {
             now,
             update: columns(&old),
             insert: columns(&new),
+            settings: settings(events),
         }
     }
 }
@@ -146,6 +160,29 @@ pub(crate) fn net_effects(events: &[(NewEvent, EventMetadata)]) -> Vec<(Item, St
         });
     }
     net.into_iter().collect()
+}
+
+/// The settings the batch's events set, per item, in (location, sku) order:
+/// the last event of an item says what holds, as it does for the domain.
+/// Only the per-order limit is a setting today; each setting gets its own
+/// column here, so that setting one never resets another.
+fn settings(events: &[(NewEvent, EventMetadata)]) -> SettingColumns {
+    let mut max_per_order: BTreeMap<Item, Option<u32>> = BTreeMap::new();
+    for (e, _) in events {
+        match e.event.setting() {
+            Some((item, Setting::MaxPerOrder(max))) => {
+                max_per_order.insert(item, max);
+            }
+            None => {}
+        }
+    }
+    let mut c = SettingColumns::default();
+    for (item, max) in max_per_order {
+        c.0.push(item.sku.as_str().to_owned());
+        c.1.push(item.location.as_str().to_owned());
+        c.2.push(max.map(i64::from));
+    }
+    c
 }
 
 /// An appended event's place and stamp, as the log holds them.
@@ -190,8 +227,10 @@ pub(crate) async fn append_move_commit(
     let (u, i) = (&w.update, &w.insert);
     let update: [&(dyn ToSql + Sync); 5] = [&u.0, &u.1, &u.2, &u.3, &u.4];
     let insert: [&(dyn ToSql + Sync); 5] = [&i.0, &i.1, &i.2, &i.3, &i.4];
+    let s = &w.settings;
+    let settings: [&(dyn ToSql + Sync); 3] = [&s.0, &s.1, &s.2];
     let skip = || async { Ok::<u64, tokio_postgres::Error>(0) };
-    let (appended, updated, inserted, committed) = tokio::join!(
+    let (appended, updated, inserted, set, committed) = tokio::join!(
         client.query(&stmts.append, &append),
         async {
             match u.0.is_empty() {
@@ -205,12 +244,28 @@ pub(crate) async fn append_move_commit(
                 false => client.execute(&stmts.insert_balances, &insert).await,
             }
         },
+        async {
+            match s.0.is_empty() {
+                true => skip().await,
+                false => client.execute(&stmts.set_settings, &settings).await,
+            }
+        },
         client.batch_execute("COMMIT"),
     );
     let rows = appended?;
     updated?;
     inserted?;
+    let set = set?;
     committed?;
+    // Every item a setting names has a row by now: its event names the item,
+    // so the insert above created a new one, and an existing one is locked
+    // by the load (nothing deletes balance rows). This is a tripwire for a
+    // bug, reported after the fact: the audit names such a row too.
+    if set != s.0.len() as u64 {
+        return Err(Failure::Fatal(StoreError::Invariant(
+            format!("{} settings written to {set} rows", s.0.len()).into(),
+        )));
+    }
     // RETURNING promises no order; the positions themselves do.
     let mut positions: Vec<Stamped> = rows
         .iter()

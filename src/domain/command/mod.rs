@@ -16,6 +16,7 @@ mod count;
 mod expire;
 mod extend;
 mod input;
+mod limit;
 mod receive;
 mod release;
 mod release_lines;
@@ -39,6 +40,7 @@ pub use count::{Count, CountRequest};
 pub use expire::{expire, Expire};
 pub use extend::{Extend, ExtendRequest};
 pub use input::{Line, LineRequest, DEFAULT_RELEASE_REASON};
+pub use limit::{Limit, LimitRequest};
 pub use receive::{Receive, ReceiveRequest};
 pub use release::{release, Release};
 pub use release_lines::{ReleaseLines, ReleaseLinesRequest};
@@ -109,6 +111,7 @@ commands! {
     Adjust(Adjust),
     Transfer(Transfer),
     Count(Count),
+    Limit(Limit),
     Reserve(Reserve),
     Confirm(Confirm),
     Release(Release),
@@ -134,8 +137,8 @@ pub struct Touches {
     pub stream: StreamId,
     pub order: Option<OrderId>,
     pub items: Items,
-    /// Items whose first balance row the command may create: a receipt's or
-    /// an adjustment's item, a transfer's destination. (A reserve of an item
+    /// Items whose first balance row the command may create: a receipt's,
+    /// an adjustment's, a count's or a limit's item, a transfer's destination. (A reserve of an item
     /// that was never received is refused, and the others move items that
     /// reservations already hold.)
     pub may_create: Vec<Item>,
@@ -152,8 +155,8 @@ pub enum Items {
 }
 
 impl Touches {
-    /// A command that opens a one-event stream and moves one item, whose
-    /// first balance row it may create (a receipt, an adjustment, a count).
+    /// A command that opens a one-event stream about one item, whose first
+    /// balance row it may create (a receipt, an adjustment, a count, a limit).
     fn one_item(stream: StreamId, item: &Item) -> Touches {
         Touches {
             stream,

@@ -13,7 +13,7 @@ use crate::domain::decide::{Decision, LedgerState, LineView, Outcome, Reservatio
 use crate::domain::event::Event;
 use crate::domain::fingerprint::Canonical;
 use crate::domain::ids::{OrderId, ReservationId};
-use crate::domain::rejection::Shortfall;
+use crate::domain::rejection::{OverLimit, Shortfall};
 use crate::domain::reservation::{LineProgress, Placed, Reservation, ReservationState};
 use crate::domain::stream::StreamId;
 use crate::domain::{number, Command, Rejection};
@@ -102,6 +102,24 @@ impl Rule for Reserve {
                 order_id: self.order_id.to_string(),
                 reservation_id: owner.to_string(),
             });
+        }
+        // The limit first: a line over it is refused whatever the stock,
+        // so a caller is told the rule, not to wait for a delivery.
+        let over: Vec<OverLimit> = self
+            .lines
+            .iter()
+            .filter_map(|l| {
+                let max = state.settings(&l.item).max_per_order?;
+                (l.quantity > max).then(|| OverLimit {
+                    sku: l.item.sku.to_string(),
+                    location: l.item.location.to_string(),
+                    requested: l.quantity,
+                    max_per_order: max,
+                })
+            })
+            .collect();
+        if !over.is_empty() {
+            return Err(Rejection::OrderLimitExceeded { lines: over });
         }
         let shortfalls: Vec<Shortfall> = self
             .lines

@@ -19,14 +19,14 @@ use utoipa::{Modify, OpenApi};
 
 pub use crate::api::bodies::{
     AdjustmentResponse, AsOf, CountResponse, DigestResponse, Event, EventsPage, HistoryEntry,
-    OrderResponse, ProjectionsResponse, Readiness, ReceiptResponse, ReservationLine,
+    LimitResponse, OrderResponse, ProjectionsResponse, Readiness, ReceiptResponse, ReservationLine,
     ReservationResponse, Status, StockResponse, StreamedEvent, TransferResponse, WorkerStateName,
 };
 pub use error_body::ErrorBody;
 
 use crate::domain::{
-    AdjustRequest, ConfirmLinesRequest, CountRequest, ExtendRequest, LineRequest, ReceiveRequest,
-    ReleaseLinesRequest, ReservationState, ReserveRequest, TransferRequest,
+    AdjustRequest, ConfirmLinesRequest, CountRequest, ExtendRequest, LimitRequest, LineRequest,
+    ReceiveRequest, ReleaseLinesRequest, ReservationState, ReserveRequest, TransferRequest,
 };
 use crate::server::commands::{ConfirmBody, ReleaseBody};
 use crate::server::route_table::{keyed_routes, open_routes};
@@ -91,7 +91,8 @@ impl Modify for BearerAuth {
         ErrorBody, ReservationLine, ReceiptResponse, AdjustmentResponse, Event, ReservationResponse, AsOf, StockResponse,
         HistoryEntry, OrderResponse, EventsPage, StreamedEvent, ProjectionsResponse, ReceiveRequest, AdjustRequest,
         ReserveRequest, LineRequest, ConfirmBody, ReleaseBody, ReservationState, Status, Readiness, WorkerStateName,
-        DigestResponse, TransferRequest, TransferResponse, CountRequest, CountResponse,
+        DigestResponse, TransferRequest, TransferResponse, CountRequest, CountResponse, LimitRequest,
+        LimitResponse,
         ConfirmLinesRequest, ReleaseLinesRequest, ExtendRequest
     )),
     modifiers(&RouteTable, &BearerAuth, &SharedResponses),

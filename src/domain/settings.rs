@@ -1,0 +1,27 @@
+//! An item's settings: what callers set on an item, apart from its stock (a
+//! per-order limit). Each is set by an event of its own and the last one
+//! holds; the store keeps the current values on the item's balance row, in
+//! the same transaction as the event, and the audit folds them from the log.
+
+use serde::Serialize;
+
+/// One setting, as an event sets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setting {
+    /// The most of the item one order may reserve; `None`: no limit.
+    MaxPerOrder(Option<u32>),
+}
+
+/// The settings of one item. The default is an item nobody set anything on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ItemSettings {
+    pub max_per_order: Option<u32>,
+}
+
+impl ItemSettings {
+    pub fn apply(&mut self, setting: Setting) {
+        match setting {
+            Setting::MaxPerOrder(max) => self.max_per_order = max,
+        }
+    }
+}
