@@ -23,6 +23,12 @@ async fn every_event_type(db: &TestDb) {
         .await
         .unwrap();
     db.run(count("c-1", "pear", 6)).await.unwrap();
+    // Limits: one that holds (apple), one set and lifted (pear), and one on
+    // an item nothing was received of yet (plum), which makes its row.
+    db.run(limit("lim-1", "apple", Some(5))).await.unwrap();
+    db.run(limit("lim-2", "pear", Some(1))).await.unwrap();
+    db.run(limit("lim-3", "pear", None)).await.unwrap();
+    db.run(limit("lim-4", "plum", Some(2))).await.unwrap();
     db.run(reserve(
         "r-confirm",
         "o1",
@@ -147,7 +153,7 @@ async fn the_history_of_an_item_holds_every_event_that_moved_it() {
             }
         });
     }
-    assert_eq!(moved.len(), 3, "apple here and at north, and pear");
+    assert_eq!(moved.len(), 4, "apple here and at north, pear, and plum");
     let mut types = BTreeSet::new();
     for (item, want) in moved {
         let history = db.store.item_history(&item).await.unwrap();
@@ -155,8 +161,9 @@ async fn the_history_of_an_item_holds_every_event_that_moved_it() {
         assert_eq!(got, want, "the history of {item}");
         types.extend(history.iter().map(|e| e.event.event_type()));
     }
-    // Every event type that moves stock is found by the query (a tombstone
-    // moves nothing, but a release with lines does; an extension never does).
+    // Every event type that names an item is found by the query (a tombstone
+    // moves nothing, but a release with lines does; an extension never does;
+    // a limit names its item and moves nothing).
     let all: BTreeSet<EventType> = EventType::ALL
         .iter()
         .copied()

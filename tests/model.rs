@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, TimeZone, Utc};
 use proptest::prelude::*;
 use stockledger::domain::{
-    apply, command, decide, AdjustRequest, Command, LedgerState, LineRequest, Outcome,
-    ReceiveRequest, ReserveRequest,
+    apply, command, decide, AdjustRequest, Command, LedgerState, LimitRequest, LineRequest,
+    Outcome, ReceiveRequest, ReserveRequest,
 };
 
 const SKUS: [&str; 2] = ["apple", "pear"];
@@ -32,6 +32,12 @@ enum Op {
         id: u8,
         sku: usize,
         delta: i64,
+    },
+    /// A per-order limit (`None`: lifted).
+    Limit {
+        id: u8,
+        sku: usize,
+        max: Option<i64>,
     },
     Reserve {
         rid: u8,
@@ -66,6 +72,11 @@ fn op(with_time: bool) -> impl Strategy<Value = Op> {
         (0..3u8, 0..2usize, -4..4i64)
             .prop_filter("delta is not 0", |(_, _, d)| *d != 0)
             .prop_map(|(id, sku, delta)| Op::Adjust { id, sku, delta }),
+        (0..3u8, 0..2usize, prop::option::of(0..4i64)).prop_map(|(id, sku, max)| Op::Limit {
+            id,
+            sku,
+            max
+        }),
         (
             0..4u8,
             0..4u8,
@@ -101,6 +112,14 @@ fn to_command(op: &Op) -> Option<Command> {
             location: None,
             delta: *delta,
             reason: "count".into(),
+        }
+        .validate()
+        .unwrap(),
+        Op::Limit { id, sku, max } => LimitRequest {
+            limit_id: format!("lim-{id}"),
+            sku: SKUS[*sku].into(),
+            location: None,
+            max_per_order: *max,
         }
         .validate()
         .unwrap(),
@@ -156,6 +175,9 @@ struct Model {
     figures: [(i64, i64, i64); 2],
     receipts: HashMap<u8, (usize, i64)>,
     adjustments: HashMap<u8, (usize, i64)>,
+    limits: HashMap<u8, (usize, Option<i64>)>,
+    /// The per-order limit in force per sku.
+    limit: [Option<i64>; 2],
     reservations: HashMap<u8, Res>,
     orders: HashMap<u8, u8>,
 }
@@ -208,6 +230,15 @@ impl Model {
                     }
                 }
             },
+            Op::Limit { id, sku, max } => match self.limits.get(id) {
+                Some(l) if *l == (*sku, *max) => "LIMIT_SET+replay".into(),
+                Some(_) => "IDEMPOTENCY_CONFLICT".into(),
+                None => {
+                    self.limits.insert(*id, (*sku, *max));
+                    self.limit[*sku] = *max;
+                    "LIMIT_SET".into()
+                }
+            },
             Op::Reserve {
                 rid,
                 order,
@@ -215,6 +246,9 @@ impl Model {
                 ttl,
             } => {
                 let lines = Self::merged(lines);
+                let over = lines
+                    .iter()
+                    .any(|(sku, q)| self.limit[*sku].is_some_and(|m| *q > m));
                 match self.reservations.get(rid) {
                     Some(r) if r.request.is_none() => "RESERVATION_RELEASED".into(),
                     Some(r) if r.request != Some((*order, lines.clone())) => {
@@ -223,6 +257,7 @@ impl Model {
                     Some(r) if r.state == St::Released => "RESERVATION_RELEASED".into(),
                     Some(r) => format!("{}+replay", state_name(r.state)),
                     None if self.orders.contains_key(order) => "ORDER_ALREADY_RESERVED".into(),
+                    None if over => "ORDER_LIMIT_EXCEEDED".into(),
                     None => {
                         let short = lines
                             .iter()
@@ -327,6 +362,7 @@ fn code(answer: &Result<Outcome, stockledger::domain::Rejection>) -> String {
                 Outcome::Adjusted { .. } => "ADJUSTED",
                 Outcome::Transferred { .. } => "TRANSFERRED",
                 Outcome::Counted { .. } => "COUNTED",
+                Outcome::LimitSet { .. } => "LIMIT_SET",
                 Outcome::Reservation { view, .. } => view.state.as_str(),
                 Outcome::NotDue { .. } => "NOT_DUE",
             };

@@ -2,7 +2,9 @@
 //! reservations of one to three items that are confirmed (60%), released
 //! (25%) or left to expire (15%), with restocking when an item runs short;
 //! among them, transfers of a few units to a back room (2% of new commands)
-//! and stock counts of the back room (1%). Of the reservations settled by
+//! stock counts of the back room (1%) and per-order limits set on an item
+//! or lifted (0.5%, never below a line's most units, so no reserve is
+//! refused by one). Of the reservations settled by
 //! hand, some ship in parts (a partial confirm, then the rest) or lose a
 //! line first (a partial release, then the rest released), and some have
 //! their hold extended first. Everything goes through
@@ -15,8 +17,8 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use stockledger::domain::{
     command, Command, CommandContext, ConfirmLinesRequest, CountRequest, ExtendRequest,
-    LineRequest, Outcome, ReceiveRequest, Rejection, ReleaseLinesRequest, ReservationState,
-    ReserveRequest, TransferRequest,
+    LimitRequest, LineRequest, Outcome, ReceiveRequest, Rejection, ReleaseLinesRequest,
+    ReservationState, ReserveRequest, TransferRequest,
 };
 use stockledger::store::{Store, StoreError};
 
@@ -46,6 +48,11 @@ const BACKROOM: &str = "backroom";
 const COUNT_PERCENT: f64 = 1.0;
 /// Most units a back-room count finds.
 const MAX_COUNTED: i64 = 20;
+/// Percentage of new commands that set (or, one time in four, lift) an
+/// item's per-order limit, and the largest limit set: never below
+/// `MAX_LINE_QUANTITY`, the most a reservation asks of one item.
+const LIMIT_PERCENT: f64 = 0.5;
+const MAX_LIMIT: i64 = 10;
 /// Percentage of confirmed (released) reservations that are settled in two
 /// steps: one unit of their first line first, then the rest.
 const IN_PARTS_PERCENT: f64 = 15.0;
@@ -192,6 +199,8 @@ impl<'a> Generator<'a> {
                 self.transfer()
             } else if pick < TRANSFER_PERCENT + COUNT_PERCENT {
                 self.count()
+            } else if pick < TRANSFER_PERCENT + COUNT_PERCENT + LIMIT_PERCENT {
+                self.limit()
             } else {
                 self.reservation()
             };
@@ -230,6 +239,21 @@ impl<'a> Generator<'a> {
         }
         .validate()
         .expect("valid count")
+    }
+
+    /// A per-order limit on a random item, or its limit lifted.
+    fn limit(&mut self) -> Command {
+        self.next_id += 1;
+        let item = self.rng.random_range(0..u64::from(self.cfg.items));
+        let max = self.rng.random_range(MAX_LINE_QUANTITY..=MAX_LIMIT);
+        LimitRequest {
+            limit_id: format!("{}-l-{}", self.cfg.prefix, self.next_id),
+            sku: sku(self.cfg, item),
+            location: None,
+            max_per_order: (!self.rng.random_bool(0.25)).then_some(max),
+        }
+        .validate()
+        .expect("valid limit")
     }
 
     /// How a reservation that is not left to expire will be settled.

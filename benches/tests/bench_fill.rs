@@ -127,6 +127,7 @@ async fn a_generated_log_audits_clean() {
         "StockReceived",
         "StockTransferred",
         "StockCounted",
+        "OrderLimitSet",
     ] {
         assert!(
             kinds.iter().any(|(k, n)| k == kind && *n > 0),

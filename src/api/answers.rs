@@ -55,6 +55,40 @@ pub struct NotDueAnswer {
 /// The answer to a command that decided `o`.
 pub fn answer(o: &Outcome) -> Answer {
     match o {
+        Outcome::Received { .. }
+        | Outcome::Adjusted { .. }
+        | Outcome::Counted { .. }
+        | Outcome::Transferred { .. } => stock_answer(o),
+        Outcome::LimitSet {
+            limit_id,
+            item,
+            max_per_order,
+            replayed,
+        } => Answer::Limit(LimitResponse {
+            limit_id: limit_id.clone(),
+            sku: item.sku.as_str().to_owned(),
+            location: item.location.as_str().to_owned(),
+            max_per_order: *max_per_order,
+            replayed: *replayed,
+        }),
+        Outcome::Reservation { view, replayed } => Answer::Reservation(ReservationAnswer {
+            view: view.clone(),
+            replayed: *replayed,
+        }),
+        Outcome::NotDue {
+            reservation_id,
+            state,
+        } => Answer::NotDue(NotDueAnswer {
+            reservation_id: reservation_id.as_str().to_owned(),
+            state: *state,
+            expired: false,
+        }),
+    }
+}
+
+/// The answer of a command that moved stock (and opened a one-event stream).
+fn stock_answer(o: &Outcome) -> Answer {
+    match o {
         Outcome::Received {
             receipt_id,
             item,
@@ -110,30 +144,9 @@ pub fn answer(o: &Outcome) -> Answer {
             quantity: i64::from(*quantity),
             replayed: *replayed,
         }),
-        Outcome::LimitSet {
-            limit_id,
-            item,
-            max_per_order,
-            replayed,
-        } => Answer::Limit(LimitResponse {
-            limit_id: limit_id.clone(),
-            sku: item.sku.as_str().to_owned(),
-            location: item.location.as_str().to_owned(),
-            max_per_order: *max_per_order,
-            replayed: *replayed,
-        }),
-        Outcome::Reservation { view, replayed } => Answer::Reservation(ReservationAnswer {
-            view: view.clone(),
-            replayed: *replayed,
-        }),
-        Outcome::NotDue {
-            reservation_id,
-            state,
-        } => Answer::NotDue(NotDueAnswer {
-            reservation_id: reservation_id.as_str().to_owned(),
-            state: *state,
-            expired: false,
-        }),
+        Outcome::LimitSet { .. } | Outcome::Reservation { .. } | Outcome::NotDue { .. } => {
+            unreachable!("answered by `answer`")
+        }
     }
 }
 

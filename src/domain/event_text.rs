@@ -25,6 +25,52 @@ impl Event {
                 .join(", ")
         };
         match self {
+            StockReceived { .. }
+            | StockAdjusted { .. }
+            | StockTransferred { .. }
+            | StockCounted { .. }
+            | OrderLimitSet { .. } => self.item_summary(),
+            ReservationCreated {
+                order_id,
+                lines: l,
+                expires_at,
+                ..
+            } => {
+                format!(
+                    "reserved {} for order {order_id}, until {}",
+                    lines(l),
+                    expires_at.format("%H:%M:%S")
+                )
+            }
+            ReservationConfirmed { lines: l, .. } => format!("confirmed {}", lines(l)),
+            ReservationReleased {
+                lines: l, reason, ..
+            } if l.is_empty() => format!("released before it was reserved ({reason})"),
+            ReservationReleased {
+                lines: l, reason, ..
+            } => format!("released {} ({reason})", lines(l)),
+            ReservationExpired { lines: l, .. } => format!("expired, freeing {}", lines(l)),
+            ReservationLinesConfirmed {
+                confirmation_id,
+                lines: l,
+                ..
+            } => format!("confirmed {} ({confirmation_id})", lines(l)),
+            ReservationLinesReleased {
+                release_id,
+                lines: l,
+                reason,
+                ..
+            } => format!("released {} ({release_id}: {reason})", lines(l)),
+            ReservationExtended { expires_at, .. } => {
+                format!("held until {}", expires_at.format("%H:%M:%S"))
+            }
+        }
+    }
+
+    /// The line of an event about one item (stock moved, a limit set).
+    fn item_summary(&self) -> String {
+        use Event::*;
+        match self {
             StockReceived {
                 sku,
                 location,
@@ -61,40 +107,13 @@ impl Event {
                 location,
                 max_per_order: None,
             } => format!("lifted the per-order limit of {sku}@{location}"),
-            ReservationCreated {
-                order_id,
-                lines: l,
-                expires_at,
-                ..
-            } => {
-                format!(
-                    "reserved {} for order {order_id}, until {}",
-                    lines(l),
-                    expires_at.format("%H:%M:%S")
-                )
-            }
-            ReservationConfirmed { lines: l, .. } => format!("confirmed {}", lines(l)),
-            ReservationReleased {
-                lines: l, reason, ..
-            } if l.is_empty() => format!("released before it was reserved ({reason})"),
-            ReservationReleased {
-                lines: l, reason, ..
-            } => format!("released {} ({reason})", lines(l)),
-            ReservationExpired { lines: l, .. } => format!("expired, freeing {}", lines(l)),
-            ReservationLinesConfirmed {
-                confirmation_id,
-                lines: l,
-                ..
-            } => format!("confirmed {} ({confirmation_id})", lines(l)),
-            ReservationLinesReleased {
-                release_id,
-                lines: l,
-                reason,
-                ..
-            } => format!("released {} ({release_id}: {reason})", lines(l)),
-            ReservationExtended { expires_at, .. } => {
-                format!("held until {}", expires_at.format("%H:%M:%S"))
-            }
+            ReservationCreated { .. }
+            | ReservationConfirmed { .. }
+            | ReservationReleased { .. }
+            | ReservationExpired { .. }
+            | ReservationLinesConfirmed { .. }
+            | ReservationLinesReleased { .. }
+            | ReservationExtended { .. } => unreachable!("read by `summary`"),
         }
     }
 }

@@ -266,6 +266,11 @@ pub(crate) async fn append_move_commit(
             format!("{} settings written to {set} rows", s.0.len()).into(),
         )));
     }
+    stamps(&rows, e.streams.len())
+}
+
+/// The appended events' stamps in log order, `expected` of them.
+fn stamps(rows: &[tokio_postgres::Row], expected: usize) -> Result<Vec<Stamped>, Failure> {
     // RETURNING promises no order; the positions themselves do.
     let mut positions: Vec<Stamped> = rows
         .iter()
@@ -276,14 +281,9 @@ pub(crate) async fn append_move_commit(
         })
         .collect();
     positions.sort_unstable_by_key(|s| s.position);
-    if positions.len() != e.streams.len() {
+    if positions.len() != expected {
         return Err(Failure::Fatal(StoreError::Invariant(
-            format!(
-                "{} events appended as {} rows",
-                e.streams.len(),
-                positions.len()
-            )
-            .into(),
+            format!("{expected} events appended as {} rows", positions.len()).into(),
         )));
     }
     Ok(positions)

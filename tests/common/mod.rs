@@ -445,6 +445,18 @@ pub fn count(id: &str, sku: &str, counted: i64) -> Command {
     .unwrap()
 }
 
+/// A per-order limit of `max` (`None`: lifted) on `sku` at the default location.
+pub fn limit(id: &str, sku: &str, max: Option<i64>) -> Command {
+    stockledger::domain::LimitRequest {
+        limit_id: id.into(),
+        sku: sku.into(),
+        location: None,
+        max_per_order: max,
+    }
+    .validate()
+    .unwrap()
+}
+
 /// An adjustment of `delta` to `sku` at the default location.
 pub fn adjust(adjustment_id: &str, sku: &str, delta: i64) -> Command {
     stockledger::domain::AdjustRequest {
