@@ -173,14 +173,11 @@ pub async fn reservation_of_order(
     let Some(row) = client.query_opt(&stmt, &[&order.as_str()]).await? else {
         return Ok(None);
     };
-    match StreamId::parse("stream", row.get(0)).map_err(corrupt)? {
-        StreamId::Reservation(id) => Ok(Some(id)),
-        other @ (StreamId::Receipt(_)
-        | StreamId::Adjustment(_)
-        | StreamId::Transfer(_)
-        | StreamId::Count(_)
-        | StreamId::Limit(_)) => Err(StoreError::Corrupt(
-            format!("{other} holds a ReservationCreated event").into(),
+    let stream = StreamId::parse("stream", row.get(0)).map_err(corrupt)?;
+    match stream.reservation_id() {
+        Some(id) => Ok(Some(id.clone())),
+        None => Err(StoreError::Corrupt(
+            format!("{stream} holds a ReservationCreated event").into(),
         )),
     }
 }

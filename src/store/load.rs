@@ -257,18 +257,11 @@ fn read_order_owners(rows: Vec<Row>, state: &mut LedgerState) -> Result<(), Fail
     for row in rows {
         let order = OrderId::parse("order_id", row.get(0)).map_err(corrupt)?;
         let stream = StreamId::parse("stream", row.get(1)).map_err(corrupt)?;
-        let owner = match stream {
-            StreamId::Reservation(owner) => owner,
-            StreamId::Receipt(_)
-            | StreamId::Adjustment(_)
-            | StreamId::Transfer(_)
-            | StreamId::Count(_)
-            | StreamId::Limit(_) => {
-                let why = format!("{stream} holds a ReservationCreated event");
-                return Err(StoreError::Corrupt(why.into()).into());
-            }
+        let Some(owner) = stream.reservation_id() else {
+            let why = format!("{stream} holds a ReservationCreated event");
+            return Err(StoreError::Corrupt(why.into()).into());
         };
-        state.order_owners.insert(order, owner);
+        state.order_owners.insert(order, owner.clone());
     }
     Ok(())
 }
