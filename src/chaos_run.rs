@@ -24,7 +24,7 @@ use stockledger::domain::{
 };
 use stockledger::limits::{
     CHAOS_DIRECT_POOL_SIZE, CHAOS_FAULT_INTERVAL_MS, CHAOS_HELD_REPLY_MS, CHAOS_ITEMS,
-    CHAOS_RETRY_PAUSE_MS, CHAOS_SEED_QUANTITY, CHAOS_SETTLE_SECONDS,
+    CHAOS_RETRY_PAUSE_MS, CHAOS_RETRY_SECONDS, CHAOS_SEED_QUANTITY, CHAOS_SETTLE_SECONDS,
 };
 use stockledger::store::error::Cause;
 use stockledger::store::group::GroupConfig;
@@ -127,8 +127,10 @@ pub async fn run(
             tokio::spawn(writer(store, w, until, cancel, tally))
         })
         .collect();
+    // The proxy outlives the writers: a command still being retried when
+    // the faults end must reach the database, not a closed port.
     let faults = if config.faults {
-        inject(proxy, direct.clone(), database, until, cancel).await
+        inject(proxy.clone(), direct.clone(), database, until, cancel).await
     } else {
         tokio::select! {
             _ = tokio::time::sleep_until(until) => {}
@@ -139,6 +141,7 @@ pub async fn run(
     for w in writers {
         let _ = w.await;
     }
+    drop(proxy);
     // Every fault is over: the read models catch up, then the verdict.
     let settle = Duration::from_secs(CHAOS_SETTLE_SECONDS);
     let _ = stockledger::projection::worker::catch_up_fully(direct.pool(), settle).await?;
@@ -198,7 +201,7 @@ async fn writer(
         if k % 10 == 0 {
             let id = format!("in-{w}-{k}");
             let cmd = receive(&id, pick(1), 50);
-            if let Some(Ok(_)) = answer(&store, cmd, &tally, &cancel).await {
+            if let Some(Ok(_)) = answer(&store, cmd, &tally, &cancel, until).await {
                 expect(&tally, stream(StreamKind::Receipt, &id), 1, "StockReceived");
             }
             continue;
@@ -206,7 +209,7 @@ async fn writer(
         let id = format!("r-{w}-{k}");
         let lines = [(pick(2), 1 + (k % 3) as i64), (pick(3), 1)];
         let reserve = reserve(&id, &format!("o-{w}-{k}"), &lines);
-        let Some(Ok(_)) = answer(&store, reserve, &tally, &cancel).await else {
+        let Some(Ok(_)) = answer(&store, reserve, &tally, &cancel, until).await else {
             continue; // refused (not enough stock): nothing to settle
         };
         expect(
@@ -221,7 +224,7 @@ async fn writer(
             (command::confirm(&id), "ReservationConfirmed")
         };
         let settle = settle.expect("generated ids are valid");
-        if let Some(Ok(_)) = answer(&store, settle, &tally, &cancel).await {
+        if let Some(Ok(_)) = answer(&store, settle, &tally, &cancel, until).await {
             expect(&tally, stream(StreamKind::Reservation, &id), 2, event);
         }
     }
@@ -240,13 +243,17 @@ fn expect(tally: &Mutex<Tally>, stream: String, seq: i32, event: &'static str) {
         .push(Expect { stream, seq, event });
 }
 
-/// Sends `cmd` until it is answered (retrying UNAVAILABLE with the same ids).
+/// Sends `cmd` until it is answered (retrying UNAVAILABLE with the same
+/// ids), for at most `CHAOS_RETRY_SECONDS` after the run's end `until`: an
+/// answer that never comes is left unacknowledged, so it is not expected.
 async fn answer(
     store: &Store,
     cmd: Command,
     tally: &Mutex<Tally>,
     cancel: &CancellationToken,
+    until: Instant,
 ) -> Option<Result<Outcome, stockledger::domain::Rejection>> {
+    let give_up = until + Duration::from_secs(CHAOS_RETRY_SECONDS);
     loop {
         match store
             .execute(cmd.clone(), CommandContext::new("chaos"))
@@ -256,7 +263,7 @@ async fn answer(
                 tally.lock().expect("tally lock").acknowledged += 1;
                 return Some(answer);
             }
-            Err(e) if e.is_retryable() && !cancel.is_cancelled() => {
+            Err(e) if e.is_retryable() && !cancel.is_cancelled() && Instant::now() < give_up => {
                 tally.lock().expect("tally lock").retried += 1;
                 tokio::time::sleep(Duration::from_millis(CHAOS_RETRY_PAUSE_MS)).await;
             }

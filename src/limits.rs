@@ -346,6 +346,14 @@ pub const CHAOS_HELD_REPLY_MS: u64 = 4_000;
 /// after UNAVAILABLE.
 pub const CHAOS_RETRY_PAUSE_MS: u64 = 50;
 
+/// Most items one answer lists as low (`GET /v1/low-stock`, `stockledger
+/// low-stock`); a longer list says it was cut (`truncated`).
+pub const MAX_LOW_STOCK_ITEMS: i64 = 1_000;
+
+/// `stockledger chaos`: how long after the run's end a writer keeps sending
+/// a command that got UNAVAILABLE, before it leaves it unacknowledged.
+pub const CHAOS_RETRY_SECONDS: u64 = 30;
+
 /// `stockledger chaos`: how long the read models may take to catch up after
 /// the faults end, before the audit.
 pub const CHAOS_SETTLE_SECONDS: u64 = 60;

@@ -29,6 +29,11 @@ async fn every_event_type(db: &TestDb) {
     db.run(limit("lim-2", "pear", Some(1))).await.unwrap();
     db.run(limit("lim-3", "pear", None)).await.unwrap();
     db.run(limit("lim-4", "plum", Some(2))).await.unwrap();
+    // A reorder point on pear (6 on hand) that the reserves below take it
+    // under, then a receipt brings it back: StockLow, then StockRecovered.
+    db.run(reorder_point("pt-1", "pear", Some(5)))
+        .await
+        .unwrap();
     db.run(reserve(
         "r-confirm",
         "o1",
@@ -57,6 +62,7 @@ async fn every_event_type(db: &TestDb) {
     // A partly shipped order: one apple shipped, a pear taken off, the hold
     // extended, then the rest shipped by a partial confirm that takes it all.
     db.receive("in-3", "apple", 10).await;
+    db.receive("in-4", "pear", 10).await;
     db.run(reserve("r-parts", "o5", &[("apple", 3), ("pear", 2)], None))
         .await
         .unwrap();

@@ -145,8 +145,11 @@ async fn reserves_racing_limit_changes_are_judged_by_the_limit_before_them() {
             }
         }
     }
-    // Walk the log in order: the limit in force, and each reserve against it.
-    let log = db.store.events(Cursor::START, 1000, None).await.unwrap();
+    // Walk the log in the order of positions, which is the order the
+    // item's commands were decided in (each appends while it holds the
+    // item's row): the limit in force, and each reserve against it.
+    let mut log = db.store.events(Cursor::START, 1000, None).await.unwrap();
+    log.events.sort_by_key(|e| e.position);
     let mut in_force: Option<u32> = None;
     let mut seen_limits: Vec<u64> = Vec::new();
     let mut reserved = 0;

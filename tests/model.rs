@@ -363,6 +363,7 @@ fn code(answer: &Result<Outcome, stockledger::domain::Rejection>) -> String {
                 Outcome::Transferred { .. } => "TRANSFERRED",
                 Outcome::Counted { .. } => "COUNTED",
                 Outcome::LimitSet { .. } => "LIMIT_SET",
+                Outcome::ReorderPointSet { .. } => "REORDER_POINT_SET",
                 Outcome::Reservation { view, .. } => view.state.as_str(),
                 Outcome::NotDue { .. } => "NOT_DUE",
             };

@@ -8,11 +8,13 @@ use chrono::{DateTime, Utc};
 
 use crate::api::bodies::{
     self, AdjustmentResponse, CountResponse, DigestResponse, EventsPage, HistoryEntry,
-    LimitResponse, OrderResponse, ProjectionsResponse, ReceiptResponse, ReservationLine,
-    ReservationResponse, StockResponse, TransferResponse,
+    LimitResponse, LowStockItem, LowStockResponse, OrderResponse, ProjectionsResponse,
+    ReceiptResponse, ReorderPointResponse, ReservationLine, ReservationResponse, StockResponse,
+    TransferResponse,
 };
 use crate::domain::{AsOf, Balance, Item, LineView, Outcome, ReservationState, ReservationView};
 use crate::projection::status::ProjectionStatus;
+use crate::read_model::low_stock::LowRow;
 use crate::read_model::order_view::OrderViewRow;
 use crate::seal::digest::Digest;
 use crate::store::history::AsOfFigures;
@@ -28,6 +30,7 @@ pub enum Answer {
     Count(CountResponse),
     Transfer(TransferResponse),
     Limit(LimitResponse),
+    ReorderPoint(ReorderPointResponse),
     /// A reservation command's decision without its events (the CLI shows
     /// it so; the API answers with `reservation`).
     Reservation(ReservationAnswer),
@@ -59,18 +62,7 @@ pub fn answer(o: &Outcome) -> Answer {
         | Outcome::Adjusted { .. }
         | Outcome::Counted { .. }
         | Outcome::Transferred { .. } => stock_answer(o),
-        Outcome::LimitSet {
-            limit_id,
-            item,
-            max_per_order,
-            replayed,
-        } => Answer::Limit(LimitResponse {
-            limit_id: limit_id.clone(),
-            sku: item.sku.as_str().to_owned(),
-            location: item.location.as_str().to_owned(),
-            max_per_order: *max_per_order,
-            replayed: *replayed,
-        }),
+        Outcome::LimitSet { .. } | Outcome::ReorderPointSet { .. } => setting_answer(o),
         Outcome::Reservation { view, replayed } => Answer::Reservation(ReservationAnswer {
             view: view.clone(),
             replayed: *replayed,
@@ -144,9 +136,46 @@ fn stock_answer(o: &Outcome) -> Answer {
             quantity: i64::from(*quantity),
             replayed: *replayed,
         }),
-        Outcome::LimitSet { .. } | Outcome::Reservation { .. } | Outcome::NotDue { .. } => {
-            unreachable!("answered by `answer`")
-        }
+        Outcome::LimitSet { .. }
+        | Outcome::ReorderPointSet { .. }
+        | Outcome::Reservation { .. }
+        | Outcome::NotDue { .. } => unreachable!("answered by `answer`"),
+    }
+}
+
+/// The answer of a command that set something on an item.
+fn setting_answer(o: &Outcome) -> Answer {
+    match o {
+        Outcome::LimitSet {
+            limit_id,
+            item,
+            max_per_order,
+            replayed,
+        } => Answer::Limit(LimitResponse {
+            limit_id: limit_id.clone(),
+            sku: item.sku.as_str().to_owned(),
+            location: item.location.as_str().to_owned(),
+            max_per_order: *max_per_order,
+            replayed: *replayed,
+        }),
+        Outcome::ReorderPointSet {
+            reorder_point_id,
+            item,
+            reorder_point,
+            replayed,
+        } => Answer::ReorderPoint(ReorderPointResponse {
+            reorder_point_id: reorder_point_id.clone(),
+            sku: item.sku.as_str().to_owned(),
+            location: item.location.as_str().to_owned(),
+            reorder_point: *reorder_point,
+            replayed: *replayed,
+        }),
+        Outcome::Received { .. }
+        | Outcome::Adjusted { .. }
+        | Outcome::Counted { .. }
+        | Outcome::Transferred { .. }
+        | Outcome::Reservation { .. }
+        | Outcome::NotDue { .. } => unreachable!("answered by `answer`"),
     }
 }
 
@@ -265,6 +294,25 @@ pub fn order_from_log(d: &ReservationDetails) -> Option<OrderResponse> {
             })
             .collect(),
     })
+}
+
+/// The items low now, as `GET /v1/low-stock` and `stockledger low-stock
+/// --json` show them.
+pub fn low_stock(items: &[(Item, LowRow)], truncated: bool) -> LowStockResponse {
+    LowStockResponse {
+        items: items
+            .iter()
+            .map(|(item, row)| LowStockItem {
+                sku: item.sku.as_str().to_owned(),
+                location: item.location.as_str().to_owned(),
+                available: row.available,
+                reorder_point: row.reorder_point,
+                position: row.position,
+                since: row.since,
+            })
+            .collect(),
+        truncated,
+    }
 }
 
 /// Every projection's state, as `GET /v1/projections` and `stockledger

@@ -97,6 +97,21 @@ pub struct LimitResponse {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+pub struct ReorderPointResponse {
+    #[schema(schema_with = contract::id)]
+    pub reorder_point_id: String,
+    #[schema(schema_with = contract::id)]
+    pub sku: String,
+    #[schema(schema_with = contract::id)]
+    pub location: String,
+    /// The point now in force; `null`: none.
+    #[schema(schema_with = contract::reorder_point)]
+    pub reorder_point: Option<u32>,
+    /// True when an earlier identical request did the work.
+    pub replayed: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
 pub struct TransferResponse {
     #[schema(schema_with = contract::id)]
     pub transfer_id: String,
@@ -223,6 +238,30 @@ pub struct EventsPage {
     /// so it may hold fewer events than `limit`, or none, while `next` moves on.
     #[schema(schema_with = contract::cursor)]
     pub next: String,
+}
+
+/// The items low now: available below their reorder point, from the
+/// `low_stock` read model (each item's last `StockLow`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LowStockResponse {
+    /// By location, then SKU.
+    pub items: Vec<LowStockItem>,
+    /// True when there were more than the answer lists.
+    pub truncated: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LowStockItem {
+    #[schema(schema_with = contract::id)]
+    pub sku: String,
+    #[schema(schema_with = contract::id)]
+    pub location: String,
+    /// Available units when the item went low (its `StockLow` says it).
+    pub available: i64,
+    pub reorder_point: Option<i64>,
+    /// The `StockLow` event: its log position and time.
+    pub position: i64,
+    pub since: chrono::DateTime<chrono::Utc>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -153,6 +153,18 @@ pub fn max_per_order() -> Schema {
     or_null(b, Type::Integer).into()
 }
 
+/// An item's reorder point: required, `null` to remove it.
+pub fn reorder_point() -> Schema {
+    let b = integer(
+        0,
+        i64::from(MAX_QUANTITY),
+        "The item is low while its available units are below this, a whole number; 0 is \
+         never reached. `null` removes the point. Required, so that a field left out never \
+         removes one.",
+    );
+    or_null(b, Type::Integer).into()
+}
+
 /// A quantity on a receipt or a reservation line.
 pub fn quantity() -> Schema {
     integer(

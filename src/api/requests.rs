@@ -12,7 +12,7 @@ use utoipa::openapi::RefOr;
 use crate::api::contract;
 use crate::domain::command::{
     AdjustRequest, ConfirmLinesRequest, CountRequest, ExtendRequest, LimitRequest, LineRequest,
-    ReceiveRequest, ReleaseLinesRequest, ReserveRequest, TransferRequest,
+    ReceiveRequest, ReleaseLinesRequest, ReorderPointRequest, ReserveRequest, TransferRequest,
 };
 
 /// Implements `ToSchema` for each request: an object of exactly the listed
@@ -97,6 +97,12 @@ request_schemas! {
         location: contract::location, optional;
         max_per_order: contract::max_per_order;
     }
+    ReorderPointRequest ("Sets below how many available units an item is low, or removes the point.") {
+        reorder_point_id: contract::id;
+        sku: contract::id;
+        location: contract::location, optional;
+        reorder_point: contract::reorder_point;
+    }
     ReserveRequest {
         reservation_id: contract::id;
         order_id: contract::id;
@@ -128,7 +134,8 @@ mod tests {
     /// A value of the right JSON type for each field name the requests use.
     fn sample(field: &str) -> Value {
         match field {
-            "quantity" | "delta" | "counted" | "ttl_seconds" | "max_per_order" => json!(5),
+            "quantity" | "delta" | "counted" | "ttl_seconds" | "max_per_order"
+            | "reorder_point" => json!(5),
             "lines" => json!([{"sku": "a", "quantity": 1}]),
             _ => json!("a"),
         }
@@ -156,6 +163,7 @@ mod tests {
             "TransferRequest" => try_as::<TransferRequest>(body),
             "CountRequest" => try_as::<CountRequest>(body),
             "LimitRequest" => try_as::<LimitRequest>(body),
+            "ReorderPointRequest" => try_as::<ReorderPointRequest>(body),
             "ReserveRequest" => try_as::<ReserveRequest>(body),
             "ConfirmLinesRequest" => try_as::<ConfirmLinesRequest>(body),
             "ReleaseLinesRequest" => try_as::<ReleaseLinesRequest>(body),

@@ -3,7 +3,9 @@
 //! totals, the latest digest and the projections' status.
 
 use crate::domain::{Balance, Item, OrderId};
+use crate::limits::MAX_LOW_STOCK_ITEMS;
 use crate::projection::status::{self, ProjectionStatus};
+use crate::read_model::low_stock::{self, LowRow};
 use crate::read_model::{order_view, reservation_totals, stock_levels};
 use crate::seal;
 use crate::store::{pool, read, Store, StoreError};
@@ -58,6 +60,27 @@ impl Store {
     /// `reservation_totals` read model.
     pub async fn reservation_totals(&self) -> Result<reservation_totals::Totals, StoreError> {
         pool::reading(self.pool(), async |c| reservation_totals::totals(c).await).await
+    }
+
+    /// The items low now, by (location, sku), from the `low_stock` read
+    /// model: at most `MAX_LOW_STOCK_ITEMS`, and whether there were more.
+    pub async fn low_stock(&self) -> Result<(Vec<(Item, LowRow)>, bool), StoreError> {
+        let rows = pool::reading(self.pool(), async |c| {
+            low_stock::low_items(c, MAX_LOW_STOCK_ITEMS + 1).await
+        })
+        .await?;
+        let truncated = rows.len() as i64 > MAX_LOW_STOCK_ITEMS;
+        let mut items = Vec::with_capacity(rows.len());
+        for (sku, location, row) in rows.into_iter().take(MAX_LOW_STOCK_ITEMS as usize) {
+            let item = Item {
+                sku: crate::domain::Sku::parse("sku", &sku)
+                    .map_err(crate::store::error::corrupt)?,
+                location: crate::domain::Location::parse("location", &location)
+                    .map_err(crate::store::error::corrupt)?,
+            };
+            items.push((item, row));
+        }
+        Ok((items, truncated))
     }
 
     /// The latest seal as a digest (docs/auditing.md); `None` before the

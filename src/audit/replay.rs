@@ -245,7 +245,9 @@ impl Replay {
             | StreamKind::Adjustment
             | StreamKind::Transfer
             | StreamKind::Count
-            | StreamKind::Limit => {
+            | StreamKind::Limit
+            | StreamKind::ReorderPoint
+            | StreamKind::Alert => {
                 for e in valid {
                     let t = e.event.event_type();
                     if !stream.kind().allows(e.seq, t) {
@@ -282,7 +284,8 @@ impl Replay {
     pub(crate) fn diff(mut self, tables: Tables) -> Outcome {
         if let Some((balances, settings)) = tables.balances {
             compare_figures("item_balances", &self.balances, balances, &mut self.diffs);
-            self.settings.compare(settings, &mut self.diffs);
+            self.settings
+                .compare(&self.balances, settings, &mut self.diffs);
         }
         let mut compared = Vec::new();
         let mut first_differing = None;

@@ -50,6 +50,9 @@ pub enum Cmd {
     /// Stock figures of one item, from the stock_levels read model (or, with
     /// --as-of / --as-of-position, replayed from the log at that moment).
     Stock(StockArgs),
+    /// The items low now (available below their reorder point), from the
+    /// low_stock read model.
+    LowStock,
     /// Run every projection worker until stopped (ctrl-c finishes the batch).
     Project,
     /// Publish every committed event, in commit order, exactly once to a NATS

@@ -7,7 +7,7 @@ use clap::{Args as ClapArgs, Subcommand};
 use stockledger::domain::{
     command, page_limit, AdjustRequest, AsOf, Command, ConfirmLinesRequest, CountRequest,
     ExtendRequest, Item, LimitRequest, LineRequest, Location, OrderId, ReceiveRequest, Rejection,
-    ReleaseLinesRequest, ReserveRequest, Sku, TransferRequest,
+    ReleaseLinesRequest, ReorderPointRequest, ReserveRequest, Sku, TransferRequest,
 };
 use stockledger::store::Cursor;
 
@@ -26,6 +26,9 @@ pub enum WriteCmd {
     /// Set the most of an item one order may reserve (--max-per-order), or
     /// lift the limit (--no-limit).
     Limit(LimitArgs),
+    /// Set below how many available units an item is low (--reorder-point),
+    /// or remove the point (--none); crossing it is written to the log.
+    ReorderPoint(ReorderPointArgs),
     /// Reserve stock for an order: every line, or none.
     Reserve(ReserveArgs),
     /// Confirm a reservation (the order was paid), or with --confirmation-id
@@ -47,6 +50,7 @@ impl WriteCmd {
             WriteCmd::Transfer(a) => a.validate(),
             WriteCmd::Count(a) => a.validate(),
             WriteCmd::Limit(a) => a.validate(),
+            WriteCmd::ReorderPoint(a) => a.validate(),
             WriteCmd::Reserve(a) => a.validate(),
             WriteCmd::Confirm(a) => a.validate(),
             WriteCmd::Release(a) => a.validate(),
@@ -95,6 +99,23 @@ pub struct LimitArgs {
     /// Lift the item's limit.
     #[arg(long)]
     pub no_limit: bool,
+}
+
+#[derive(ClapArgs, Debug)]
+#[command(group(clap::ArgGroup::new("point").required(true).args(["reorder_point", "none"])))]
+pub struct ReorderPointArgs {
+    #[arg(long)]
+    pub reorder_point_id: String,
+    #[arg(long)]
+    pub sku: String,
+    #[arg(long)]
+    pub location: Option<String>,
+    /// Low while fewer units than this are available.
+    #[arg(long, allow_negative_numbers = true)]
+    pub reorder_point: Option<i64>,
+    /// Remove the item's reorder point.
+    #[arg(long)]
+    pub none: bool,
 }
 
 #[derive(ClapArgs, Debug)]
@@ -223,6 +244,19 @@ impl LimitArgs {
             sku: self.sku.clone(),
             location: self.location.clone(),
             max_per_order: self.max_per_order,
+        }
+        .validate()
+    }
+}
+
+impl ReorderPointArgs {
+    /// Clap has made sure exactly one of --reorder-point and --none is given.
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        ReorderPointRequest {
+            reorder_point_id: self.reorder_point_id.clone(),
+            sku: self.sku.clone(),
+            location: self.location.clone(),
+            reorder_point: self.reorder_point,
         }
         .validate()
     }

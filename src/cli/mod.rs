@@ -160,6 +160,10 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
             let store = open(database_url, printer).await?;
             read_models::stock(&store, item, as_of, printer).await?;
         }
+        Cmd::LowStock => {
+            let store = open(database_url, printer).await?;
+            read_models::low_stock(&store, printer).await?;
+        }
         Cmd::Project => {
             let store = open(database_url, printer).await?;
             read_models::project(&store, printer).await?;

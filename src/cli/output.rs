@@ -127,19 +127,7 @@ impl Printer {
                 to.location,
                 if *replayed { " (replayed)" } else { "" }
             ),
-            Outcome::LimitSet {
-                limit_id,
-                item,
-                max_per_order,
-                replayed,
-            } => format!(
-                "limit {limit_id}: {item} {}{}",
-                match max_per_order {
-                    Some(m) => format!("at most {m} per order"),
-                    None => "without a per-order limit".to_owned(),
-                },
-                if *replayed { " (replayed)" } else { "" }
-            ),
+            Outcome::LimitSet { .. } | Outcome::ReorderPointSet { .. } => setting_text(outcome),
             Outcome::Reservation { view, replayed } => reservation_text(view, *replayed),
             Outcome::NotDue { reservation_id, .. } => {
                 format!("reservation {reservation_id}: not due")
@@ -247,6 +235,43 @@ fn store_error(e: &anyhow::Error) -> Option<&stockledger::store::StoreError> {
                     .and_then(|d| d.store())
             })
     })
+}
+
+/// A command that set something on an item: what, on which, now.
+fn setting_text(outcome: &Outcome) -> String {
+    let (what, now, replayed) = match outcome {
+        Outcome::LimitSet {
+            limit_id,
+            item,
+            max_per_order: m,
+            replayed,
+        } => (
+            format!("limit {limit_id}: {item}"),
+            m.map_or("without a per-order limit".into(), |m| {
+                format!("at most {m} per order")
+            }),
+            replayed,
+        ),
+        Outcome::ReorderPointSet {
+            reorder_point_id,
+            item,
+            reorder_point: p,
+            replayed,
+        } => (
+            format!("reorder point {reorder_point_id}: {item}"),
+            p.map_or("without a reorder point".into(), |p| {
+                format!("is low below {p} available")
+            }),
+            replayed,
+        ),
+        Outcome::Received { .. }
+        | Outcome::Adjusted { .. }
+        | Outcome::Counted { .. }
+        | Outcome::Transferred { .. }
+        | Outcome::Reservation { .. }
+        | Outcome::NotDue { .. } => unreachable!("no setting"),
+    };
+    format!("{what} {now}{}", if *replayed { " (replayed)" } else { "" })
 }
 
 #[cfg(test)]

@@ -243,6 +243,34 @@ pub async fn audit(store: &Store, printer: &Printer) -> Result<bool, Failure> {
     Ok(report.clean())
 }
 
+/// The items low now: a line each, or the API's body with --json.
+pub async fn low_stock(store: &Store, printer: &Printer) -> Result<(), Failure> {
+    let (items, truncated) = store.low_stock().await?;
+    let mut text: Vec<String> = items
+        .iter()
+        .map(|(item, row)| {
+            let point = row.reorder_point.map_or("none".into(), |p| p.to_string());
+            format!(
+                "{item}: {} available, reorder point {point}, low since #{} ({})",
+                row.available,
+                row.position,
+                row.since.format("%Y-%m-%d %H:%M:%S")
+            )
+        })
+        .collect();
+    if items.is_empty() {
+        text.push("no item is low".into());
+    }
+    if truncated {
+        text.push("(more are low; the list is cut)".into());
+    }
+    printer.value(
+        &stockledger::api::answers::low_stock(&items, truncated),
+        &text.join("\n"),
+    );
+    Ok(())
+}
+
 pub async fn history(store: &Store, query: HistoryQuery, printer: &Printer) -> Result<(), Failure> {
     match query {
         HistoryQuery::Order(id) => match store.order_history(&id).await? {

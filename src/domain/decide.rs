@@ -160,6 +160,12 @@ pub enum Outcome {
         max_per_order: Option<u32>,
         replayed: bool,
     },
+    ReorderPointSet {
+        reorder_point_id: String,
+        item: Item,
+        reorder_point: Option<u32>,
+        replayed: bool,
+    },
     Reservation {
         view: ReservationView,
         replayed: bool,
@@ -179,6 +185,7 @@ impl Outcome {
             | Outcome::Transferred { replayed, .. }
             | Outcome::Counted { replayed, .. }
             | Outcome::LimitSet { replayed, .. }
+            | Outcome::ReorderPointSet { replayed, .. }
             | Outcome::Reservation { replayed, .. } => *replayed,
             Outcome::NotDue { .. } => false,
         }
@@ -203,7 +210,8 @@ impl Decision {
 }
 
 /// Decides `cmd` against `state` at database time `now`: each command's own
-/// module decides it (`command/*.rs`). `command_id` lets a command that is
+/// module decides it (`command/*.rs`), and the low-stock alerts its events
+/// cause follow them (`alerts.rs`). `command_id` lets a command that is
 /// re-run after a lost commit acknowledgement recognise its own earlier event
 /// and answer `replayed: false`, as the first run would have.
 pub fn decide(
@@ -212,7 +220,10 @@ pub fn decide(
     command_id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<Decision, Rejection> {
-    cmd.decide(state, command_id, now)
+    let mut decision = cmd.decide(state, command_id, now)?;
+    let alerts = crate::domain::alerts::alerts(state, &decision.events, command_id);
+    decision.events.extend(alerts);
+    Ok(decision)
 }
 
 /// Folds an accepted decision into the state, as the store will once it commits.
@@ -243,7 +254,8 @@ pub fn apply(state: &mut LedgerState, decision: &Decision, command_id: Uuid, now
             | StreamId::Adjustment(_)
             | StreamId::Transfer(_)
             | StreamId::Count(_)
-            | StreamId::Limit(_) => {
+            | StreamId::Limit(_)
+            | StreamId::ReorderPoint(_) => {
                 let fingerprint = e
                     .fingerprint
                     .clone()
@@ -257,6 +269,8 @@ pub fn apply(state: &mut LedgerState, decision: &Decision, command_id: Uuid, now
                     },
                 );
             }
+            // An alert answers no command: nothing asks for its stream again.
+            StreamId::Alert(_) => {}
         }
     }
 }

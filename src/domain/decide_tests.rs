@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::domain::command::{self, AdjustRequest, LineRequest, ReceiveRequest, ReserveRequest};
-use crate::domain::RejectionCode;
+use crate::domain::{EventType, RejectionCode};
 use chrono::TimeZone;
 
 fn t(seconds: i64) -> DateTime<Utc> {
@@ -882,4 +882,143 @@ fn a_limit_records_one_event_and_refuses_bad_values() {
         let r = limit("l2", "apple", Some(bad)).unwrap_err();
         assert_eq!(r.details()["field"], "max_per_order", "{bad}");
     }
+}
+
+fn point(id: &str, sku: &str, p: Option<i64>) -> Command {
+    crate::domain::ReorderPointRequest {
+        reorder_point_id: id.into(),
+        sku: sku.into(),
+        location: None,
+        reorder_point: p,
+    }
+    .validate()
+    .unwrap()
+}
+
+fn adjust_apples(id: &str, delta: i64) -> Command {
+    AdjustRequest {
+        adjustment_id: id.into(),
+        sku: "apple".into(),
+        location: None,
+        delta,
+        reason: "count".into(),
+    }
+    .validate()
+    .unwrap()
+}
+
+/// The reorder point and low-stock rows of the outcome table (issue 27):
+/// apples received 10, `r1` holds 2 (8 available); each row sets a point
+/// first (`pt0`), then runs its command; the events it appends, by type.
+#[rustfmt::skip]
+fn alert_cases() -> Vec<(&'static str, Option<i64>, Command, Vec<EventType>)> {
+    use EventType::*;
+    let reserve3 = || reserve_lines(&[("apple", 3)]);
+    vec![
+        ("point | above available -> set, low", None, point("p9", "apple", Some(9)), vec![ReorderPointSet, StockLow]),
+        ("point | at available -> set, not low", None, point("p9", "apple", Some(8)), vec![ReorderPointSet]),
+        ("point | same id, same point -> replay", Some(5), point("pt0", "apple", Some(5)), vec![]),
+        ("point | removed while low -> set, recovered", Some(9), point("p9", "apple", None), vec![ReorderPointSet, StockRecovered]),
+        ("point | lowered under available while low -> set, recovered", Some(9), point("p9", "apple", Some(8)), vec![ReorderPointSet, StockRecovered]),
+        ("point | raised while low -> set, still low", Some(9), point("p9", "apple", Some(10)), vec![ReorderPointSet]),
+        ("reserve | falls below the point -> reserved, low", Some(6), reserve3(), vec![ReservationCreated, StockLow]),
+        ("reserve | stays at the point -> reserved", Some(5), reserve3(), vec![ReservationCreated]),
+        ("reserve | already low -> reserved, no new alert", Some(9), reserve3(), vec![ReservationCreated]),
+        ("reserve | no point -> reserved", None, reserve3(), vec![ReservationCreated]),
+        ("release | back at the point -> released, recovered", Some(10), command::release("r1", None).unwrap(), vec![ReservationReleased, StockRecovered]),
+        ("confirm | available unchanged -> confirmed", Some(9), command::confirm("r1").unwrap(), vec![ReservationConfirmed]),
+        ("expire | back at the point -> expired, recovered", Some(10), command::expire("r1").unwrap(), vec![ReservationExpired, StockRecovered]),
+        ("receive | back above the point -> received, recovered", Some(9), receive("in-9", 5), vec![StockReceived, StockRecovered]),
+        ("adjust | falls below the point -> adjusted, low", Some(5), adjust_apples("a1", -4), vec![StockAdjusted, StockLow]),
+        ("count | falls below the point -> counted, low", Some(5), count("c1", 4), vec![StockCounted, StockLow]),
+        ("reserve | refused -> nothing", Some(1), reserve_lines(&[("apple", 9)]), vec![]),
+    ]
+}
+
+#[test]
+fn alert_table() {
+    for (row, first, cmd, want) in alert_cases() {
+        let mut state = setup(Setup::Reserved);
+        if let Some(p) = first {
+            run(&mut state, &point("pt0", "apple", Some(p)), t(1)).unwrap();
+        }
+        // The expiry row runs after its hold is due.
+        let at = if matches!(cmd, Command::Expire(_)) {
+            61
+        } else {
+            5
+        };
+        let got: Vec<EventType> = match run(&mut state, &cmd, t(at)) {
+            Ok(d) => d.events.iter().map(|e| e.event.event_type()).collect(),
+            Err(_) => Vec::new(),
+        };
+        assert_eq!(got, want, "{row}");
+    }
+}
+
+/// An alert names the item, what is available and the point, in a stream
+/// of its own named after the command; crossings within one batch are
+/// written once each.
+#[test]
+fn an_alert_says_what_crossed_and_is_written_once_per_crossing() {
+    let mut st = setup(Setup::Reserved); // 8 available
+    run(&mut st, &point("p1", "apple", Some(6)), t(1)).unwrap();
+    let id = Uuid::new_v4();
+    let d = decide(&st, &reserve_lines(&[("apple", 3)]), id, t(2)).unwrap();
+    apply(&mut st, &d, id, t(2));
+    let alert = &d.events[1];
+    assert_eq!(alert.stream.to_string(), format!("alert:{id}-1"));
+    assert_eq!(
+        alert.event,
+        Event::StockLow {
+            sku: item().sku,
+            location: item().location,
+            available: 5,
+            reorder_point: 6
+        }
+    );
+    // Lower still: already low, no second alert; back up: one recovery.
+    let more = run(&mut st, &adjust_apples("a1", -1), t(3)).unwrap();
+    assert_eq!(more.events.len(), 1);
+    let back = run(&mut st, &receive("in-2", 10), t(4)).unwrap();
+    assert!(matches!(
+        back.events[1].event,
+        Event::StockRecovered {
+            available: 14,
+            reorder_point: Some(6),
+            ..
+        }
+    ));
+}
+
+/// A transfer moves two items: the source may fall low while the
+/// destination recovers, each with its own alert.
+#[test]
+fn a_transfer_alerts_on_both_ends() {
+    let mut st = setup(Setup::None); // 10 apples at default
+    run(&mut st, &point("p1", "apple", Some(8)), t(1)).unwrap();
+    let north = crate::domain::ReorderPointRequest {
+        reorder_point_id: "p2".into(),
+        sku: "apple".into(),
+        location: Some("north".into()),
+        reorder_point: Some(1),
+    }
+    .validate()
+    .unwrap();
+    let d = run(&mut st, &north, t(2)).unwrap();
+    assert_eq!(
+        d.events[1].event.event_type(),
+        EventType::StockLow,
+        "north has none"
+    );
+    let moved = run(&mut st, &transfer("t1", "default", "north", 3), t(3)).unwrap();
+    let types: Vec<EventType> = moved.events.iter().map(|e| e.event.event_type()).collect();
+    assert_eq!(
+        types,
+        [
+            EventType::StockTransferred,
+            EventType::StockLow,
+            EventType::StockRecovered
+        ]
+    );
 }

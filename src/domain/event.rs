@@ -56,6 +56,31 @@ pub enum Event {
         location: Location,
         max_per_order: Option<u32>,
     },
+    /// From now on, the item is low while its available stock is below
+    /// `reorder_point`; `None` removes the point. Moves no stock.
+    ReorderPointSet {
+        sku: Sku,
+        location: Location,
+        reorder_point: Option<u32>,
+    },
+    /// Written by the ledger: the command before it in the same transaction
+    /// left `available` units, below the item's reorder point.
+    StockLow {
+        sku: Sku,
+        location: Location,
+        available: i64,
+        reorder_point: u32,
+    },
+    /// Written by the ledger: the item is no longer low: its available
+    /// stock is back at or above its reorder point, or the point was
+    /// raised out of reach, lowered or removed (`reorder_point` is the one
+    /// now in force).
+    StockRecovered {
+        sku: Sku,
+        location: Location,
+        available: i64,
+        reorder_point: Option<u32>,
+    },
     ReservationCreated {
         order_id: OrderId,
         lines: Vec<Line>,
@@ -152,6 +177,9 @@ impl Event {
             Event::StockTransferred { .. } => EventType::StockTransferred,
             Event::StockCounted { .. } => EventType::StockCounted,
             Event::OrderLimitSet { .. } => EventType::OrderLimitSet,
+            Event::ReorderPointSet { .. } => EventType::ReorderPointSet,
+            Event::StockLow { .. } => EventType::StockLow,
+            Event::StockRecovered { .. } => EventType::StockRecovered,
             Event::ReservationCreated { .. } => EventType::ReservationCreated,
             Event::ReservationConfirmed { .. } => EventType::ReservationConfirmed,
             Event::ReservationReleased { .. } => EventType::ReservationReleased,
@@ -177,7 +205,10 @@ impl Event {
             | Event::StockAdjusted { .. }
             | Event::StockTransferred { .. }
             | Event::StockCounted { .. }
-            | Event::OrderLimitSet { .. } => None,
+            | Event::OrderLimitSet { .. }
+            | Event::ReorderPointSet { .. }
+            | Event::StockLow { .. }
+            | Event::StockRecovered { .. } => None,
         }
     }
 
@@ -191,7 +222,10 @@ impl Event {
             | Event::StockAdjusted { sku, .. }
             | Event::StockTransferred { sku, .. }
             | Event::StockCounted { sku, .. }
-            | Event::OrderLimitSet { sku, .. } => sku.as_str(),
+            | Event::OrderLimitSet { sku, .. }
+            | Event::ReorderPointSet { sku, .. }
+            | Event::StockLow { sku, .. }
+            | Event::StockRecovered { sku, .. } => sku.as_str(),
             Event::ReservationCreated { .. }
             | Event::ReservationConfirmed { .. }
             | Event::ReservationReleased { .. }
@@ -229,12 +263,7 @@ impl Event {
     /// folds events into figures goes through it. It allocates nothing for
     /// reservation events, which makes it the hot loop of the audit.
     pub fn for_each_effect(&self, mut f: impl FnMut(&Item, StockDelta)) {
-        let lines =
-            |lines: &[Line], f: &mut dyn FnMut(&Item, StockDelta), d: fn(i64) -> StockDelta| {
-                for l in lines {
-                    f(&l.item, d(i64::from(l.quantity)));
-                }
-            };
+        let lines = each_line;
         // A change of on-hand stock of `sku` at `location`.
         let on_hand = |f: &mut dyn FnMut(&Item, StockDelta), sku: &Sku, location: &Location, by| {
             let item = Item {
@@ -278,7 +307,10 @@ impl Event {
             } => on_hand(&mut f, sku, location, i64::from(*counted) - books),
             // A limit moves no stock, but names its item: the item is known
             // from then on (its balance row exists), as after a count of 0.
-            Event::OrderLimitSet { sku, location, .. } => on_hand(&mut f, sku, location, 0),
+            Event::OrderLimitSet { sku, location, .. }
+            | Event::ReorderPointSet { sku, location, .. }
+            | Event::StockLow { sku, location, .. }
+            | Event::StockRecovered { sku, location, .. } => on_hand(&mut f, sku, location, 0),
             Event::ReservationCreated { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
                 reserved: q,
                 ..Default::default()
@@ -308,22 +340,27 @@ impl Event {
     /// limit): the last such event of an item is what holds. The command
     /// path, the store's item row and the audit read it here.
     pub fn setting(&self) -> Option<(Item, Setting)> {
+        let item = |sku: &Sku, location: &Location| Item {
+            sku: sku.clone(),
+            location: location.clone(),
+        };
         match self {
             Event::OrderLimitSet {
                 sku,
                 location,
                 max_per_order,
-            } => Some((
-                Item {
-                    sku: sku.clone(),
-                    location: location.clone(),
-                },
-                Setting::MaxPerOrder(*max_per_order),
-            )),
+            } => Some((item(sku, location), Setting::MaxPerOrder(*max_per_order))),
+            Event::ReorderPointSet {
+                sku,
+                location,
+                reorder_point,
+            } => Some((item(sku, location), Setting::ReorderPoint(*reorder_point))),
             Event::StockReceived { .. }
             | Event::StockAdjusted { .. }
             | Event::StockTransferred { .. }
             | Event::StockCounted { .. }
+            | Event::StockLow { .. }
+            | Event::StockRecovered { .. }
             | Event::ReservationCreated { .. }
             | Event::ReservationConfirmed { .. }
             | Event::ReservationReleased { .. }
@@ -339,6 +376,13 @@ impl Event {
         let mut effects = Vec::new();
         self.for_each_effect(|item, d| effects.push((item.clone(), d)));
         effects
+    }
+}
+
+/// Calls `f` with each line's item and `d` of its quantity.
+fn each_line(lines: &[Line], f: &mut dyn FnMut(&Item, StockDelta), d: fn(i64) -> StockDelta) {
+    for l in lines {
+        f(&l.item, d(i64::from(l.quantity)));
     }
 }
 

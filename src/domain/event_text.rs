@@ -29,7 +29,10 @@ impl Event {
             | StockAdjusted { .. }
             | StockTransferred { .. }
             | StockCounted { .. }
-            | OrderLimitSet { .. } => self.item_summary(),
+            | OrderLimitSet { .. }
+            | ReorderPointSet { .. }
+            | StockLow { .. }
+            | StockRecovered { .. } => self.item_summary(),
             ReservationCreated {
                 order_id,
                 lines: l,
@@ -107,6 +110,28 @@ impl Event {
                 location,
                 max_per_order: None,
             } => format!("lifted the per-order limit of {sku}@{location}"),
+            ReorderPointSet {
+                sku,
+                location,
+                reorder_point: Some(point),
+            } => format!("reorder {sku}@{location} below {point} available"),
+            ReorderPointSet {
+                sku,
+                location,
+                reorder_point: None,
+            } => format!("removed the reorder point of {sku}@{location}"),
+            StockLow {
+                sku,
+                location,
+                available,
+                reorder_point,
+            } => format!("low: {available} × {sku}@{location} available, below {reorder_point}"),
+            StockRecovered {
+                sku,
+                location,
+                available,
+                ..
+            } => format!("no longer low: {available} × {sku}@{location} available"),
             ReservationCreated { .. }
             | ReservationConfirmed { .. }
             | ReservationReleased { .. }

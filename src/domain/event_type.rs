@@ -45,12 +45,15 @@ struct Row {
     /// The sign each figure (on hand, reserved, confirmed) moves by, times
     /// a stored line's quantity.
     line: (i64, i64, i64),
+    /// What the event says of its item's stock: low (`Some(true)`), no
+    /// longer low (`Some(false)`), or nothing.
+    low: Option<bool>,
 }
 
 /// Declares `EventType` from the table, with the list of every type and each
 /// type's row, so a new type does not compile until it has its row.
 macro_rules! event_types {
-    ($($name:ident => $stream:ident, $places:ident, $closes:expr, $reservation:expr, $line:expr;)*) => {
+    ($($name:ident => $stream:ident, $places:ident, $closes:expr, $reservation:expr, $line:expr, $low:expr;)*) => {
         /// The type of an event, without its data: the `type` column of the log.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum EventType {
@@ -76,6 +79,7 @@ macro_rules! event_types {
                         closes: $closes,
                         reservation: $reservation,
                         line: $line,
+                        low: $low,
                     }),*
                 }
             }
@@ -93,23 +97,31 @@ const fn part(to: ReservationState) -> ReservationMove {
     ReservationMove::Moves { to, settles: false }
 }
 use ReservationState::{Confirmed, Expired, Released};
+// Shorthands for the table's low-stock column.
+const LOW: Option<bool> = Some(true);
+const RECOVERED: Option<bool> = Some(false);
+const SAYS_NOTHING: Option<bool> = None;
 
-// Stock events' lines are signed: a transfer's source line is negative, a
-// count's line is the change from the books.
+// Line effect: the sign (on hand, reserved, confirmed) move by, times a stored
+// line's quantity. Stock events' lines are signed: a transfer's source line
+// is negative, a count's line is the change from the books.
 event_types! {
-//  type                         stream       places    closes  reservation          line (on hand, reserved, confirmed)
-    StockReceived             => Receipt,     First,    true,   NOTHING,             (1, 0, 0);
-    StockAdjusted             => Adjustment,  First,    true,   NOTHING,             (1, 0, 0);
-    StockTransferred          => Transfer,    First,    true,   NOTHING,             (1, 0, 0);
-    StockCounted              => Count,       First,    true,   NOTHING,             (1, 0, 0);
-    OrderLimitSet             => Limit,       First,    true,   NOTHING,             (0, 0, 0);
-    ReservationCreated        => Reservation, First,    false,  OPENS,               (0, 1, 0);
-    ReservationConfirmed      => Reservation, Later,    true,   settles(Confirmed),  (-1, -1, 1);
-    ReservationReleased       => Reservation, Anywhere, true,   settles(Released),   (0, -1, 0);
-    ReservationExpired        => Reservation, Later,    true,   settles(Expired),    (0, -1, 0);
-    ReservationLinesConfirmed => Reservation, Between,  false,  part(Confirmed),     (-1, -1, 1);
-    ReservationLinesReleased  => Reservation, Between,  false,  part(Released),      (0, -1, 0);
-    ReservationExtended       => Reservation, Between,  false,  NOTHING,             (0, 0, 0);
+//  type                         stream        places    closes  reservation          line effect   low stock
+    StockReceived             => Receipt,      First,    true,   NOTHING,             (1, 0, 0),    SAYS_NOTHING;
+    StockAdjusted             => Adjustment,   First,    true,   NOTHING,             (1, 0, 0),    SAYS_NOTHING;
+    StockTransferred          => Transfer,     First,    true,   NOTHING,             (1, 0, 0),    SAYS_NOTHING;
+    StockCounted              => Count,        First,    true,   NOTHING,             (1, 0, 0),    SAYS_NOTHING;
+    OrderLimitSet             => Limit,        First,    true,   NOTHING,             (0, 0, 0),    SAYS_NOTHING;
+    ReorderPointSet           => ReorderPoint, First,    true,   NOTHING,             (0, 0, 0),    SAYS_NOTHING;
+    StockLow                  => Alert,        First,    true,   NOTHING,             (0, 0, 0),    LOW;
+    StockRecovered            => Alert,        First,    true,   NOTHING,             (0, 0, 0),    RECOVERED;
+    ReservationCreated        => Reservation,  First,    false,  OPENS,               (0, 1, 0),    SAYS_NOTHING;
+    ReservationConfirmed      => Reservation,  Later,    true,   settles(Confirmed),  (-1, -1, 1),  SAYS_NOTHING;
+    ReservationReleased       => Reservation,  Anywhere, true,   settles(Released),   (0, -1, 0),   SAYS_NOTHING;
+    ReservationExpired        => Reservation,  Later,    true,   settles(Expired),    (0, -1, 0),   SAYS_NOTHING;
+    ReservationLinesConfirmed => Reservation,  Between,  false,  part(Confirmed),     (-1, -1, 1),  SAYS_NOTHING;
+    ReservationLinesReleased  => Reservation,  Between,  false,  part(Released),      (0, -1, 0),   SAYS_NOTHING;
+    ReservationExtended       => Reservation,  Between,  false,  NOTHING,             (0, 0, 0),    SAYS_NOTHING;
 }
 
 impl EventType {
@@ -146,6 +158,13 @@ impl EventType {
             reserved,
             confirmed,
         }
+    }
+
+    /// What an event of this type says of its item's stock: low
+    /// (`Some(true)`), no longer low (`Some(false)`), or nothing. The
+    /// `low_stock` read model's SQL reads it from `event_types`.
+    pub fn low_stock(self) -> Option<bool> {
+        self.row().low
     }
 
     /// The event type stored as `name`, if there is one.

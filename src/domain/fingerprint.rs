@@ -34,6 +34,14 @@ impl Canonical {
             .field(item.sku.as_str().as_bytes())
     }
 
+    /// A number that may be absent: a marker byte, then the number if any.
+    pub(crate) fn optional(&mut self, n: Option<u32>) -> &mut Self {
+        match n {
+            Some(n) => self.field(&[1]).field(&n.to_be_bytes()),
+            None => self.field(&[0]),
+        }
+    }
+
     pub(crate) fn finish(self) -> String {
         hex_bytes(&self.0.finalize())
     }

@@ -101,6 +101,15 @@ define_id!(
     LimitId
 );
 define_id!(
+    /// Chosen by the caller for one change of an item's reorder point.
+    ReorderPointId
+);
+define_id!(
+    /// Names a low-stock alert: made by the ledger from the command that
+    /// caused it (its command id and the alert's place among its alerts).
+    AlertId
+);
+define_id!(
     /// Chosen by the caller for one partial confirmation of a reservation
     /// (one shipment of part of an order); unique within the reservation.
     ConfirmationId

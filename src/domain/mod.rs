@@ -2,6 +2,7 @@
 //! Everything the product promises (`shared/design/domain.md`) is decided here
 //! and tested here; the store, the CLI and the server are shells around it.
 
+pub mod alerts;
 pub mod command;
 pub mod context;
 pub mod decide;
@@ -19,8 +20,8 @@ pub mod stream;
 
 pub use command::{
     AdjustRequest, Command, ConfirmLinesRequest, CountRequest, ExtendRequest, Items, LimitRequest,
-    Line, LineRequest, ReceiveRequest, ReleaseLinesRequest, ReserveRequest, Touches,
-    TransferRequest,
+    Line, LineRequest, ReceiveRequest, ReleaseLinesRequest, ReorderPointRequest, ReserveRequest,
+    Touches, TransferRequest,
 };
 pub use context::CommandContext;
 pub use decide::{
@@ -31,8 +32,8 @@ pub use event::{
     Balance, Event, EventMetadata, EventType, RecordedEvent, ReservationMove, StockDelta,
 };
 pub use ids::{
-    AdjustmentId, ConfirmationId, CountId, ExtensionId, Item, LimitId, Location, OrderId,
-    ReceiptId, ReleaseId, ReservationId, Sku, TransferId,
+    AdjustmentId, AlertId, ConfirmationId, CountId, ExtensionId, Item, LimitId, Location, OrderId,
+    ReceiptId, ReleaseId, ReorderPointId, ReservationId, Sku, TransferId,
 };
 pub use read_query::{page_limit, AsOf};
 pub use rejection::{Excess, OverLimit, Rejection, RejectionCode, Shortfall};

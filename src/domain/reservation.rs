@@ -388,7 +388,10 @@ impl Step<'_> {
             | Event::StockAdjusted { .. }
             | Event::StockTransferred { .. }
             | Event::StockCounted { .. }
-            | Event::OrderLimitSet { .. } => Err(self.foreign()),
+            | Event::OrderLimitSet { .. }
+            | Event::ReorderPointSet { .. }
+            | Event::StockLow { .. }
+            | Event::StockRecovered { .. } => Err(self.foreign()),
         }
     }
 
@@ -447,7 +450,10 @@ impl Step<'_> {
             | Event::StockAdjusted { .. }
             | Event::StockTransferred { .. }
             | Event::StockCounted { .. }
-            | Event::OrderLimitSet { .. } => return Err(self.foreign()),
+            | Event::OrderLimitSet { .. }
+            | Event::ReorderPointSet { .. }
+            | Event::StockLow { .. }
+            | Event::StockRecovered { .. } => return Err(self.foreign()),
         };
         if order_id != Some(&p.order_id) {
             return Err(self.amounts_differ());
@@ -537,7 +543,10 @@ impl Step<'_> {
             | Event::StockAdjusted { .. }
             | Event::StockTransferred { .. }
             | Event::StockCounted { .. }
-            | Event::OrderLimitSet { .. } => self.foreign(),
+            | Event::OrderLimitSet { .. }
+            | Event::ReorderPointSet { .. }
+            | Event::StockLow { .. }
+            | Event::StockRecovered { .. } => self.foreign(),
             Event::ReservationCreated { .. }
             | Event::ReservationConfirmed { .. }
             | Event::ReservationReleased { .. }

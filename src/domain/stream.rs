@@ -6,7 +6,9 @@
 use std::fmt;
 
 use crate::domain::event_type::{EventType, Places};
-use crate::domain::ids::{AdjustmentId, CountId, LimitId, ReceiptId, ReservationId, TransferId};
+use crate::domain::ids::{
+    AdjustmentId, AlertId, CountId, LimitId, ReceiptId, ReorderPointId, ReservationId, TransferId,
+};
 use crate::domain::Rejection;
 use crate::limits::MAX_RESERVATION_EVENTS;
 
@@ -38,6 +40,12 @@ stream_kinds!(
     Count,
     /// One change of an item's per-order limit: exactly one `OrderLimitSet`.
     Limit,
+    /// One change of an item's reorder point: exactly one `ReorderPointSet`.
+    ReorderPoint,
+    /// One low-stock alert, written by the ledger beside the command whose
+    /// events made an item's available stock cross its reorder point:
+    /// exactly one `StockLow` or `StockRecovered`.
+    Alert,
     /// One order's hold on stock: created (or tombstoned) at seq 1, then
     /// partial steps and extensions, then the one event that settles it.
     Reservation,
@@ -52,6 +60,8 @@ impl StreamKind {
             StreamKind::Transfer => "transfer:",
             StreamKind::Count => "count:",
             StreamKind::Limit => "limit:",
+            StreamKind::ReorderPoint => "reorder-point:",
+            StreamKind::Alert => "alert:",
             StreamKind::Reservation => "reservation:",
         }
     }
@@ -63,7 +73,9 @@ impl StreamKind {
             | StreamKind::Adjustment
             | StreamKind::Transfer
             | StreamKind::Count
-            | StreamKind::Limit => 1,
+            | StreamKind::Limit
+            | StreamKind::ReorderPoint
+            | StreamKind::Alert => 1,
             StreamKind::Reservation => MAX_RESERVATION_EVENTS,
         }
     }
@@ -110,6 +122,8 @@ pub enum StreamId {
     Transfer(TransferId),
     Count(CountId),
     Limit(LimitId),
+    ReorderPoint(ReorderPointId),
+    Alert(AlertId),
     Reservation(ReservationId),
 }
 
@@ -121,6 +135,8 @@ impl StreamId {
             StreamId::Transfer(_) => StreamKind::Transfer,
             StreamId::Count(_) => StreamKind::Count,
             StreamId::Limit(_) => StreamKind::Limit,
+            StreamId::ReorderPoint(_) => StreamKind::ReorderPoint,
+            StreamId::Alert(_) => StreamKind::Alert,
             StreamId::Reservation(_) => StreamKind::Reservation,
         }
     }
@@ -133,6 +149,8 @@ impl StreamId {
             StreamId::Transfer(id) => id.as_str(),
             StreamId::Count(id) => id.as_str(),
             StreamId::Limit(id) => id.as_str(),
+            StreamId::ReorderPoint(id) => id.as_str(),
+            StreamId::Alert(id) => id.as_str(),
             StreamId::Reservation(id) => id.as_str(),
         }
     }
@@ -144,7 +162,9 @@ impl StreamId {
             | StreamId::Adjustment(_)
             | StreamId::Transfer(_)
             | StreamId::Count(_)
-            | StreamId::Limit(_) => None,
+            | StreamId::Limit(_)
+            | StreamId::ReorderPoint(_)
+            | StreamId::Alert(_) => None,
         }
     }
 
@@ -158,6 +178,10 @@ impl StreamId {
                     StreamKind::Transfer => StreamId::Transfer(TransferId::parse(field, id)?),
                     StreamKind::Count => StreamId::Count(CountId::parse(field, id)?),
                     StreamKind::Limit => StreamId::Limit(LimitId::parse(field, id)?),
+                    StreamKind::ReorderPoint => {
+                        StreamId::ReorderPoint(ReorderPointId::parse(field, id)?)
+                    }
+                    StreamKind::Alert => StreamId::Alert(AlertId::parse(field, id)?),
                     StreamKind::Reservation => {
                         StreamId::Reservation(ReservationId::parse(field, id)?)
                     }

@@ -8,6 +8,7 @@
 //! implements `Rows`, and a line in `ALL` (see `docs/architecture.md`).
 
 mod diff;
+pub mod low_stock;
 pub mod order_view;
 mod order_view_batch;
 pub mod reservation_expiry;
@@ -33,6 +34,7 @@ pub(crate) use diff::{
     add_effects, compare_figures, load_figures, merge_figures, ActualFigures, Figures,
 };
 pub use diff::{Difference, Diffs};
+pub use low_stock::LOW_STOCK;
 pub use order_view::ORDER_VIEW;
 pub use reservation_expiry::RESERVATION_EXPIRY;
 pub use reservation_totals::RESERVATION_TOTALS;
@@ -44,6 +46,7 @@ pub static ALL: &[&dyn ReadModel] = &[
     &ORDER_VIEW,
     &RESERVATION_EXPIRY,
     &RESERVATION_TOTALS,
+    &LOW_STOCK,
 ];
 
 pub fn by_name(name: &str) -> Option<&'static dyn ReadModel> {

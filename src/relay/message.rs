@@ -101,5 +101,16 @@ mod tests {
         );
         assert_eq!(subject("sl", &r), "sl.StockReceived.apple");
         assert_eq!(cursor_of(b"not json"), None);
+        // Low-stock alerts have subjects of their own, by item.
+        let low = event(
+            StreamId::Alert(crate::domain::AlertId::parse("a", "x-1").unwrap()),
+            Event::StockLow {
+                sku: Sku::parse("s", "apple").unwrap(),
+                location: Location::parse("l", "north").unwrap(),
+                available: 1,
+                reorder_point: 2,
+            },
+        );
+        assert_eq!(subject("sl", &low), "sl.StockLow.apple");
     }
 }

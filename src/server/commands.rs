@@ -12,14 +12,14 @@ use crate::api::contract;
 use crate::domain::{
     command, AdjustRequest, Command, CommandContext, ConfirmLinesRequest, CountRequest,
     ExtendRequest, LimitRequest, Outcome, ReceiveRequest, RecordedEvent, ReleaseLinesRequest,
-    ReserveRequest, TransferRequest,
+    ReorderPointRequest, ReserveRequest, TransferRequest,
 };
 use crate::server::auth::{Can, ToWrite};
 use crate::server::error::ApiError;
 use crate::server::json::{ApiJson, ApiPath};
 use crate::server::openapi::{
     AdjustmentResponse, CountResponse, ErrorBody, LimitResponse, ReceiptResponse,
-    ReservationResponse, TransferResponse,
+    ReorderPointResponse, ReservationResponse, TransferResponse,
 };
 use crate::server::params::{CommandHeaders, ReservationPath};
 use crate::server::AppState;
@@ -161,6 +161,27 @@ pub async fn limit(
     ApiJson(req): ApiJson<LimitRequest>,
 ) -> Result<Response, ApiError> {
     single(&s, "limit", req.validate(), headers.context(&caller)?).await
+}
+
+#[utoipa::path(post, path = "/v1/stock/reorder-points", operation_id = "setReorderPoint", tag = "commands", request_body = ReorderPointRequest,
+    params(CommandHeaders),
+    responses((status = 201, description = "set: from now on the item is low while its available units are below it; if that changed whether it is low, a StockLow or StockRecovered event follows", body = ReorderPointResponse),
+              (status = 200, description = "a replay of the same reorder point", body = ReorderPointResponse),
+              (status = 409, description = "IDEMPOTENCY_CONFLICT: the id was used for another reorder point", body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn reorder_point(
+    State(s): State<AppState>,
+    Can { caller, .. }: Can<ToWrite>,
+    headers: CommandHeaders,
+    ApiJson(req): ApiJson<ReorderPointRequest>,
+) -> Result<Response, ApiError> {
+    single(
+        &s,
+        "reorder_point",
+        req.validate(),
+        headers.context(&caller)?,
+    )
+    .await
 }
 
 #[utoipa::path(post, path = "/v1/stock/transfers", operation_id = "transferStock", tag = "commands", request_body = TransferRequest,

@@ -16,8 +16,8 @@ use crate::server::auth::{Can, ToAudit, ToRead};
 use crate::server::error::ApiError;
 use crate::server::json::{ApiPath, ApiQuery};
 use crate::server::openapi::{
-    DigestResponse, ErrorBody, EventsPage, OrderResponse, ProjectionsResponse, ReservationResponse,
-    StockResponse,
+    DigestResponse, ErrorBody, EventsPage, LowStockResponse, OrderResponse, ProjectionsResponse,
+    ReservationResponse, StockResponse,
 };
 use crate::server::params::{OrderPath, ReservationPath, SkuPath};
 use crate::server::AppState;
@@ -190,6 +190,17 @@ pub async fn digest(
         }
         .into()),
     }
+}
+
+#[utoipa::path(get, path = "/v1/low-stock", operation_id = "listLowStock", tag = "reads",
+    responses((status = 200, description = "the items whose available stock is below their reorder point, from the low_stock read model", body = LowStockResponse)),
+    security(("bearer" = [])))]
+pub async fn low_stock(
+    State(s): State<AppState>,
+    _: Can<ToRead>,
+) -> Result<Json<LowStockResponse>, ApiError> {
+    let (items, truncated) = s.store.low_stock().await?;
+    Ok(Json(api::low_stock(&items, truncated)))
 }
 
 #[utoipa::path(get, path = "/v1/projections", operation_id = "listProjections", tag = "reads",

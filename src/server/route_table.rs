@@ -16,6 +16,7 @@ macro_rules! keyed_routes {
             crate::server::commands::transfer, crate::server::commands::__path_transfer;
             crate::server::commands::count, crate::server::commands::__path_count;
             crate::server::commands::limit, crate::server::commands::__path_limit;
+            crate::server::commands::reorder_point, crate::server::commands::__path_reorder_point;
             crate::server::commands::reserve, crate::server::commands::__path_reserve;
             crate::server::commands::confirm, crate::server::commands::__path_confirm;
             crate::server::commands::release, crate::server::commands::__path_release;
@@ -24,6 +25,7 @@ macro_rules! keyed_routes {
             crate::server::commands::extend, crate::server::commands::__path_extend;
             crate::server::reads::reservation, crate::server::reads::__path_reservation;
             crate::server::reads::stock, crate::server::reads::__path_stock;
+            crate::server::reads::low_stock, crate::server::reads::__path_low_stock;
             crate::server::reads::order, crate::server::reads::__path_order;
             crate::server::reads::events, crate::server::reads::__path_events;
             crate::server::stream::events_stream, crate::server::stream::__path_events_stream;

@@ -21,6 +21,8 @@ struct Row {
     opens_reservation: bool,
     moves_to: Option<String>,
     settles: bool,
+    /// 1: the item is low from this event on; -1: no longer low; 0: says nothing.
+    low_stock: i16,
 }
 
 fn defined() -> Vec<Row> {
@@ -44,12 +46,19 @@ fn defined() -> Vec<Row> {
                 opens_reservation,
                 moves_to,
                 settles,
+                low_stock: match t.low_stock() {
+                    Some(true) => 1,
+                    Some(false) => -1,
+                    None => 0,
+                },
             }
         })
         .collect()
 }
 
-const READ: &str = "SELECT name, on_hand, reserved, confirmed, opens_reservation, moves_to, settles
+const READ: &str =
+    "SELECT name, on_hand, reserved, confirmed, opens_reservation, moves_to, settles,
+                           low_stock
                     FROM event_types";
 
 /// A text that changes whenever this binary's definitions do: part of the
@@ -85,6 +94,7 @@ pub(crate) async fn sync(client: &impl GenericClient, may_write: bool) -> Result
                 opens_reservation: r.get(4),
                 moves_to: r.get(5),
                 settles: r.get(6),
+                low_stock: r.get(7),
             };
             (row.name.clone(), row)
         })
@@ -110,13 +120,15 @@ pub(crate) async fn sync(client: &impl GenericClient, may_write: bool) -> Result
         client
             .execute(
                 "INSERT INTO event_types
-                     (name, on_hand, reserved, confirmed, opens_reservation, moves_to, settles)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                     (name, on_hand, reserved, confirmed, opens_reservation, moves_to, settles,
+                      low_stock)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                  ON CONFLICT (name) DO UPDATE
                  SET on_hand = EXCLUDED.on_hand, reserved = EXCLUDED.reserved,
                      confirmed = EXCLUDED.confirmed,
                      opens_reservation = EXCLUDED.opens_reservation,
-                     moves_to = EXCLUDED.moves_to, settles = EXCLUDED.settles",
+                     moves_to = EXCLUDED.moves_to, settles = EXCLUDED.settles,
+                     low_stock = EXCLUDED.low_stock",
                 &[
                     &r.name,
                     &r.on_hand,
@@ -125,6 +137,7 @@ pub(crate) async fn sync(client: &impl GenericClient, may_write: bool) -> Result
                     &r.opens_reservation,
                     &r.moves_to,
                     &r.settles,
+                    &r.low_stock,
                 ],
             )
             .await?;

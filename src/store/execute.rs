@@ -444,7 +444,12 @@ fn decide_all(
                 apply(state, &decision, ctx.command_id, now);
                 let stream = cmd.stream();
                 let adding = appending.entry(stream.clone()).or_default();
-                *adding += decision.events.len();
+                // Only the command's own stream: its alerts are in others.
+                *adding += decision
+                    .events
+                    .iter()
+                    .filter(|e| e.stream == stream)
+                    .count();
                 let loaded = timelines.get(&stream).map_or(&[][..], Vec::as_slice);
                 let shown = own_event_at(loaded, &decision, ctx).unwrap_or(loaded.len() + *adding);
                 for e in decision.events {

@@ -230,7 +230,8 @@ fn read_streams(rows: Vec<Row>, state: &mut LedgerState) -> Result<Timelines, Fa
             | StreamId::Adjustment(_)
             | StreamId::Transfer(_)
             | StreamId::Count(_)
-            | StreamId::Limit(_) => {
+            | StreamId::Limit(_)
+            | StreamId::ReorderPoint(_) => {
                 let fingerprint = e.metadata.fingerprint.clone().ok_or_else(|| {
                     StoreError::Corrupt(format!("stream {} has no fingerprint", e.stream).into())
                 })?;
@@ -241,6 +242,9 @@ fn read_streams(rows: Vec<Row>, state: &mut LedgerState) -> Result<Timelines, Fa
                 };
                 state.singles.insert(e.stream, record);
             }
+            // No command touches an alert's stream; were one loaded, it
+            // would answer nothing.
+            StreamId::Alert(_) => {}
         }
     }
     let mut timelines = Timelines::with_capacity(by_reservation.len());
@@ -314,14 +318,18 @@ fn read_balances(rows: Vec<Row>, state: &mut LedgerState) -> Result<HashSet<Item
             reserved: row.get(3),
             confirmed: row.get(4),
         };
-        let max_per_order: Option<i64> = row.get(5);
-        let max_per_order = max_per_order.map(u32::try_from).transpose().map_err(|_| {
-            StoreError::Corrupt(format!("{item} has max_per_order {max_per_order:?}").into())
-        })?;
-        if max_per_order.is_some() {
-            state
-                .settings
-                .insert(item.clone(), ItemSettings { max_per_order });
+        let units = |i: usize, name: &str| {
+            let v: Option<i64> = row.get(i);
+            v.map(u32::try_from)
+                .transpose()
+                .map_err(|_| StoreError::Corrupt(format!("{item} has {name} {v:?}").into()))
+        };
+        let settings = ItemSettings {
+            max_per_order: units(5, "max_per_order")?,
+            reorder_point: units(6, "reorder_point")?,
+        };
+        if settings != ItemSettings::default() {
+            state.settings.insert(item.clone(), settings);
         }
         existing.insert(item.clone());
         state.balances.insert(item, balance);

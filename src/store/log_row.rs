@@ -56,6 +56,16 @@ pub(crate) struct Rest {
         deserialize_with = "present"
     )]
     max_per_order: Option<Option<u32>>,
+    /// A reorder point, `null` when it was removed (as `max_per_order`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    reorder_point: Option<Option<u32>>,
+    /// An alert's available units.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    available: Option<i64>,
 }
 
 /// A field that is there, `null` or not: `Some(None)` for a `null`, and
@@ -119,16 +129,10 @@ pub fn encode(event: &Event) -> LogRow<'_> {
             push(&mut row, sku, location, i64::from(*counted) - books);
             rest.counted = Some(*counted);
         }
-        // Its item as a line that moves nothing (its type's line effect is
-        // zero), so the item's history and every fold find it.
-        Event::OrderLimitSet {
-            sku,
-            location,
-            max_per_order,
-        } => {
-            push(&mut row, sku, location, 0);
-            rest.max_per_order = Some(*max_per_order);
-        }
+        Event::OrderLimitSet { .. }
+        | Event::ReorderPointSet { .. }
+        | Event::StockLow { .. }
+        | Event::StockRecovered { .. } => setting_or_alert_row(event, &mut row, &mut rest),
         Event::ReservationCreated { .. }
         | Event::ReservationConfirmed { .. }
         | Event::ReservationReleased { .. }
@@ -139,6 +143,61 @@ pub fn encode(event: &Event) -> LogRow<'_> {
     }
     row.data = serde_json::to_value(&rest).expect("the rest of an event serialises");
     row
+}
+
+/// Lays a setting or an alert out: its item as a line that moves nothing
+/// (its type's line effect is zero), so the item's history and every fold
+/// find it, and its values in `data`.
+fn setting_or_alert_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) {
+    match event {
+        Event::OrderLimitSet {
+            sku,
+            location,
+            max_per_order,
+        } => {
+            push(row, sku, location, 0);
+            rest.max_per_order = Some(*max_per_order);
+        }
+        Event::ReorderPointSet {
+            sku,
+            location,
+            reorder_point,
+        } => {
+            push(row, sku, location, 0);
+            rest.reorder_point = Some(*reorder_point);
+        }
+        Event::StockLow {
+            sku,
+            location,
+            available,
+            reorder_point,
+        } => {
+            push(row, sku, location, 0);
+            rest.available = Some(*available);
+            rest.reorder_point = Some(Some(*reorder_point));
+        }
+        Event::StockRecovered {
+            sku,
+            location,
+            available,
+            reorder_point,
+        } => {
+            push(row, sku, location, 0);
+            rest.available = Some(*available);
+            rest.reorder_point = Some(*reorder_point);
+        }
+        Event::StockReceived { .. }
+        | Event::StockAdjusted { .. }
+        | Event::StockTransferred { .. }
+        | Event::StockCounted { .. }
+        | Event::ReservationCreated { .. }
+        | Event::ReservationConfirmed { .. }
+        | Event::ReservationReleased { .. }
+        | Event::ReservationLinesConfirmed { .. }
+        | Event::ReservationLinesReleased { .. }
+        | Event::ReservationExtended { .. }
+        | Event::ReservationExpired { .. } => unreachable!("encode lays these out elsewhere"),
+    }
 }
 
 /// Lays a reservation event out: its order, its lines, its ids and times.
@@ -209,7 +268,10 @@ fn reservation_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) 
         | Event::StockAdjusted { .. }
         | Event::StockTransferred { .. }
         | Event::StockCounted { .. }
-        | Event::OrderLimitSet { .. } => unreachable!("encode lays out stock events itself"),
+        | Event::OrderLimitSet { .. }
+        | Event::ReorderPointSet { .. }
+        | Event::StockLow { .. }
+        | Event::StockRecovered { .. } => unreachable!("encode lays out stock events itself"),
     }
 }
 
@@ -273,16 +335,10 @@ pub(crate) fn decode(type_name: &str, c: Columns<'_>, rest: Rest) -> Result<Even
                 books: i64::from(counted) - change,
             }
         }
-        EventType::OrderLimitSet => {
-            let (item, _) = one_item(&c, type_name)?;
-            Event::OrderLimitSet {
-                sku: item.sku,
-                location: item.location,
-                max_per_order: rest
-                    .max_per_order
-                    .ok_or_else(|| format!("{type_name} without max_per_order"))?,
-            }
-        }
+        EventType::OrderLimitSet
+        | EventType::ReorderPointSet
+        | EventType::StockLow
+        | EventType::StockRecovered => setting_or_alert(kind, &c, rest)?,
         EventType::ReservationCreated
         | EventType::ReservationConfirmed
         | EventType::ReservationReleased
@@ -348,7 +404,59 @@ fn reservation_event(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Eve
         | EventType::StockAdjusted
         | EventType::StockTransferred
         | EventType::StockCounted
-        | EventType::OrderLimitSet => return Err(format!("{type_name} is no reservation event")),
+        | EventType::OrderLimitSet
+        | EventType::ReorderPointSet
+        | EventType::StockLow
+        | EventType::StockRecovered => return Err(format!("{type_name} is no reservation event")),
+    };
+    Ok(event)
+}
+
+/// A setting or an alert from its row: one item line that moves nothing,
+/// the rest in `data`.
+fn setting_or_alert(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Event, String> {
+    let type_name = kind.as_str();
+    fn need<T>(v: Option<T>, type_name: &str, what: &str) -> Result<T, String> {
+        v.ok_or_else(|| format!("{type_name} without {what}"))
+    }
+    let (item, _) = one_item(c, type_name)?;
+    let (sku, location) = (item.sku, item.location);
+    let event = match kind {
+        EventType::OrderLimitSet => Event::OrderLimitSet {
+            sku,
+            location,
+            max_per_order: need(rest.max_per_order, type_name, "max_per_order")?,
+        },
+        EventType::ReorderPointSet => Event::ReorderPointSet {
+            sku,
+            location,
+            reorder_point: need(rest.reorder_point, type_name, "reorder_point")?,
+        },
+        EventType::StockLow => Event::StockLow {
+            sku,
+            location,
+            available: need(rest.available, type_name, "available")?,
+            reorder_point: need(rest.reorder_point.flatten(), type_name, "reorder_point")?,
+        },
+        EventType::StockRecovered => Event::StockRecovered {
+            sku,
+            location,
+            available: need(rest.available, type_name, "available")?,
+            reorder_point: need(rest.reorder_point, type_name, "reorder_point")?,
+        },
+        EventType::StockReceived
+        | EventType::StockAdjusted
+        | EventType::StockTransferred
+        | EventType::StockCounted
+        | EventType::ReservationCreated
+        | EventType::ReservationConfirmed
+        | EventType::ReservationReleased
+        | EventType::ReservationLinesConfirmed
+        | EventType::ReservationLinesReleased
+        | EventType::ReservationExtended
+        | EventType::ReservationExpired => {
+            return Err(format!("{type_name} is no setting or alert"))
+        }
     };
     Ok(event)
 }
@@ -461,6 +569,28 @@ mod tests {
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),
                 max_per_order: None,
+            },
+            Event::ReorderPointSet {
+                sku: Sku::parse("sku", "a").unwrap(),
+                location: Location::parse("location", "x").unwrap(),
+                reorder_point: Some(4),
+            },
+            Event::ReorderPointSet {
+                sku: Sku::parse("sku", "a").unwrap(),
+                location: Location::parse("location", "x").unwrap(),
+                reorder_point: None,
+            },
+            Event::StockLow {
+                sku: Sku::parse("sku", "a").unwrap(),
+                location: Location::parse("location", "x").unwrap(),
+                available: 3,
+                reorder_point: 4,
+            },
+            Event::StockRecovered {
+                sku: Sku::parse("sku", "a").unwrap(),
+                location: Location::parse("location", "x").unwrap(),
+                available: 3,
+                reorder_point: None,
             },
         ]
     }

@@ -71,10 +71,14 @@ pub(crate) const INSERT_BALANCES: &str = "
 /// Sets the settings the batch's events set, on rows that exist by now: a
 /// setting event names its item, so its row is created with the balances
 /// (`INSERT_BALANCES`) if it is new. Runs after that insert.
+/// Each setting travels with a flag saying whether the batch set it, so
+/// that setting one leaves the others as they were.
 pub(crate) const SET_SETTINGS: &str = "
     UPDATE item_balances AS b
-    SET max_per_order = u.max_per_order
-    FROM unnest($1::text[], $2::text[], $3::int8[]) AS u(sku, location, max_per_order)
+    SET max_per_order = CASE WHEN u.set_max THEN u.max_per_order ELSE b.max_per_order END,
+        reorder_point = CASE WHEN u.set_point THEN u.reorder_point ELSE b.reorder_point END
+    FROM unnest($1::text[], $2::text[], $3::bool[], $4::int8[], $5::bool[], $6::int8[])
+         AS u(sku, location, set_max, max_per_order, set_point, reorder_point)
     WHERE b.sku = u.sku AND b.location = u.location";
 
 /// Everything the second half sends, as bound parameters.
@@ -88,7 +92,16 @@ pub(crate) struct Writes<'a> {
     settings: SettingColumns,
 }
 
-type SettingColumns = (Vec<String>, Vec<String>, Vec<Option<i64>>);
+/// Per item: sku, location, and for each setting whether it was set and to what.
+#[derive(Default)]
+struct SettingColumns {
+    skus: Vec<String>,
+    locations: Vec<String>,
+    set_max: Vec<bool>,
+    max_per_order: Vec<Option<i64>>,
+    set_point: Vec<bool>,
+    reorder_point: Vec<Option<i64>>,
+}
 
 #[derive(Default)]
 struct EventColumns<'a> {
@@ -164,23 +177,27 @@ pub(crate) fn net_effects(events: &[(NewEvent, EventMetadata)]) -> Vec<(Item, St
 
 /// The settings the batch's events set, per item, in (location, sku) order:
 /// the last event of an item says what holds, as it does for the domain.
-/// Only the per-order limit is a setting today; each setting gets its own
-/// column here, so that setting one never resets another.
+/// A setting the batch did not set is `None`, and stays as it was.
 fn settings(events: &[(NewEvent, EventMetadata)]) -> SettingColumns {
-    let mut max_per_order: BTreeMap<Item, Option<u32>> = BTreeMap::new();
+    type Set = Option<Option<u32>>;
+    let mut set: BTreeMap<Item, (Set, Set)> = BTreeMap::new();
     for (e, _) in events {
-        match e.event.setting() {
-            Some((item, Setting::MaxPerOrder(max))) => {
-                max_per_order.insert(item, max);
+        if let Some((item, setting)) = e.event.setting() {
+            let s = set.entry(item).or_default();
+            match setting {
+                Setting::MaxPerOrder(max) => s.0 = Some(max),
+                Setting::ReorderPoint(point) => s.1 = Some(point),
             }
-            None => {}
         }
     }
     let mut c = SettingColumns::default();
-    for (item, max) in max_per_order {
-        c.0.push(item.sku.as_str().to_owned());
-        c.1.push(item.location.as_str().to_owned());
-        c.2.push(max.map(i64::from));
+    for (item, (max, point)) in set {
+        c.skus.push(item.sku.as_str().to_owned());
+        c.locations.push(item.location.as_str().to_owned());
+        c.set_max.push(max.is_some());
+        c.max_per_order.push(max.flatten().map(i64::from));
+        c.set_point.push(point.is_some());
+        c.reorder_point.push(point.flatten().map(i64::from));
     }
     c
 }
@@ -228,7 +245,14 @@ pub(crate) async fn append_move_commit(
     let update: [&(dyn ToSql + Sync); 5] = [&u.0, &u.1, &u.2, &u.3, &u.4];
     let insert: [&(dyn ToSql + Sync); 5] = [&i.0, &i.1, &i.2, &i.3, &i.4];
     let s = &w.settings;
-    let settings: [&(dyn ToSql + Sync); 3] = [&s.0, &s.1, &s.2];
+    let settings: [&(dyn ToSql + Sync); 6] = [
+        &s.skus,
+        &s.locations,
+        &s.set_max,
+        &s.max_per_order,
+        &s.set_point,
+        &s.reorder_point,
+    ];
     let skip = || async { Ok::<u64, tokio_postgres::Error>(0) };
     let (appended, updated, inserted, set, committed) = tokio::join!(
         client.query(&stmts.append, &append),
@@ -245,7 +269,7 @@ pub(crate) async fn append_move_commit(
             }
         },
         async {
-            match s.0.is_empty() {
+            match s.skus.is_empty() {
                 true => skip().await,
                 false => client.execute(&stmts.set_settings, &settings).await,
             }
@@ -261,9 +285,9 @@ pub(crate) async fn append_move_commit(
     // so the insert above created a new one, and an existing one is locked
     // by the load (nothing deletes balance rows). This is a tripwire for a
     // bug, reported after the fact: the audit names such a row too.
-    if set != s.0.len() as u64 {
+    if set != s.skus.len() as u64 {
         return Err(Failure::Fatal(StoreError::Invariant(
-            format!("{} settings written to {set} rows", s.0.len()).into(),
+            format!("{} settings written to {set} rows", s.skus.len()).into(),
         )));
     }
     stamps(&rows, e.streams.len())

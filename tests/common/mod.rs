@@ -457,6 +457,18 @@ pub fn limit(id: &str, sku: &str, max: Option<i64>) -> Command {
     .unwrap()
 }
 
+/// A reorder point of `point` (`None`: removed) on `sku` at the default location.
+pub fn reorder_point(id: &str, sku: &str, point: Option<i64>) -> Command {
+    stockledger::domain::ReorderPointRequest {
+        reorder_point_id: id.into(),
+        sku: sku.into(),
+        location: None,
+        reorder_point: point,
+    }
+    .validate()
+    .unwrap()
+}
+
 /// An adjustment of `delta` to `sku` at the default location.
 pub fn adjust(adjustment_id: &str, sku: &str, delta: i64) -> Command {
     stockledger::domain::AdjustRequest {

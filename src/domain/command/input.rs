@@ -76,6 +76,19 @@ pub(crate) fn quantity(field: &str, q: i64) -> Result<u32, Rejection> {
     Ok(q as u32)
 }
 
+/// A setting's units (a limit, a reorder point): 0 to the quantity limit,
+/// or `None` to clear it.
+pub(crate) fn setting_units(field: &str, v: Option<i64>) -> Result<Option<u32>, Rejection> {
+    match v {
+        None => Ok(None),
+        Some(n) if (0..=i64::from(MAX_QUANTITY)).contains(&n) => Ok(Some(n as u32)),
+        Some(_) => Err(Rejection::invalid(
+            field,
+            format!("must be a whole number from 0 to {MAX_QUANTITY}, or null"),
+        )),
+    }
+}
+
 /// Free text of 1 to the limit's characters, none a control character.
 pub(crate) fn reason(field: &str, text: &str) -> Result<String, Rejection> {
     let len = text.chars().count();

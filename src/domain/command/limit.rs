@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::input::item;
+use super::input::{item, setting_units};
 use super::single;
 use super::{Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState, Outcome};
@@ -19,7 +19,6 @@ use crate::domain::fingerprint::Canonical;
 use crate::domain::ids::{Item, LimitId};
 use crate::domain::stream::StreamId;
 use crate::domain::{number, Command, Rejection};
-use crate::limits::MAX_QUANTITY;
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -47,16 +46,7 @@ impl LimitRequest {
     pub fn validate(&self) -> Result<Command, Rejection> {
         let limit_id = LimitId::parse("limit_id", &self.limit_id)?;
         let item = item(&self.sku, self.location.as_deref(), "")?;
-        let max_per_order = match self.max_per_order {
-            None => None,
-            Some(m) if (0..=i64::from(MAX_QUANTITY)).contains(&m) => Some(m as u32),
-            Some(_) => {
-                return Err(Rejection::invalid(
-                    "max_per_order",
-                    format!("must be a whole number from 0 to {MAX_QUANTITY}, or null"),
-                ))
-            }
-        };
+        let max_per_order = setting_units("max_per_order", self.max_per_order)?;
         let fingerprint = Limit::fingerprint_of(&item, max_per_order);
         Ok(Command::Limit(Limit {
             limit_id,
@@ -71,11 +61,7 @@ impl Limit {
     /// The item and the limit (or its absence) make a limit what it is.
     pub fn fingerprint_of(item: &Item, max_per_order: Option<u32>) -> String {
         let mut c = Canonical::new("limit/v1");
-        c.item(item);
-        match max_per_order {
-            Some(m) => c.field(&[1]).field(&m.to_be_bytes()),
-            None => c.field(&[0]),
-        };
+        c.item(item).optional(max_per_order);
         c.finish()
     }
 }

@@ -20,6 +20,7 @@ mod limit;
 mod receive;
 mod release;
 mod release_lines;
+mod reorder_point;
 mod reserve;
 mod single;
 mod step;
@@ -44,6 +45,7 @@ pub use limit::{Limit, LimitRequest};
 pub use receive::{Receive, ReceiveRequest};
 pub use release::{release, Release};
 pub use release_lines::{ReleaseLines, ReleaseLinesRequest};
+pub use reorder_point::{ReorderPoint, ReorderPointRequest};
 pub use reserve::{Reserve, ReserveRequest};
 pub use transfer::{Transfer, TransferRequest};
 
@@ -112,6 +114,7 @@ commands! {
     Transfer(Transfer),
     Count(Count),
     Limit(Limit),
+    ReorderPoint(ReorderPoint),
     Reserve(Reserve),
     Confirm(Confirm),
     Release(Release),

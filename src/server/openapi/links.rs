@@ -13,7 +13,8 @@ use serde_json::{json, Map, Value};
 
 use crate::server::commands::{
     __path_adjust, __path_confirm, __path_confirm_lines, __path_count, __path_extend, __path_limit,
-    __path_receive, __path_release, __path_release_lines, __path_reserve, __path_transfer,
+    __path_receive, __path_release, __path_release_lines, __path_reorder_point, __path_reserve,
+    __path_transfer,
 };
 use crate::server::reads::{__path_events, __path_order, __path_reservation, __path_stock};
 
@@ -102,6 +103,7 @@ fn links() -> Vec<LinkSpec> {
         __path_adjust => "stock" => __path_stock, ITEM;
         __path_count => "stock" => __path_stock, ITEM;
         __path_limit => "stock" => __path_stock, ITEM;
+        __path_reorder_point => "stock" => __path_stock, ITEM;
         __path_transfer => "source" => __path_stock, FROM;
         __path_transfer => "destination" => __path_stock, TO;
         __path_events => "next" => __path_events, NEXT_PAGE;

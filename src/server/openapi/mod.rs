@@ -19,14 +19,16 @@ use utoipa::{Modify, OpenApi};
 
 pub use crate::api::bodies::{
     AdjustmentResponse, AsOf, CountResponse, DigestResponse, Event, EventsPage, HistoryEntry,
-    LimitResponse, OrderResponse, ProjectionsResponse, Readiness, ReceiptResponse, ReservationLine,
-    ReservationResponse, Status, StockResponse, StreamedEvent, TransferResponse, WorkerStateName,
+    LimitResponse, LowStockItem, LowStockResponse, OrderResponse, ProjectionsResponse, Readiness,
+    ReceiptResponse, ReorderPointResponse, ReservationLine, ReservationResponse, Status,
+    StockResponse, StreamedEvent, TransferResponse, WorkerStateName,
 };
 pub use error_body::ErrorBody;
 
 use crate::domain::{
     AdjustRequest, ConfirmLinesRequest, CountRequest, ExtendRequest, LimitRequest, LineRequest,
-    ReceiveRequest, ReleaseLinesRequest, ReservationState, ReserveRequest, TransferRequest,
+    ReceiveRequest, ReleaseLinesRequest, ReorderPointRequest, ReservationState, ReserveRequest,
+    TransferRequest,
 };
 use crate::server::commands::{ConfirmBody, ReleaseBody};
 use crate::server::route_table::{keyed_routes, open_routes};
@@ -92,7 +94,7 @@ impl Modify for BearerAuth {
         HistoryEntry, OrderResponse, EventsPage, StreamedEvent, ProjectionsResponse, ReceiveRequest, AdjustRequest,
         ReserveRequest, LineRequest, ConfirmBody, ReleaseBody, ReservationState, Status, Readiness, WorkerStateName,
         DigestResponse, TransferRequest, TransferResponse, CountRequest, CountResponse, LimitRequest,
-        LimitResponse,
+        LimitResponse, ReorderPointRequest, ReorderPointResponse, LowStockResponse, LowStockItem,
         ConfirmLinesRequest, ReleaseLinesRequest, ExtendRequest
     )),
     modifiers(&RouteTable, &BearerAuth, &SharedResponses),

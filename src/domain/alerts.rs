@@ -1,0 +1,123 @@
+//! Low-stock alerts: when a command's events make an item's available stock
+//! fall below its reorder point, or come back from below it (or move the
+//! point itself across it), the ledger writes the crossing into the log in
+//! the same transaction: a `StockLow` or a `StockRecovered`, each in a
+//! stream of its own named after the command. The relay publishes them on
+//! their own subjects and the event stream carries them, like any event.
+//!
+//! An alert is decided from the state before and after the command, which
+//! the batch holds exactly (the items' rows are locked), so each crossing is
+//! written once and only by the command that made it; a command re-run
+//! after a lost commit appends nothing, so neither does its alert.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use crate::domain::decide::{LedgerState, NewEvent};
+use crate::domain::event::{Balance, Event};
+use crate::domain::ids::{AlertId, Item};
+use crate::domain::settings::ItemSettings;
+use crate::domain::stream::StreamId;
+
+/// The alerts `events` cause, against `state` as it was before them.
+pub(crate) fn alerts(state: &LedgerState, events: &[NewEvent], command_id: Uuid) -> Vec<NewEvent> {
+    let mut after: BTreeMap<Item, (Balance, ItemSettings)> = BTreeMap::new();
+    fn touch<'m>(
+        after: &'m mut BTreeMap<Item, (Balance, ItemSettings)>,
+        state: &LedgerState,
+        item: &Item,
+    ) -> &'m mut (Balance, ItemSettings) {
+        after
+            .entry(item.clone())
+            .or_insert_with(|| (state.balance(item), state.settings(item)))
+    }
+    for e in events {
+        e.event
+            .for_each_effect(|item, d| touch(&mut after, state, item).0.apply(d));
+        if let Some((item, setting)) = e.event.setting() {
+            touch(&mut after, state, &item).1.apply(setting);
+        }
+    }
+    let mut out = Vec::new();
+    for (item, (balance, settings)) in after {
+        let was_low = state
+            .settings(&item)
+            .is_low(state.balance(&item).available());
+        let available = balance.available();
+        let event = match (was_low, settings.is_low(available)) {
+            (false, true) => Event::StockLow {
+                sku: item.sku,
+                location: item.location,
+                available,
+                reorder_point: settings.reorder_point.expect("low needs a point"),
+            },
+            (true, false) => Event::StockRecovered {
+                sku: item.sku,
+                location: item.location,
+                available,
+                reorder_point: settings.reorder_point,
+            },
+            (false, false) | (true, true) => continue,
+        };
+        let id = format!("{command_id}-{}", out.len() + 1);
+        out.push(NewEvent {
+            stream: StreamId::Alert(AlertId::parse("alert", &id).expect("a uuid and a number")),
+            seq: 1,
+            event,
+            fingerprint: None,
+        });
+    }
+    out
+}
+
+/// What an alert says, whichever of the two it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Alert {
+    pub item: Item,
+    /// Low (`StockLow`), or no longer low (`StockRecovered`).
+    pub low: bool,
+    pub available: i64,
+    pub reorder_point: Option<u32>,
+}
+
+/// What an alert event says about its item. `None` for every other event.
+pub fn said(event: &Event) -> Option<Alert> {
+    let (sku, location, low, available, reorder_point) = match event {
+        Event::StockLow {
+            sku,
+            location,
+            available,
+            reorder_point,
+        } => (sku, location, true, available, Some(*reorder_point)),
+        Event::StockRecovered {
+            sku,
+            location,
+            available,
+            reorder_point,
+        } => (sku, location, false, available, *reorder_point),
+        Event::StockReceived { .. }
+        | Event::StockAdjusted { .. }
+        | Event::StockTransferred { .. }
+        | Event::StockCounted { .. }
+        | Event::OrderLimitSet { .. }
+        | Event::ReorderPointSet { .. }
+        | Event::ReservationCreated { .. }
+        | Event::ReservationConfirmed { .. }
+        | Event::ReservationReleased { .. }
+        | Event::ReservationExpired { .. }
+        | Event::ReservationLinesConfirmed { .. }
+        | Event::ReservationLinesReleased { .. }
+        | Event::ReservationExtended { .. } => return None,
+    };
+    let item = Item {
+        sku: sku.clone(),
+        location: location.clone(),
+    };
+    Some(Alert {
+        item,
+        low,
+        available: *available,
+        reorder_point,
+    })
+}
