@@ -2,9 +2,10 @@
 //! reservations of one to three items that are confirmed (60%), released
 //! (25%) or left to expire (15%), with restocking when an item runs short;
 //! among them, transfers of a few units to a back room (2% of new commands)
-//! stock counts of the back room (1%) and per-order limits set on an item
+//! stock counts of the back room (1%), per-order limits set on an item
 //! or lifted (0.5%, never below a line's most units, so no reserve is
-//! refused by one). Of the reservations settled by
+//! refused by one) and reorder points (1%, around the units an item
+//! starts with, so the log has low-stock alerts both ways). Of the reservations settled by
 //! hand, some ship in parts (a partial confirm, then the rest) or lose a
 //! line first (a partial release, then the rest released), and some have
 //! their hold extended first. Everything goes through
@@ -18,7 +19,7 @@ use rand::{RngExt, SeedableRng};
 use stockledger::domain::{
     command, Command, CommandContext, ConfirmLinesRequest, CountRequest, ExtendRequest,
     LimitRequest, LineRequest, Outcome, ReceiveRequest, Rejection, ReleaseLinesRequest,
-    ReservationState, ReserveRequest, TransferRequest,
+    ReorderPointRequest, ReservationState, ReserveRequest, TransferRequest,
 };
 use stockledger::store::{Store, StoreError};
 
@@ -53,6 +54,12 @@ const MAX_COUNTED: i64 = 20;
 /// `MAX_LINE_QUANTITY`, the most a reservation asks of one item.
 const LIMIT_PERCENT: f64 = 0.5;
 const MAX_LIMIT: i64 = 10;
+/// Percentage of new commands that set an item's reorder point, and the
+/// range of points set: around the units an item starts with, so that
+/// reservations take items below their point and releases, expiries,
+/// restocks and lower points bring them back.
+const REORDER_POINT_PERCENT: f64 = 1.0;
+const REORDER_POINTS: std::ops::RangeInclusive<i64> = INITIAL_UNITS / 2..=INITIAL_UNITS + 50;
 /// Percentage of confirmed (released) reservations that are settled in two
 /// steps: one unit of their first line first, then the rest.
 const IN_PARTS_PERCENT: f64 = 15.0;
@@ -79,6 +86,8 @@ pub struct FillConfig {
 
 #[derive(Clone, Debug)]
 pub struct FillReport {
+    /// Events the fill appended: its commands' and the low-stock alerts the
+    /// ledger wrote beside them (counted in the log, before and after).
     pub events: u64,
     pub commands: u64,
     pub seconds: f64,
@@ -105,6 +114,7 @@ pub async fn fill(
     mut progress: impl FnMut(u64),
 ) -> Result<FillReport, StoreError> {
     let started = Instant::now();
+    let before = logged(store).await?;
     let mut generator = Generator::new(cfg);
     let mut commands = 0u64;
     while !generator.finished() {
@@ -121,10 +131,20 @@ pub async fn fill(
         progress(generator.events);
     }
     Ok(FillReport {
-        events: generator.events,
+        events: (logged(store).await? - before) as u64,
         commands,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// The events in the log. The commands' answers do not tell of the alerts
+/// the ledger writes beside them, so the fill counts what the log holds.
+async fn logged(store: &Store) -> Result<i64, StoreError> {
+    let client = stockledger::store::pool::get(store.pool()).await?;
+    Ok(client
+        .query_one("SELECT count(*) FROM events", &[])
+        .await?
+        .get(0))
 }
 
 /// The workload: what is queued to send, and what each answer leads to.
@@ -201,6 +221,10 @@ impl<'a> Generator<'a> {
                 self.count()
             } else if pick < TRANSFER_PERCENT + COUNT_PERCENT + LIMIT_PERCENT {
                 self.limit()
+            } else if pick
+                < TRANSFER_PERCENT + COUNT_PERCENT + LIMIT_PERCENT + REORDER_POINT_PERCENT
+            {
+                self.reorder_point()
             } else {
                 self.reservation()
             };
@@ -254,6 +278,20 @@ impl<'a> Generator<'a> {
         }
         .validate()
         .expect("valid limit")
+    }
+
+    /// A reorder point on a random item.
+    fn reorder_point(&mut self) -> Command {
+        self.next_id += 1;
+        let item = self.rng.random_range(0..u64::from(self.cfg.items));
+        ReorderPointRequest {
+            reorder_point_id: format!("{}-p-{}", self.cfg.prefix, self.next_id),
+            sku: sku(self.cfg, item),
+            location: None,
+            reorder_point: Some(self.rng.random_range(REORDER_POINTS)),
+        }
+        .validate()
+        .expect("valid reorder point")
     }
 
     /// How a reservation that is not left to expire will be settled.

@@ -128,6 +128,9 @@ async fn a_generated_log_audits_clean() {
         "StockTransferred",
         "StockCounted",
         "OrderLimitSet",
+        "ReorderPointSet",
+        "StockLow",
+        "StockRecovered",
     ] {
         assert!(
             kinds.iter().any(|(k, n)| k == kind && *n > 0),
