@@ -50,6 +50,10 @@ pub struct ChaosReport {
     pub acknowledged: u64,
     /// Answers of UNAVAILABLE that the writers retried.
     pub retried: u64,
+    /// Commands still answered UNAVAILABLE when their writer stopped
+    /// retrying (`CHAOS_RETRY_SECONDS` after the run): unacknowledged, so
+    /// not expected in the log, but a sign the service did not come back.
+    pub abandoned: u64,
     /// Faults injected, by kind.
     pub faults: BTreeMap<&'static str, u64>,
     /// Acknowledged effects missing from the log.
@@ -87,6 +91,7 @@ struct Expect {
 struct Tally {
     acknowledged: u64,
     retried: u64,
+    abandoned: u64,
     failed: u64,
     expected: Vec<Expect>,
 }
@@ -175,6 +180,7 @@ async fn verdict(
     report.writers = config.writers;
     report.acknowledged = tally.acknowledged;
     report.retried = tally.retried;
+    report.abandoned = tally.abandoned;
     report.failed = tally.failed;
     report.faults = faults;
     let audit = stockledger::audit::audit(direct.pool()).await?;
@@ -268,9 +274,13 @@ async fn answer(
                 tokio::time::sleep(Duration::from_millis(CHAOS_RETRY_PAUSE_MS)).await;
             }
             Err(e) => {
+                let mut tally = tally.lock().expect("tally lock");
                 if !e.is_retryable() {
                     tracing::error!(error = %e, "a command failed for good");
-                    tally.lock().expect("tally lock").failed += 1;
+                    tally.failed += 1;
+                } else if !cancel.is_cancelled() {
+                    tracing::warn!(error = %e, "a command given up on, still unavailable");
+                    tally.abandoned += 1;
                 }
                 return None;
             }

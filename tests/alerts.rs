@@ -86,6 +86,37 @@ async fn the_audit_names_an_alert_the_figures_do_not_explain() {
     assert_eq!(report.difference_count, 1, "{found:#?}");
 }
 
+/// A crossing that was not written (here the row's flag is cleared behind
+/// the ledger's back, as a writer of an older release would leave it) is
+/// named by the audit, and written by the next command on the item, after
+/// which the audit is clean again.
+#[tokio::test]
+async fn a_missing_alert_is_named_and_then_written_by_the_next_command() {
+    let db = TestDb::new().await;
+    db.receive("in-1", "apple", 10).await;
+    db.run(point("p1", "apple", Some(20))).await.unwrap();
+    db.client()
+        .await
+        .batch_execute(
+            "SET session_replication_role = replica;
+             DELETE FROM events WHERE type = 'StockLow';
+             UPDATE item_balances SET alerted_low = false WHERE sku = 'apple';
+             SET session_replication_role = DEFAULT;",
+        )
+        .await
+        .unwrap();
+    let report = stockledger::audit::audit(db.store.pool()).await.unwrap();
+    let found: Vec<String> = report.differences.iter().map(|d| d.to_string()).collect();
+    assert!(
+        found.iter().any(|f| f.contains("apple@default last alert")),
+        "{found:#?}"
+    );
+    db.receive("in-2", "apple", 1).await;
+    assert_eq!(log_types(&db).await.last(), Some(&EventType::StockLow));
+    db.project_all().await;
+    db.assert_audit_clean().await;
+}
+
 /// Reserves, releases and point changes race on one item. Read in the
 /// order of positions (the order the item's commands were decided in: each
 /// holds the item's row while it appends), its alerts alternate (low,

@@ -50,10 +50,12 @@ const COUNT_PERCENT: f64 = 1.0;
 /// Most units a back-room count finds.
 const MAX_COUNTED: i64 = 20;
 /// Percentage of new commands that set (or, one time in four, lift) an
-/// item's per-order limit, and the largest limit set: never below
-/// `MAX_LINE_QUANTITY`, the most a reservation asks of one item.
+/// item's per-order limit, and the range of limits set: never below the
+/// most a reservation asks of one item (its lines may name one item
+/// `MAX_LINES` times, `MAX_LINE_QUANTITY` each, and are merged).
 const LIMIT_PERCENT: f64 = 0.5;
-const MAX_LIMIT: i64 = 10;
+const LIMITS: std::ops::RangeInclusive<i64> =
+    MAX_LINES as i64 * MAX_LINE_QUANTITY..=2 * MAX_LINES as i64 * MAX_LINE_QUANTITY;
 /// Percentage of new commands that set an item's reorder point, and the
 /// range of points set: around the units an item starts with, so that
 /// reservations take items below their point and releases, expiries,
@@ -269,7 +271,7 @@ impl<'a> Generator<'a> {
     fn limit(&mut self) -> Command {
         self.next_id += 1;
         let item = self.rng.random_range(0..u64::from(self.cfg.items));
-        let max = self.rng.random_range(MAX_LINE_QUANTITY..=MAX_LIMIT);
+        let max = self.rng.random_range(LIMITS);
         LimitRequest {
             limit_id: format!("{}-l-{}", self.cfg.prefix, self.next_id),
             sku: sku(self.cfg, item),

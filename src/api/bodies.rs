@@ -256,8 +256,11 @@ pub struct LowStockItem {
     pub sku: String,
     #[schema(schema_with = contract::id)]
     pub location: String,
-    /// Available units when the item went low (its `StockLow` says it).
+    /// Available units when the item went low, as its `StockLow` said;
+    /// `GET /v1/stock/{sku}` has them now.
     pub available: i64,
+    /// The point its `StockLow` named. A point changed since that left the
+    /// item low writes no new alert, so this may be an older one.
     pub reorder_point: Option<i64>,
     /// The `StockLow` event: its log position and time.
     pub position: i64,

@@ -12,7 +12,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use tokio_postgres::Client;
 
-use crate::domain::{alerts, Event, Item, ItemSettings, Setting};
+use crate::domain::{Event, Item, ItemSettings, Setting};
 use crate::read_model::{Diffs, Figures};
 use crate::store::StoreError;
 
@@ -51,15 +51,8 @@ impl Settings {
             match setting {
                 Setting::MaxPerOrder(m) => keep(&mut l.max_per_order, position, m),
                 Setting::ReorderPoint(p) => keep(&mut l.reorder_point, position, p),
+                Setting::AlertedLow(low) => keep(&mut l.low, position, low),
             }
-            return;
-        }
-        if let Some(a) = alerts::said(event) {
-            keep(
-                &mut self.latest.entry(a.item).or_default().low,
-                position,
-                a.low,
-            );
         }
     }
 
@@ -88,13 +81,14 @@ impl Settings {
             let want = ItemSettings {
                 max_per_order: latest.max_per_order.and_then(|(_, v)| v),
                 reorder_point: latest.reorder_point.and_then(|(_, v)| v),
+                alerted_low: latest.low.is_some_and(|(_, low)| low),
             };
             let key = (item.sku.to_string(), item.location.to_string());
             let got = actual.remove(&key).unwrap_or_default();
             compare_settings(&item.to_string(), want, got, diffs);
             let available = balances.get(item).copied().unwrap_or_default().available();
             let low = want.is_low(available);
-            let alerted = latest.low.is_some_and(|(_, low)| low);
+            let alerted = want.alerted_low;
             if low != alerted {
                 diffs.push(
                     "events",
@@ -122,6 +116,15 @@ fn compare_settings(item: &str, want: ItemSettings, got: ItemSettings, diffs: &m
             diffs.push(TABLE, item, field, show(w), show(g));
         }
     }
+    if want.alerted_low != got.alerted_low {
+        diffs.push(
+            TABLE,
+            item,
+            "alerted_low",
+            want.alerted_low,
+            got.alerted_low,
+        );
+    }
 }
 
 fn show(v: Option<u32>) -> String {
@@ -140,8 +143,9 @@ fn low_word(low: bool) -> &'static str {
 pub(crate) async fn load(client: &Client) -> Result<ActualSettings, StoreError> {
     let rows = client
         .query(
-            "SELECT sku, location, max_per_order, reorder_point FROM public.item_balances
-             WHERE max_per_order IS NOT NULL OR reorder_point IS NOT NULL",
+            "SELECT sku, location, max_per_order, reorder_point, alerted_low
+             FROM public.item_balances
+             WHERE max_per_order IS NOT NULL OR reorder_point IS NOT NULL OR alerted_low",
             &[],
         )
         .await?;
@@ -152,6 +156,7 @@ pub(crate) async fn load(client: &Client) -> Result<ActualSettings, StoreError> 
             let settings = ItemSettings {
                 max_per_order: units(r.get(2)),
                 reorder_point: units(r.get(3)),
+                alerted_low: r.get(4),
             };
             ((r.get(0), r.get(1)), settings)
         })
@@ -208,9 +213,16 @@ mod tests {
     fn differences(s: &Settings, max: Option<u32>, point: Option<u32>, available: i64) -> u64 {
         let mut diffs = Diffs::default();
         let mut actual = ActualSettings::default();
+        // The table says what the last alert said: these tests are about
+        // the other columns and the figures.
+        let alerted_low = s
+            .latest
+            .get(&apple())
+            .is_some_and(|l| l.low.is_some_and(|(_, b)| b));
         let settings = ItemSettings {
             max_per_order: max,
             reorder_point: point,
+            alerted_low,
         };
         if settings != ItemSettings::default() {
             actual.insert(("a".to_owned(), "l".to_owned()), settings);

@@ -73,12 +73,13 @@ pub async fn run(
     printer.value(
         &serde_json::to_value(&report).expect("reports serialise"),
         &format!(
-            "{} s, {} writers\nfaults injected: {}\nacknowledged {}  retried {}  lost {}  duplicated {}  oversold {}  failed {}\naudit: {}",
+            "{} s, {} writers\nfaults injected: {}\nacknowledged {}  retried {}  abandoned {}  lost {}  duplicated {}  oversold {}  failed {}\naudit: {}",
             report.seconds,
             report.writers,
             if faults.is_empty() { "none".to_owned() } else { faults.join(", ") },
             report.acknowledged,
             report.retried,
+            report.abandoned,
             report.lost,
             report.duplicated,
             report.oversold,

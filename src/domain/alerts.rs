@@ -5,10 +5,12 @@
 //! stream of its own named after the command. The relay publishes them on
 //! their own subjects and the event stream carries them, like any event.
 //!
-//! An alert is decided from the state before and after the command, which
-//! the batch holds exactly (the items' rows are locked), so each crossing is
-//! written once and only by the command that made it; a command re-run
-//! after a lost commit appends nothing, so neither does its alert.
+//! An alert is decided from what the item's last alert said (kept on its
+//! row, `ItemSettings::alerted_low`) and its figures and point after the
+//! command, which the batch holds exactly (the items' rows are locked), so
+//! each crossing is written once and only by the command that made it; a
+//! command re-run after a lost commit appends nothing, so neither does its
+//! alert.
 
 use std::collections::BTreeMap;
 
@@ -41,9 +43,9 @@ pub(crate) fn alerts(state: &LedgerState, events: &[NewEvent], command_id: Uuid)
     }
     let mut out = Vec::new();
     for (item, (balance, settings)) in after {
-        let was_low = state
-            .settings(&item)
-            .is_low(state.balance(&item).available());
+        // Against the last alert written, so a crossing that was somehow
+        // not written (a writer of an older release) is written now.
+        let was_low = state.settings(&item).alerted_low;
         let available = balance.available();
         let event = match (was_low, settings.is_low(available)) {
             (false, true) => Event::StockLow {

@@ -967,7 +967,8 @@ fn an_alert_says_what_crossed_and_is_written_once_per_crossing() {
     let d = decide(&st, &reserve_lines(&[("apple", 3)]), id, t(2)).unwrap();
     apply(&mut st, &d, id, t(2));
     let alert = &d.events[1];
-    assert_eq!(alert.stream.to_string(), format!("alert:{id}-1"));
+    assert_eq!(alert.stream.id(), format!("{id}-1"));
+    assert_eq!(alert.stream.kind(), crate::domain::StreamKind::Alert);
     assert_eq!(
         alert.event,
         Event::StockLow {
@@ -1021,4 +1022,22 @@ fn a_transfer_alerts_on_both_ends() {
             EventType::StockRecovered
         ]
     );
+}
+
+/// A crossing a writer failed to record (an older release's, say) is
+/// written by the next command on the item: crossings are decided against
+/// the last alert, which the item's row keeps, not against figures alone.
+#[test]
+fn a_missing_alert_is_written_by_the_next_command_on_the_item() {
+    let mut st = setup(Setup::Reserved); // 8 available
+    st.settings.insert(
+        item(),
+        crate::domain::ItemSettings {
+            reorder_point: Some(9),
+            ..Default::default()
+        },
+    );
+    let d = run(&mut st, &reserve_lines(&[("apple", 1)]), t(2)).unwrap();
+    assert_eq!(d.events[1].event.event_type(), EventType::StockLow);
+    assert!(st.settings(&item()).alerted_low);
 }

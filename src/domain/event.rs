@@ -336,8 +336,9 @@ impl Event {
         }
     }
 
-    /// What the event sets on its item, if it is a setting (a per-order
-    /// limit): the last such event of an item is what holds. The command
+    /// What the event sets on its item, if it sets anything (a per-order
+    /// limit, a reorder point, what an alert said): the last such event of
+    /// an item is what holds. The command
     /// path, the store's item row and the audit read it here.
     pub fn setting(&self) -> Option<(Item, Setting)> {
         let item = |sku: &Sku, location: &Location| Item {
@@ -355,12 +356,16 @@ impl Event {
                 location,
                 reorder_point,
             } => Some((item(sku, location), Setting::ReorderPoint(*reorder_point))),
+            Event::StockLow { sku, location, .. } => {
+                Some((item(sku, location), Setting::AlertedLow(true)))
+            }
+            Event::StockRecovered { sku, location, .. } => {
+                Some((item(sku, location), Setting::AlertedLow(false)))
+            }
             Event::StockReceived { .. }
             | Event::StockAdjusted { .. }
             | Event::StockTransferred { .. }
             | Event::StockCounted { .. }
-            | Event::StockLow { .. }
-            | Event::StockRecovered { .. }
             | Event::ReservationCreated { .. }
             | Event::ReservationConfirmed { .. }
             | Event::ReservationReleased { .. }

@@ -1,6 +1,6 @@
 //! An item's settings: what callers set on an item, apart from its stock (a
-//! per-order limit, a reorder point). Each is set by an event of its own and
-//! the last one holds; the store keeps the current values on the item's
+//! per-order limit, a reorder point), and what its last low-stock alert
+//! said. Each is set by an event of its own and the last one holds; the store keeps the current values on the item's
 //! balance row, in the same transaction as the event, and the audit folds
 //! them from the log.
 
@@ -13,6 +13,10 @@ pub enum Setting {
     MaxPerOrder(Option<u32>),
     /// Available stock below this is low; `None`: never low.
     ReorderPoint(Option<u32>),
+    /// What the item's last low-stock alert said: low (`StockLow`) or not.
+    /// Set by the alerts themselves, so that the next crossing is decided
+    /// against the last one written, not against figures alone.
+    AlertedLow(bool),
 }
 
 /// The settings of one item. The default is an item nobody set anything on.
@@ -20,6 +24,8 @@ pub enum Setting {
 pub struct ItemSettings {
     pub max_per_order: Option<u32>,
     pub reorder_point: Option<u32>,
+    /// Whether the item's last alert said low (false before any alert).
+    pub alerted_low: bool,
 }
 
 impl ItemSettings {
@@ -27,6 +33,7 @@ impl ItemSettings {
         match setting {
             Setting::MaxPerOrder(max) => self.max_per_order = max,
             Setting::ReorderPoint(point) => self.reorder_point = point,
+            Setting::AlertedLow(low) => self.alerted_low = low,
         }
     }
 

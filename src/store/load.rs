@@ -327,6 +327,7 @@ fn read_balances(rows: Vec<Row>, state: &mut LedgerState) -> Result<HashSet<Item
         let settings = ItemSettings {
             max_per_order: units(5, "max_per_order")?,
             reorder_point: units(6, "reorder_point")?,
+            alerted_low: row.get(7),
         };
         if settings != ItemSettings::default() {
             state.settings.insert(item.clone(), settings);

@@ -419,7 +419,10 @@ fn setting_or_alert(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Even
     fn need<T>(v: Option<T>, type_name: &str, what: &str) -> Result<T, String> {
         v.ok_or_else(|| format!("{type_name} without {what}"))
     }
-    let (item, _) = one_item(c, type_name)?;
+    let (item, quantity) = one_item(c, type_name)?;
+    if quantity != 0 {
+        return Err(format!("{type_name} with a line of {quantity}, not 0"));
+    }
     let (sku, location) = (item.sku, item.location);
     let event = match kind {
         EventType::OrderLimitSet => Event::OrderLimitSet {

@@ -56,7 +56,7 @@ impl Statements {
                                      OFFSET 0) AS e",
             ),
             client.prepare_cached(
-                "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed, b.max_per_order, b.reorder_point
+                "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed, b.max_per_order, b.reorder_point, b.alerted_low
                  FROM item_balances AS b
                  JOIN unnest($1::text[], $2::text[]) AS u(sku, location) USING (sku, location)
                  ORDER BY b.location, b.sku

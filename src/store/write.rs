@@ -76,9 +76,12 @@ pub(crate) const INSERT_BALANCES: &str = "
 pub(crate) const SET_SETTINGS: &str = "
     UPDATE item_balances AS b
     SET max_per_order = CASE WHEN u.set_max THEN u.max_per_order ELSE b.max_per_order END,
-        reorder_point = CASE WHEN u.set_point THEN u.reorder_point ELSE b.reorder_point END
-    FROM unnest($1::text[], $2::text[], $3::bool[], $4::int8[], $5::bool[], $6::int8[])
-         AS u(sku, location, set_max, max_per_order, set_point, reorder_point)
+        reorder_point = CASE WHEN u.set_point THEN u.reorder_point ELSE b.reorder_point END,
+        alerted_low = CASE WHEN u.set_low THEN u.alerted_low ELSE b.alerted_low END
+    FROM unnest($1::text[], $2::text[], $3::bool[], $4::int8[], $5::bool[], $6::int8[],
+                $7::bool[], $8::bool[])
+         AS u(sku, location, set_max, max_per_order, set_point, reorder_point, set_low,
+              alerted_low)
     WHERE b.sku = u.sku AND b.location = u.location";
 
 /// Everything the second half sends, as bound parameters.
@@ -101,6 +104,16 @@ struct SettingColumns {
     max_per_order: Vec<Option<i64>>,
     set_point: Vec<bool>,
     reorder_point: Vec<Option<i64>>,
+    set_low: Vec<bool>,
+    alerted_low: Vec<bool>,
+}
+
+/// What a batch set on one item; `None` for what it left alone.
+#[derive(Default)]
+struct Set {
+    max_per_order: Option<Option<u32>>,
+    reorder_point: Option<Option<u32>>,
+    alerted_low: Option<bool>,
 }
 
 #[derive(Default)]
@@ -179,25 +192,29 @@ pub(crate) fn net_effects(events: &[(NewEvent, EventMetadata)]) -> Vec<(Item, St
 /// the last event of an item says what holds, as it does for the domain.
 /// A setting the batch did not set is `None`, and stays as it was.
 fn settings(events: &[(NewEvent, EventMetadata)]) -> SettingColumns {
-    type Set = Option<Option<u32>>;
-    let mut set: BTreeMap<Item, (Set, Set)> = BTreeMap::new();
+    let mut set: BTreeMap<Item, Set> = BTreeMap::new();
     for (e, _) in events {
         if let Some((item, setting)) = e.event.setting() {
             let s = set.entry(item).or_default();
             match setting {
-                Setting::MaxPerOrder(max) => s.0 = Some(max),
-                Setting::ReorderPoint(point) => s.1 = Some(point),
+                Setting::MaxPerOrder(max) => s.max_per_order = Some(max),
+                Setting::ReorderPoint(point) => s.reorder_point = Some(point),
+                Setting::AlertedLow(low) => s.alerted_low = Some(low),
             }
         }
     }
     let mut c = SettingColumns::default();
-    for (item, (max, point)) in set {
+    for (item, s) in set {
         c.skus.push(item.sku.as_str().to_owned());
         c.locations.push(item.location.as_str().to_owned());
-        c.set_max.push(max.is_some());
-        c.max_per_order.push(max.flatten().map(i64::from));
-        c.set_point.push(point.is_some());
-        c.reorder_point.push(point.flatten().map(i64::from));
+        c.set_max.push(s.max_per_order.is_some());
+        c.max_per_order
+            .push(s.max_per_order.flatten().map(i64::from));
+        c.set_point.push(s.reorder_point.is_some());
+        c.reorder_point
+            .push(s.reorder_point.flatten().map(i64::from));
+        c.set_low.push(s.alerted_low.is_some());
+        c.alerted_low.push(s.alerted_low.unwrap_or(false));
     }
     c
 }
@@ -245,13 +262,15 @@ pub(crate) async fn append_move_commit(
     let update: [&(dyn ToSql + Sync); 5] = [&u.0, &u.1, &u.2, &u.3, &u.4];
     let insert: [&(dyn ToSql + Sync); 5] = [&i.0, &i.1, &i.2, &i.3, &i.4];
     let s = &w.settings;
-    let settings: [&(dyn ToSql + Sync); 6] = [
+    let settings: [&(dyn ToSql + Sync); 8] = [
         &s.skus,
         &s.locations,
         &s.set_max,
         &s.max_per_order,
         &s.set_point,
         &s.reorder_point,
+        &s.set_low,
+        &s.alerted_low,
     ];
     let skip = || async { Ok::<u64, tokio_postgres::Error>(0) };
     let (appended, updated, inserted, set, committed) = tokio::join!(
