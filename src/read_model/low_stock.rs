@@ -77,16 +77,7 @@ impl Rows for LowStock {
         let rows = client.query(&sql, &[]).await?;
         Ok(rows
             .iter()
-            .map(|r| {
-                let row = LowRow {
-                    low: r.get(2),
-                    available: r.get(3),
-                    reorder_point: r.get(4),
-                    position: r.get(5),
-                    since: r.get(6),
-                };
-                ((r.get(0), r.get(1)), row)
-            })
+            .map(|r| ((r.get(0), r.get(1)), low_row(r)))
             .collect())
     }
 
@@ -137,15 +128,18 @@ pub(crate) async fn low_items(
     let rows = client.query(&stmt, &[&limit]).await?;
     Ok(rows
         .iter()
-        .map(|r| {
-            let row = LowRow {
-                low: r.get(2),
-                available: r.get(3),
-                reorder_point: r.get(4),
-                position: r.get(5),
-                since: r.get(6),
-            };
-            (r.get(0), r.get(1), row)
-        })
+        .map(|r| (r.get(0), r.get(1), low_row(r)))
         .collect())
+}
+
+/// A row read as `SELECT sku, location, low, available, reorder_point,
+/// position, since`.
+fn low_row(r: &tokio_postgres::Row) -> LowRow {
+    LowRow {
+        low: r.get(2),
+        available: r.get(3),
+        reorder_point: r.get(4),
+        position: r.get(5),
+        since: r.get(6),
+    }
 }

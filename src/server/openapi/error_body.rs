@@ -16,7 +16,8 @@ pub struct ErrorBody {
     /// `{shortfalls: [{sku, location, requested, available}]}`; EXCEEDS_RESERVED:
     /// `{reservation_id, lines: [{sku, location, requested, reserved}]}`;
     /// EXPIRY_NOT_LATER: `{reservation_id, expires_at, requested}`; HOLD_TOO_LONG:
-    /// `{reservation_id, latest}`; STEP_LIMIT: `{reservation_id, limit}`; PAYLOAD_TOO_LARGE:
+    /// `{reservation_id, latest}`; STEP_LIMIT: `{reservation_id, limit}`;
+    /// ORDER_LIMIT_EXCEEDED: `{lines: [{sku, location, requested, max_per_order}]}`; PAYLOAD_TOO_LARGE:
     /// `{limit_bytes}`; RATE_LIMITED: `{retry_after_seconds}`; UNAVAILABLE and
     /// INTERNAL: `{correlation_id}`; otherwise `{}`.
     pub details: serde_json::Map<String, serde_json::Value>,
