@@ -298,6 +298,7 @@ fn receive(id: &str, item: usize, quantity: i64) -> Command {
         sku: sku(item),
         location: None,
         quantity,
+        against: None,
     }
     .validate()
     .expect("generated receipts are valid")

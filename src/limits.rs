@@ -34,6 +34,18 @@ pub const DEFAULT_TTL_SECONDS: u32 = 15 * 60;
 /// reservation loads and folds.
 pub const MAX_RESERVATION_EVENTS: u32 = 64;
 
+/// Most events one expected receipt stream may hold: its record, its
+/// changes and deliveries, and its cancellation. A change or a delivery is
+/// refused once only one place is left, so the last place is always free for
+/// the cancellation: what is expected can always be withdrawn. Bounds what
+/// every command on the expected receipt loads and folds. Domain rule.
+pub const MAX_EXPECTED_EVENTS: u32 = 256;
+
+/// Earliest and latest expected date, as `YYYY-MM-DD`: the years PostgreSQL's
+/// `date` and the contract's four-digit years share. Domain rule.
+pub const MIN_EXPECTED_DATE: &str = "0001-01-01";
+pub const MAX_EXPECTED_DATE: &str = "9999-12-31";
+
 /// Longest adjustment or release reason, in characters. Domain rule.
 pub const MAX_REASON_LEN: usize = 200;
 

@@ -103,6 +103,7 @@ fn to_command(op: &Op) -> Option<Command> {
             sku: SKUS[*sku].into(),
             location: None,
             quantity: *qty,
+            against: None,
         }
         .validate()
         .unwrap(),

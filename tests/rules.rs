@@ -146,6 +146,7 @@ fn rec(f: impl FnOnce(&mut ReceiveRequest)) -> Result<Command, Rejection> {
         sku: "apple".into(),
         location: None,
         quantity: 1,
+        against: None,
     };
     f(&mut r);
     r.validate()

@@ -458,6 +458,7 @@ pub fn receipt(id: String, sku: String, quantity: i64) -> Command {
         sku,
         location: None,
         quantity,
+        against: None,
     }
     .validate()
     .expect("valid receipt")

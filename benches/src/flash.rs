@@ -24,6 +24,7 @@ impl FlashSale {
             sku: hot.clone(),
             location: None,
             quantity: i64::from(stockledger::limits::MAX_QUANTITY),
+            against: None,
         }
         .validate()?;
         grouped

@@ -8,11 +8,15 @@ use chrono::{DateTime, Utc};
 
 use crate::api::bodies::{
     self, AdjustmentResponse, CountResponse, DigestResponse, EventsPage, HistoryEntry,
-    LimitResponse, LowStockItem, LowStockResponse, OrderResponse, ProjectionsResponse,
+    ExpectedReceiptResponse, LimitResponse, LowStockItem, LowStockResponse, OrderResponse, ProjectionsResponse,
     ReceiptResponse, ReorderPointResponse, ReservationLine, ReservationResponse, StockResponse,
     TransferResponse,
 };
-use crate::domain::{AsOf, Balance, Item, LineView, Outcome, ReservationState, ReservationView};
+use crate::api::bodies::{PromiseDate, PromiseResponse};
+use crate::domain::{
+    AsOf, Balance, ExpectationView, Item, LineView, Outcome, Promise, ReservationState,
+    ReservationView,
+};
 use crate::projection::status::ProjectionStatus;
 use crate::read_model::low_stock::LowRow;
 use crate::read_model::order_view::OrderViewRow;
@@ -34,6 +38,7 @@ pub enum Answer {
     /// A reservation command's decision without its events (the CLI shows
     /// it so; the API answers with `reservation`).
     Reservation(ReservationAnswer),
+    Expected(ExpectedReceiptResponse),
     NotDue(NotDueAnswer),
 }
 
@@ -67,6 +72,9 @@ pub fn answer(o: &Outcome) -> Answer {
             view: view.clone(),
             replayed: *replayed,
         }),
+        Outcome::Expected { view, replayed } => {
+            Answer::Expected(expected_receipt(view, Some(*replayed)))
+        }
         Outcome::NotDue {
             reservation_id,
             state,
@@ -85,12 +93,14 @@ fn stock_answer(o: &Outcome) -> Answer {
             receipt_id,
             item,
             quantity,
+            against,
             replayed,
         } => Answer::Receipt(ReceiptResponse {
             receipt_id: receipt_id.clone(),
             sku: item.sku.as_str().to_owned(),
             location: item.location.as_str().to_owned(),
             quantity: *quantity,
+            against: against.clone(),
             replayed: *replayed,
         }),
         Outcome::Adjusted {
@@ -139,6 +149,7 @@ fn stock_answer(o: &Outcome) -> Answer {
         Outcome::LimitSet { .. }
         | Outcome::ReorderPointSet { .. }
         | Outcome::Reservation { .. }
+        | Outcome::Expected { .. }
         | Outcome::NotDue { .. } => unreachable!("answered by `answer`"),
     }
 }
@@ -175,7 +186,47 @@ fn setting_answer(o: &Outcome) -> Answer {
         | Outcome::Counted { .. }
         | Outcome::Transferred { .. }
         | Outcome::Reservation { .. }
+        | Outcome::Expected { .. }
         | Outcome::NotDue { .. } => unreachable!("answered by `answer`"),
+    }
+}
+
+/// An expected receipt as a command left it (`replayed` set) or as a read
+/// finds it (`replayed` absent).
+pub fn expected_receipt(v: &ExpectationView, replayed: Option<bool>) -> ExpectedReceiptResponse {
+    ExpectedReceiptResponse {
+        expected_id: v.expected_id.to_string(),
+        sku: v.sku.to_string(),
+        location: v.location.to_string(),
+        quantity: v.quantity,
+        delivered: v.delivered,
+        outstanding: v.outstanding,
+        expected_on: v.expected_on,
+        state: v.state,
+        replayed,
+    }
+}
+
+/// What can be promised of `item` with `figures`, as `GET
+/// /v1/stock/{sku}/promise` answers, as of log position `position`.
+pub fn promise(item: &Item, figures: &Balance, p: &Promise, position: i64) -> PromiseResponse {
+    PromiseResponse {
+        sku: item.sku.to_string(),
+        location: item.location.to_string(),
+        on_hand: figures.on_hand,
+        reserved: figures.reserved,
+        available_now: p.available_now,
+        incoming: p.incoming,
+        dates: p
+            .dates
+            .iter()
+            .map(|d| PromiseDate {
+                date: d.date,
+                arriving: d.arriving,
+                available: d.available,
+            })
+            .collect(),
+        position,
     }
 }
 

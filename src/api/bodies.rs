@@ -43,8 +43,69 @@ pub struct ReceiptResponse {
     pub location: String,
     #[schema(schema_with = contract::quantity)]
     pub quantity: u32,
+    /// The expected receipt it was delivered against; absent for a receipt
+    /// against none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = contract::id)]
+    pub against: Option<String>,
     /// True when an earlier identical request did the work.
     pub replayed: bool,
+}
+
+/// An expected receipt: stock of one item due on a date. A command's answer
+/// carries `replayed`; a read has none.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExpectedReceiptResponse {
+    #[schema(schema_with = contract::id)]
+    pub expected_id: String,
+    #[schema(schema_with = contract::id)]
+    pub sku: String,
+    #[schema(schema_with = contract::id)]
+    pub location: String,
+    /// The units expected in all, delivered ones included.
+    #[schema(schema_with = contract::quantity)]
+    pub quantity: u32,
+    /// The units received against it so far (may be more than `quantity`).
+    pub delivered: u32,
+    /// The units still expected: incoming stock. 0 once cancelled.
+    pub outstanding: u32,
+    #[schema(schema_with = contract::date)]
+    pub expected_on: chrono::NaiveDate,
+    pub state: crate::domain::ExpectationState,
+    /// True when an earlier identical request did the work.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replayed: Option<bool>,
+}
+
+/// What can be promised of an item now and by each date stock is due,
+/// from the `stock_levels` and `incoming` read models at one position.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PromiseResponse {
+    #[schema(schema_with = contract::id)]
+    pub sku: String,
+    #[schema(schema_with = contract::id)]
+    pub location: String,
+    pub on_hand: i64,
+    pub reserved: i64,
+    /// On hand less reserved.
+    pub available_now: i64,
+    /// Every unit still expected, on any date (late ones included).
+    pub incoming: i64,
+    /// Each date stock is due, earliest first.
+    pub dates: Vec<PromiseDate>,
+    /// The log position both read models have come to.
+    pub position: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PromiseDate {
+    #[schema(schema_with = contract::date)]
+    pub date: chrono::NaiveDate,
+    /// The units due on this date.
+    pub arriving: i64,
+    /// What can be promised by this date: available now and every unit due
+    /// on or before it.
+    pub available: i64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]

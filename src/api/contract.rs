@@ -17,6 +17,7 @@ use utoipa::openapi::{Ref, RefOr};
 use crate::domain::command::DEFAULT_RELEASE_REASON;
 use crate::domain::ids::DEFAULT_LOCATION;
 use crate::limits::{
+    MAX_EXPECTED_DATE, MIN_EXPECTED_DATE,
     DEFAULT_EVENTS_PER_READ, DEFAULT_TTL_SECONDS, MAX_ADJUST_DELTA, MAX_CURSOR_PART_DIGITS,
     MAX_EVENTS_PER_READ, MAX_ID_LEN, MAX_LINES_PER_RESERVATION, MAX_METADATA_ID_LEN, MAX_QUANTITY,
     MAX_RAW_LINES_PER_RESERVATION, MAX_REASON_LEN, MAX_STREAM_PREFIX_LEN, MAX_TTL_SECONDS,
@@ -174,6 +175,21 @@ pub fn quantity() -> Schema {
          first, and their sum is held to the same bounds.",
     )
     .into()
+}
+
+/// A calendar date, `YYYY-MM-DD`, from `MIN_EXPECTED_DATE` to
+/// `MAX_EXPECTED_DATE` (the years four digits hold and PostgreSQL's `date`
+/// shares).
+pub fn date() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+            utoipa::openapi::KnownFormat::Date,
+        )))
+        .description(Some(format!(
+            "A date, YYYY-MM-DD, from {MIN_EXPECTED_DATE} to {MAX_EXPECTED_DATE}."
+        )))
+        .into()
 }
 
 /// An adjustment's change to on-hand stock: never zero.

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
 
-use crate::domain::ReservationState;
+use crate::domain::{ExpectationState, ReservationState};
 
 impl utoipa::PartialSchema for ReservationState {
     fn schema() -> RefOr<Schema> {
@@ -25,6 +25,25 @@ impl utoipa::ToSchema for ReservationState {
     }
 }
 
+impl utoipa::PartialSchema for ExpectationState {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some(
+                "An expected receipt's state: open (what is outstanding is incoming) or \
+                 cancelled (nothing more is coming).",
+            ))
+            .enum_values(Some(ExpectationState::ALL.iter().map(|s| s.as_str())))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for ExpectationState {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("ExpectationState")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -33,6 +52,9 @@ mod tests {
     #[test]
     fn the_schema_names_what_serde_writes() {
         for s in ReservationState::ALL {
+            assert_eq!(serde_json::to_value(s).expect("a state"), s.as_str());
+        }
+        for s in ExpectationState::ALL {
             assert_eq!(serde_json::to_value(s).expect("a state"), s.as_str());
         }
     }

@@ -2,11 +2,11 @@
 //! answer: an item's current figures, an order's view, the reservation
 //! totals, the latest digest and the projections' status.
 
-use crate::domain::{Balance, Item, OrderId};
+use crate::domain::{promise, Balance, Item, OrderId, Promise};
 use crate::limits::MAX_LOW_STOCK_ITEMS;
 use crate::projection::status::{self, ProjectionStatus};
 use crate::read_model::low_stock::{self, LowRow};
-use crate::read_model::{order_view, reservation_totals, stock_levels};
+use crate::read_model::{incoming, order_view, reservation_totals, stock_levels};
 use crate::seal;
 use crate::store::{pool, read, Store, StoreError};
 
@@ -23,7 +23,49 @@ pub struct StockNow {
     pub from_balance: bool,
 }
 
+/// What can be promised of an item, and as of which position of the log.
+#[derive(Clone, Debug)]
+pub struct PromiseNow {
+    /// The item's figures the promise starts from.
+    pub figures: Balance,
+    pub promise: Promise,
+    /// The position `stock_levels` and `incoming` have both come to.
+    pub position: i64,
+}
+
 impl Store {
+    /// Available to promise for `item`, now and by each date stock is due
+    /// (`domain::promise`), from the `stock_levels` and `incoming` read
+    /// models at one moment. `None` for an item the ledger does not know;
+    /// `Unavailable` while the two read models' checkpoints differ.
+    pub async fn promise(&self, item: &Item) -> Result<Option<PromiseNow>, StoreError> {
+        pool::reading(self.pool(), async |c| {
+            let o = incoming::outlook(c, item).await?;
+            if !o.consistent {
+                return Err(StoreError::Unavailable(
+                    "stock_levels and incoming are at different checkpoints (a rebuild is \
+                     being swapped in); ask again"
+                        .into(),
+                ));
+            }
+            let figures = match o.figures {
+                Some(f) => f,
+                // Known moments ago: the read models have not caught up, so
+                // nothing they hold is due yet either.
+                None => match read::balance(c, item).await? {
+                    Some(b) => b,
+                    None => return Ok(None),
+                },
+            };
+            Ok(Some(PromiseNow {
+                figures,
+                promise: promise(figures, &o.due),
+                position: o.position,
+            }))
+        })
+        .await
+    }
+
     /// An item's current figures: the `stock_levels` row, or the write-side
     /// balance when the read model has not caught up with its first receipt.
     /// `None` for an item never received: callers answer NOT_FOUND (the CLI

@@ -10,7 +10,8 @@ use tokio_postgres::Client;
 use crate::audit::settings::{self, ActualSettings, Settings};
 use crate::domain::reservation::StreamViolation;
 use crate::domain::stream::prefixes;
-use crate::domain::{Event, EventType, Reservation, StreamId, StreamKind};
+use crate::domain::{Event, EventType, Expectation, Reservation, StreamId, StreamKind};
+use uuid::Uuid;
 use crate::projection::Slot;
 use crate::read_model::{
     add_effects, compare_figures, load_figures, merge_figures, Actual, ActualFigures, Diffs,
@@ -241,6 +242,22 @@ impl Replay {
                 self.diffs
                     .push("events", key, "rule", "an allowed history", why);
             }),
+            // An expected receipt is folded strictly too; the fold's state
+            // feeds no read model (`incoming` reads each event's own
+            // statement of where it stands).
+            StreamKind::Expected => {
+                let StreamId::Expected(id) = stream else {
+                    unreachable!("an expected receipt's stream")
+                };
+                let events = valid.iter().map(|e| (e.seq, e.event, Uuid::nil(), None));
+                // A broken one is reported, and its events still fold into
+                // the read models, as the projections' SQL folds them.
+                if let Err(why) = Expectation::fold_all(id, events) {
+                    self.diffs
+                        .push("events", key, "rule", "an allowed history", why);
+                }
+                Ok(None)
+            }
             StreamKind::Receipt
             | StreamKind::Adjustment
             | StreamKind::Transfer

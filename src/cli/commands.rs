@@ -206,6 +206,7 @@ impl ReceiveArgs {
             sku: self.sku.clone(),
             location: self.location.clone(),
             quantity: self.quantity,
+            against: None,
         }
         .validate()
     }

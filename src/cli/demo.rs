@@ -144,6 +144,7 @@ impl Story<'_> {
                 sku: self.id(sku),
                 location: None,
                 quantity: qty,
+                against: None,
             }
             .validate()
             .expect("valid");

@@ -79,7 +79,8 @@ fn exit_code(code: stockledger::domain::RejectionCode) -> u8 {
         InvalidArgument => 2,
         InsufficientStock | IdempotencyConflict | ReservationReleased | ReservationExpired
         | AlreadyConfirmed | ReservationNotFound | OrderAlreadyReserved | NotFound
-        | ExceedsReserved | ExpiryNotLater | HoldTooLong | StepLimit | OrderLimitExceeded => 3,
+        | ExceedsReserved | ExpiryNotLater | HoldTooLong | StepLimit | OrderLimitExceeded
+        | ExpectedReceiptCancelled | ExpectedReceiptFull | ExpectedItemMismatch => 3,
     }
 }
 

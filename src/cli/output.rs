@@ -89,9 +89,13 @@ impl Printer {
                 receipt_id,
                 item,
                 quantity,
+                against,
                 replayed,
             } => format!(
-                "receipt {receipt_id}: {quantity} × {item}{}",
+                "receipt {receipt_id}: {quantity} × {item}{}{}",
+                against
+                    .as_ref()
+                    .map_or(String::new(), |a| format!(" against {a}")),
                 if *replayed { " (replayed)" } else { "" }
             ),
             Outcome::Adjusted {
@@ -129,6 +133,11 @@ impl Printer {
             ),
             Outcome::LimitSet { .. } | Outcome::ReorderPointSet { .. } => setting_text(outcome),
             Outcome::Reservation { view, replayed } => reservation_text(view, *replayed),
+            Outcome::Expected { view, replayed } => format!(
+                "{}{}",
+                expected_text(view),
+                if *replayed { " (replayed)" } else { "" }
+            ),
             Outcome::NotDue { reservation_id, .. } => {
                 format!("reservation {reservation_id}: not due")
             }
@@ -237,6 +246,21 @@ fn store_error(e: &anyhow::Error) -> Option<&stockledger::store::StoreError> {
     })
 }
 
+/// An expected receipt in one line: what, when, how much is still to come.
+pub fn expected_text(v: &stockledger::domain::ExpectationView) -> String {
+    format!(
+        "expected receipt {}: {} × {}@{} on {}, {} delivered, {} still to come ({})",
+        v.expected_id,
+        v.quantity,
+        v.sku,
+        v.location,
+        v.expected_on,
+        v.delivered,
+        v.outstanding,
+        v.state.as_str()
+    )
+}
+
 /// A command that set something on an item: what, on which, now.
 fn setting_text(outcome: &Outcome) -> String {
     let (what, now, replayed) = match outcome {
@@ -269,6 +293,7 @@ fn setting_text(outcome: &Outcome) -> String {
         | Outcome::Counted { .. }
         | Outcome::Transferred { .. }
         | Outcome::Reservation { .. }
+        | Outcome::Expected { .. }
         | Outcome::NotDue { .. } => unreachable!("no setting"),
     };
     format!("{what} {now}{}", if *replayed { " (replayed)" } else { "" })

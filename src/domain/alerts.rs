@@ -104,6 +104,10 @@ pub fn said(event: &Event) -> Option<Alert> {
         | Event::StockCounted { .. }
         | Event::OrderLimitSet { .. }
         | Event::ReorderPointSet { .. }
+        | Event::ReceiptExpected { .. }
+        | Event::ExpectedReceiptChanged { .. }
+        | Event::ExpectedReceiptDelivered { .. }
+        | Event::ExpectedReceiptCancelled { .. }
         | Event::ReservationCreated { .. }
         | Event::ReservationConfirmed { .. }
         | Event::ReservationReleased { .. }

@@ -14,7 +14,8 @@ use uuid::Uuid;
 
 use crate::domain::command::{Command, Line};
 use crate::domain::event::{Balance, Event};
-use crate::domain::ids::{Item, Location, OrderId, ReservationId, Sku};
+use crate::domain::expectation::{Expectation, ExpectationView};
+use crate::domain::ids::{ExpectedId, Item, Location, OrderId, ReservationId, Sku};
 use crate::domain::rejection::Rejection;
 use crate::domain::reservation::{LineProgress, Reservation, ReservationState};
 use crate::domain::settings::ItemSettings;
@@ -42,6 +43,8 @@ pub struct LedgerState {
     pub settings: BTreeMap<Item, ItemSettings>,
     /// Which reservation holds each order.
     pub order_owners: HashMap<OrderId, ReservationId>,
+    /// The expected receipts the batch touches, folded.
+    pub expectations: HashMap<ExpectedId, Expectation>,
 }
 
 impl LedgerState {
@@ -130,6 +133,8 @@ pub enum Outcome {
         receipt_id: String,
         item: Item,
         quantity: u32,
+        /// The expected receipt it was delivered against.
+        against: Option<String>,
         replayed: bool,
     },
     Adjusted {
@@ -166,6 +171,11 @@ pub enum Outcome {
         reorder_point: Option<u32>,
         replayed: bool,
     },
+    /// An expected receipt, as a record, change or cancellation left it.
+    Expected {
+        view: ExpectationView,
+        replayed: bool,
+    },
     Reservation {
         view: ReservationView,
         replayed: bool,
@@ -186,6 +196,7 @@ impl Outcome {
             | Outcome::Counted { replayed, .. }
             | Outcome::LimitSet { replayed, .. }
             | Outcome::ReorderPointSet { replayed, .. }
+            | Outcome::Expected { replayed, .. }
             | Outcome::Reservation { replayed, .. } => *replayed,
             Outcome::NotDue { .. } => false,
         }
@@ -268,6 +279,19 @@ pub fn apply(state: &mut LedgerState, decision: &Decision, command_id: Uuid, now
                         event: e.event.clone(),
                     },
                 );
+            }
+            StreamId::Expected(id) => {
+                let current = state.expectations.remove(id);
+                let next = Expectation::fold(
+                    current,
+                    id,
+                    e.seq,
+                    &e.event,
+                    command_id,
+                    e.fingerprint.as_deref(),
+                )
+                .expect("decide only appends what the expected receipt's fold accepts");
+                state.expectations.insert(id.clone(), next);
             }
             // An alert answers no command: nothing asks for its stream again.
             StreamId::Alert(_) => {}

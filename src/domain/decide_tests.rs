@@ -32,6 +32,7 @@ fn receive(id: &str, qty: i64) -> Command {
         sku: "apple".into(),
         location: None,
         quantity: qty,
+        against: None,
     }
     .validate()
     .unwrap()

@@ -6,13 +6,15 @@
 //! is its row in `event_type.rs`. The command path, the audit and the projections all fold with it,
 //! so they cannot disagree about what a confirm or an expiry means.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::command::Line;
 pub use crate::domain::event_type::{EventType, ReservationMove};
-use crate::domain::ids::{ConfirmationId, ExtensionId, Item, Location, OrderId, ReleaseId, Sku};
+use crate::domain::ids::{
+    ChangeId, ConfirmationId, ExtensionId, Item, Location, OrderId, ReceiptId, ReleaseId, Sku,
+};
 use crate::domain::settings::Setting;
 use crate::domain::stream::StreamId;
 
@@ -81,6 +83,45 @@ pub enum Event {
         available: i64,
         reorder_point: Option<u32>,
     },
+    /// Stock of one item is expected on a date (a purchase order line or an
+    /// advance shipping notice): `quantity` units, all of them still to come.
+    ReceiptExpected {
+        sku: Sku,
+        location: Location,
+        quantity: u32,
+        expected_on: NaiveDate,
+    },
+    /// The units expected in all, or the date, changed. `outstanding` is
+    /// what is still expected after it: `quantity` less what was delivered,
+    /// never below 0.
+    ExpectedReceiptChanged {
+        change_id: ChangeId,
+        sku: Sku,
+        location: Location,
+        quantity: u32,
+        expected_on: NaiveDate,
+        outstanding: u32,
+    },
+    /// A receipt delivered `quantity` units against the expected receipt.
+    /// The receipt's own `StockReceived` (in `receipt:<receipt_id>`, in the
+    /// same transaction) moves the stock; this event moves what is still
+    /// expected, to `outstanding`.
+    ExpectedReceiptDelivered {
+        receipt_id: ReceiptId,
+        sku: Sku,
+        location: Location,
+        quantity: u32,
+        expected_on: NaiveDate,
+        outstanding: u32,
+    },
+    /// Nothing more is coming: the `withdrawn` units still expected are not.
+    /// The last event of its stream.
+    ExpectedReceiptCancelled {
+        sku: Sku,
+        location: Location,
+        expected_on: NaiveDate,
+        withdrawn: u32,
+    },
     ReservationCreated {
         order_id: OrderId,
         lines: Vec<Line>,
@@ -135,6 +176,28 @@ pub enum Event {
     },
 }
 
+/// Every event that stands outside reservation streams, as one pattern:
+/// the arms that treat them alike (a reservation's fold refusing them, an
+/// event that names no order) list them once, here, and a new event of
+/// another stream kind is added to this list only.
+macro_rules! outside_reservations {
+    () => {
+        $crate::domain::event::Event::StockReceived { .. }
+            | $crate::domain::event::Event::StockAdjusted { .. }
+            | $crate::domain::event::Event::StockTransferred { .. }
+            | $crate::domain::event::Event::StockCounted { .. }
+            | $crate::domain::event::Event::OrderLimitSet { .. }
+            | $crate::domain::event::Event::ReorderPointSet { .. }
+            | $crate::domain::event::Event::StockLow { .. }
+            | $crate::domain::event::Event::StockRecovered { .. }
+            | $crate::domain::event::Event::ReceiptExpected { .. }
+            | $crate::domain::event::Event::ExpectedReceiptChanged { .. }
+            | $crate::domain::event::Event::ExpectedReceiptDelivered { .. }
+            | $crate::domain::event::Event::ExpectedReceiptCancelled { .. }
+    };
+}
+pub(crate) use outside_reservations;
+
 /// A change to one item's figures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StockDelta {
@@ -180,6 +243,10 @@ impl Event {
             Event::ReorderPointSet { .. } => EventType::ReorderPointSet,
             Event::StockLow { .. } => EventType::StockLow,
             Event::StockRecovered { .. } => EventType::StockRecovered,
+            Event::ReceiptExpected { .. } => EventType::ReceiptExpected,
+            Event::ExpectedReceiptChanged { .. } => EventType::ExpectedReceiptChanged,
+            Event::ExpectedReceiptDelivered { .. } => EventType::ExpectedReceiptDelivered,
+            Event::ExpectedReceiptCancelled { .. } => EventType::ExpectedReceiptCancelled,
             Event::ReservationCreated { .. } => EventType::ReservationCreated,
             Event::ReservationConfirmed { .. } => EventType::ReservationConfirmed,
             Event::ReservationReleased { .. } => EventType::ReservationReleased,
@@ -201,14 +268,7 @@ impl Event {
             | Event::ReservationLinesReleased { order_id, .. }
             | Event::ReservationExtended { order_id, .. } => Some(order_id),
             Event::ReservationReleased { order_id, .. } => order_id.as_ref(),
-            Event::StockReceived { .. }
-            | Event::StockAdjusted { .. }
-            | Event::StockTransferred { .. }
-            | Event::StockCounted { .. }
-            | Event::OrderLimitSet { .. }
-            | Event::ReorderPointSet { .. }
-            | Event::StockLow { .. }
-            | Event::StockRecovered { .. } => None,
+            outside_reservations!() => None,
         }
     }
 
@@ -225,7 +285,11 @@ impl Event {
             | Event::OrderLimitSet { sku, .. }
             | Event::ReorderPointSet { sku, .. }
             | Event::StockLow { sku, .. }
-            | Event::StockRecovered { sku, .. } => sku.as_str(),
+            | Event::StockRecovered { sku, .. }
+            | Event::ReceiptExpected { sku, .. }
+            | Event::ExpectedReceiptChanged { sku, .. }
+            | Event::ExpectedReceiptDelivered { sku, .. }
+            | Event::ExpectedReceiptCancelled { sku, .. } => sku.as_str(),
             Event::ReservationCreated { .. }
             | Event::ReservationConfirmed { .. }
             | Event::ReservationReleased { .. }
@@ -311,6 +375,15 @@ impl Event {
             | Event::ReorderPointSet { sku, location, .. }
             | Event::StockLow { sku, location, .. }
             | Event::StockRecovered { sku, location, .. } => on_hand(&mut f, sku, location, 0),
+            // What is expected is not here: it moves no stock until a
+            // receipt brings it (that receipt's own event). The record names
+            // its item, as a limit does.
+            Event::ReceiptExpected { sku, location, .. }
+            | Event::ExpectedReceiptChanged { sku, location, .. }
+            | Event::ExpectedReceiptDelivered { sku, location, .. }
+            | Event::ExpectedReceiptCancelled { sku, location, .. } => {
+                on_hand(&mut f, sku, location, 0)
+            }
             Event::ReservationCreated { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
                 reserved: q,
                 ..Default::default()
@@ -366,6 +439,10 @@ impl Event {
             | Event::StockAdjusted { .. }
             | Event::StockTransferred { .. }
             | Event::StockCounted { .. }
+            | Event::ReceiptExpected { .. }
+            | Event::ExpectedReceiptChanged { .. }
+            | Event::ExpectedReceiptDelivered { .. }
+            | Event::ExpectedReceiptCancelled { .. }
             | Event::ReservationCreated { .. }
             | Event::ReservationConfirmed { .. }
             | Event::ReservationReleased { .. }

@@ -32,7 +32,11 @@ impl Event {
             | OrderLimitSet { .. }
             | ReorderPointSet { .. }
             | StockLow { .. }
-            | StockRecovered { .. } => self.item_summary(),
+            | StockRecovered { .. }
+            | ReceiptExpected { .. }
+            | ExpectedReceiptChanged { .. }
+            | ExpectedReceiptDelivered { .. }
+            | ExpectedReceiptCancelled { .. } => self.item_summary(),
             ReservationCreated {
                 order_id,
                 lines: l,
@@ -132,6 +136,39 @@ impl Event {
                 available,
                 ..
             } => format!("no longer low: {available} × {sku}@{location} available"),
+            ReceiptExpected {
+                sku,
+                location,
+                quantity,
+                expected_on,
+            } => format!("expecting {quantity} × {sku}@{location} on {expected_on}"),
+            ExpectedReceiptChanged {
+                change_id,
+                sku,
+                location,
+                quantity,
+                expected_on,
+                outstanding,
+            } => format!(
+                "now expecting {quantity} × {sku}@{location} on {expected_on}, \
+                 {outstanding} still to come ({change_id})"
+            ),
+            ExpectedReceiptDelivered {
+                receipt_id,
+                sku,
+                location,
+                quantity,
+                outstanding,
+                ..
+            } => format!(
+                "{quantity} × {sku}@{location} delivered by {receipt_id}, {outstanding} still to come"
+            ),
+            ExpectedReceiptCancelled {
+                sku,
+                location,
+                withdrawn,
+                ..
+            } => format!("cancelled: {withdrawn} × {sku}@{location} no longer coming"),
             ReservationCreated { .. }
             | ReservationConfirmed { .. }
             | ReservationReleased { .. }

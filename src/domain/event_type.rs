@@ -115,6 +115,10 @@ event_types! {
     ReorderPointSet           => ReorderPoint, First,    true,   NOTHING,             (0, 0, 0),    SAYS_NOTHING;
     StockLow                  => Alert,        First,    true,   NOTHING,             (0, 0, 0),    LOW;
     StockRecovered            => Alert,        First,    true,   NOTHING,             (0, 0, 0),    RECOVERED;
+    ReceiptExpected           => Expected,     First,    false,  NOTHING,             (0, 0, 0),    SAYS_NOTHING;
+    ExpectedReceiptChanged    => Expected,     Between,  false,  NOTHING,             (0, 0, 0),    SAYS_NOTHING;
+    ExpectedReceiptDelivered  => Expected,     Between,  false,  NOTHING,             (0, 0, 0),    SAYS_NOTHING;
+    ExpectedReceiptCancelled  => Expected,     Later,    true,   NOTHING,             (0, 0, 0),    SAYS_NOTHING;
     ReservationCreated        => Reservation,  First,    false,  OPENS,               (0, 1, 0),    SAYS_NOTHING;
     ReservationConfirmed      => Reservation,  Later,    true,   settles(Confirmed),  (-1, -1, 1),  SAYS_NOTHING;
     ReservationReleased       => Reservation,  Anywhere, true,   settles(Released),   (0, -1, 0),   SAYS_NOTHING;
@@ -165,6 +169,14 @@ impl EventType {
     /// `low_stock` read model's SQL reads it from `event_types`.
     pub fn low_stock(self) -> Option<bool> {
         self.row().low
+    }
+
+    /// Whether an event of this type says what an expected receipt still
+    /// brings (every event of an expected receipt's stream states it as it
+    /// stands after it). The `incoming` read model's SQL reads it from
+    /// `event_types`.
+    pub fn incoming(self) -> bool {
+        self.stream_kind() == StreamKind::Expected
     }
 
     /// The event type stored as `name`, if there is one.

@@ -110,6 +110,16 @@ define_id!(
     AlertId
 );
 define_id!(
+    /// Chosen by the caller for one expected receipt (a purchase order line
+    /// or an advance shipping notice: stock of one item due on a date).
+    ExpectedId
+);
+define_id!(
+    /// Chosen by the caller for one change of an expected receipt; unique
+    /// within the expected receipt.
+    ChangeId
+);
+define_id!(
     /// Chosen by the caller for one partial confirmation of a reservation
     /// (one shipment of part of an order); unique within the reservation.
     ConfirmationId

@@ -9,9 +9,11 @@ pub mod decide;
 pub mod event;
 pub mod event_text;
 pub mod event_type;
+pub mod expectation;
 pub mod fingerprint;
 pub mod ids;
 pub mod number;
+pub mod promise;
 pub mod read_query;
 pub mod rejection;
 pub mod reservation;
@@ -19,7 +21,7 @@ pub mod settings;
 pub mod stream;
 
 pub use command::{
-    AdjustRequest, Command, ConfirmLinesRequest, CountRequest, ExtendRequest, Items, LimitRequest,
+    AdjustRequest, CancelExpected, ChangeExpectedRequest, Command, ExpectRequest, ConfirmLinesRequest, CountRequest, ExtendRequest, Items, LimitRequest,
     Line, LineRequest, ReceiveRequest, ReleaseLinesRequest, ReorderPointRequest, ReserveRequest,
     Touches, TransferRequest,
 };
@@ -32,9 +34,11 @@ pub use event::{
     Balance, Event, EventMetadata, EventType, RecordedEvent, ReservationMove, StockDelta,
 };
 pub use ids::{
-    AdjustmentId, AlertId, ConfirmationId, CountId, ExtensionId, Item, LimitId, Location, OrderId,
+    AdjustmentId, AlertId, ChangeId, ConfirmationId, CountId, ExpectedId, ExtensionId, Item, LimitId, Location, OrderId,
     ReceiptId, ReleaseId, ReorderPointId, ReservationId, Sku, TransferId,
 };
+pub use expectation::{Expectation, ExpectationState, ExpectationView, ExpectationViolation};
+pub use promise::{promise, Promise, PromiseDate};
 pub use read_query::{page_limit, AsOf};
 pub use rejection::{Excess, OverLimit, Rejection, RejectionCode, Shortfall};
 pub use reservation::{

@@ -79,6 +79,9 @@ rejection_codes! {
     HoldTooLong => "HOLD_TOO_LONG",
     StepLimit => "STEP_LIMIT",
     OrderLimitExceeded => "ORDER_LIMIT_EXCEEDED",
+    ExpectedReceiptCancelled => "EXPECTED_RECEIPT_CANCELLED",
+    ExpectedReceiptFull => "EXPECTED_RECEIPT_FULL",
+    ExpectedItemMismatch => "EXPECTED_ITEM_MISMATCH",
 }
 
 impl std::fmt::Display for RejectionCode {
@@ -157,6 +160,22 @@ pub enum Rejection {
 
     #[error("an order may not reserve that much of {} item(s)", lines.len())]
     OrderLimitExceeded { lines: Vec<OverLimit> },
+
+    #[error("expected receipt {expected_id} was cancelled: nothing more is coming")]
+    ExpectedReceiptCancelled { expected_id: String },
+
+    #[error(
+        "expected receipt {expected_id} may hold {limit} events, and the last is kept for its \
+         cancellation: cancel it and expect the rest anew"
+    )]
+    ExpectedReceiptFull { expected_id: String, limit: u32 },
+
+    #[error("expected receipt {expected_id} is of {sku} at {location}, not of this receipt's item")]
+    ExpectedItemMismatch {
+        expected_id: String,
+        sku: String,
+        location: String,
+    },
 }
 
 impl Rejection {
@@ -194,6 +213,9 @@ impl Rejection {
             Rejection::HoldTooLong { .. } => RejectionCode::HoldTooLong,
             Rejection::StepLimit { .. } => RejectionCode::StepLimit,
             Rejection::OrderLimitExceeded { .. } => RejectionCode::OrderLimitExceeded,
+            Rejection::ExpectedReceiptCancelled { .. } => RejectionCode::ExpectedReceiptCancelled,
+            Rejection::ExpectedReceiptFull { .. } => RejectionCode::ExpectedReceiptFull,
+            Rejection::ExpectedItemMismatch { .. } => RejectionCode::ExpectedItemMismatch,
         }
     }
 
@@ -271,6 +293,27 @@ mod tests {
                     }],
                 },
                 json!({"lines": [{"sku": "a", "location": "default", "requested": 3, "max_per_order": 2}]}),
+            ),
+            (
+                Rejection::ExpectedReceiptCancelled {
+                    expected_id: "po1".into(),
+                },
+                json!({"expected_id": "po1"}),
+            ),
+            (
+                Rejection::ExpectedReceiptFull {
+                    expected_id: "po1".into(),
+                    limit: 256,
+                },
+                json!({"expected_id": "po1", "limit": 256}),
+            ),
+            (
+                Rejection::ExpectedItemMismatch {
+                    expected_id: "po1".into(),
+                    sku: "a".into(),
+                    location: "default".into(),
+                },
+                json!({"expected_id": "po1", "sku": "a", "location": "default"}),
             ),
         ]
     }

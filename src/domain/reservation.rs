@@ -12,6 +12,7 @@ use crate::domain::command::Line;
 use crate::domain::event::Event;
 use crate::domain::ids::{ConfirmationId, ExtensionId, Item, OrderId, ReleaseId, ReservationId};
 use crate::domain::stream::StreamKind;
+use crate::domain::event::outside_reservations;
 use crate::limits::MAX_TTL_SECONDS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -384,14 +385,7 @@ impl Step<'_> {
             | Event::ReservationLinesConfirmed { .. }
             | Event::ReservationLinesReleased { .. }
             | Event::ReservationExtended { .. } => Err(self.not_after("nothing")),
-            Event::StockReceived { .. }
-            | Event::StockAdjusted { .. }
-            | Event::StockTransferred { .. }
-            | Event::StockCounted { .. }
-            | Event::OrderLimitSet { .. }
-            | Event::ReorderPointSet { .. }
-            | Event::StockLow { .. }
-            | Event::StockRecovered { .. } => Err(self.foreign()),
+            outside_reservations!() => Err(self.foreign()),
         }
     }
 
@@ -446,14 +440,7 @@ impl Step<'_> {
                 Move::Extend(extension_id, *ttl_seconds, *expires_at),
             ),
             Event::ReservationCreated { .. } => return Err(self.not_after(p.state.as_str())),
-            Event::StockReceived { .. }
-            | Event::StockAdjusted { .. }
-            | Event::StockTransferred { .. }
-            | Event::StockCounted { .. }
-            | Event::OrderLimitSet { .. }
-            | Event::ReorderPointSet { .. }
-            | Event::StockLow { .. }
-            | Event::StockRecovered { .. } => return Err(self.foreign()),
+            outside_reservations!() => return Err(self.foreign()),
         };
         if order_id != Some(&p.order_id) {
             return Err(self.amounts_differ());
@@ -539,14 +526,7 @@ impl Step<'_> {
 
     fn not_after(&self, after: &str) -> StreamViolation {
         match self.event {
-            Event::StockReceived { .. }
-            | Event::StockAdjusted { .. }
-            | Event::StockTransferred { .. }
-            | Event::StockCounted { .. }
-            | Event::OrderLimitSet { .. }
-            | Event::ReorderPointSet { .. }
-            | Event::StockLow { .. }
-            | Event::StockRecovered { .. } => self.foreign(),
+            outside_reservations!() => self.foreign(),
             Event::ReservationCreated { .. }
             | Event::ReservationConfirmed { .. }
             | Event::ReservationReleased { .. }

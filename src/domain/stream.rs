@@ -7,10 +7,10 @@ use std::fmt;
 
 use crate::domain::event_type::{EventType, Places};
 use crate::domain::ids::{
-    AdjustmentId, AlertId, CountId, LimitId, ReceiptId, ReorderPointId, ReservationId, TransferId,
+    AdjustmentId, AlertId, CountId, ExpectedId, LimitId, ReceiptId, ReorderPointId, ReservationId, TransferId,
 };
 use crate::domain::Rejection;
-use crate::limits::MAX_RESERVATION_EVENTS;
+use crate::limits::{MAX_EXPECTED_EVENTS, MAX_RESERVATION_EVENTS};
 
 /// Declares `StreamKind` and its list of every kind together, so the list
 /// cannot miss one.
@@ -46,6 +46,10 @@ stream_kinds!(
     /// events made an item's available stock cross its reorder point:
     /// exactly one `StockLow` or `StockRecovered`.
     Alert,
+    /// One expected receipt (stock of one item due on a date): recorded at
+    /// seq 1, then changes and deliveries against it, then, if ever, the
+    /// cancellation that withdraws what is still expected.
+    Expected,
     /// One order's hold on stock: created (or tombstoned) at seq 1, then
     /// partial steps and extensions, then the one event that settles it.
     Reservation,
@@ -62,6 +66,7 @@ impl StreamKind {
             StreamKind::Limit => "limit:",
             StreamKind::ReorderPoint => "reorder-point:",
             StreamKind::Alert => "alert:",
+            StreamKind::Expected => "expected:",
             StreamKind::Reservation => "reservation:",
         }
     }
@@ -76,6 +81,7 @@ impl StreamKind {
             | StreamKind::Limit
             | StreamKind::ReorderPoint
             | StreamKind::Alert => 1,
+            StreamKind::Expected => MAX_EXPECTED_EVENTS,
             StreamKind::Reservation => MAX_RESERVATION_EVENTS,
         }
     }
@@ -124,6 +130,7 @@ pub enum StreamId {
     Limit(LimitId),
     ReorderPoint(ReorderPointId),
     Alert(AlertId),
+    Expected(ExpectedId),
     Reservation(ReservationId),
 }
 
@@ -137,6 +144,7 @@ impl StreamId {
             StreamId::Limit(_) => StreamKind::Limit,
             StreamId::ReorderPoint(_) => StreamKind::ReorderPoint,
             StreamId::Alert(_) => StreamKind::Alert,
+            StreamId::Expected(_) => StreamKind::Expected,
             StreamId::Reservation(_) => StreamKind::Reservation,
         }
     }
@@ -151,6 +159,7 @@ impl StreamId {
             StreamId::Limit(id) => id.as_str(),
             StreamId::ReorderPoint(id) => id.as_str(),
             StreamId::Alert(id) => id.as_str(),
+            StreamId::Expected(id) => id.as_str(),
             StreamId::Reservation(id) => id.as_str(),
         }
     }
@@ -164,7 +173,8 @@ impl StreamId {
             | StreamId::Count(_)
             | StreamId::Limit(_)
             | StreamId::ReorderPoint(_)
-            | StreamId::Alert(_) => None,
+            | StreamId::Alert(_)
+            | StreamId::Expected(_) => None,
         }
     }
 
@@ -182,6 +192,7 @@ impl StreamId {
                         StreamId::ReorderPoint(ReorderPointId::parse(field, id)?)
                     }
                     StreamKind::Alert => StreamId::Alert(AlertId::parse(field, id)?),
+                    StreamKind::Expected => StreamId::Expected(ExpectedId::parse(field, id)?),
                     StreamKind::Reservation => {
                         StreamId::Reservation(ReservationId::parse(field, id)?)
                     }

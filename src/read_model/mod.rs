@@ -8,6 +8,7 @@
 //! implements `Rows`, and a line in `ALL` (see `docs/architecture.md`).
 
 mod diff;
+pub mod incoming;
 pub mod low_stock;
 pub mod order_view;
 mod order_view_batch;
@@ -34,6 +35,7 @@ pub(crate) use diff::{
     add_effects, compare_figures, load_figures, merge_figures, ActualFigures, Figures,
 };
 pub use diff::{Difference, Diffs};
+pub use incoming::INCOMING;
 pub use low_stock::LOW_STOCK;
 pub use order_view::ORDER_VIEW;
 pub use reservation_expiry::RESERVATION_EXPIRY;
@@ -47,6 +49,7 @@ pub static ALL: &[&dyn ReadModel] = &[
     &RESERVATION_EXPIRY,
     &RESERVATION_TOTALS,
     &LOW_STOCK,
+    &INCOMING,
 ];
 
 pub fn by_name(name: &str) -> Option<&'static dyn ReadModel> {

@@ -48,7 +48,10 @@ fn rejection_status(code: RejectionCode) -> StatusCode {
         | RejectionCode::AlreadyConfirmed
         | RejectionCode::OrderAlreadyReserved
         | RejectionCode::ExpiryNotLater
-        | RejectionCode::StepLimit => StatusCode::CONFLICT,
+        | RejectionCode::StepLimit
+        | RejectionCode::ExpectedReceiptCancelled
+        | RejectionCode::ExpectedReceiptFull
+        | RejectionCode::ExpectedItemMismatch => StatusCode::CONFLICT,
     }
 }
 

@@ -23,6 +23,8 @@ struct Row {
     settles: bool,
     /// 1: the item is low from this event on; -1: no longer low; 0: says nothing.
     low_stock: i16,
+    /// States what an expected receipt still brings.
+    incoming: bool,
 }
 
 fn defined() -> Vec<Row> {
@@ -51,6 +53,7 @@ fn defined() -> Vec<Row> {
                     Some(false) => -1,
                     None => 0,
                 },
+                incoming: t.incoming(),
             }
         })
         .collect()
@@ -58,7 +61,7 @@ fn defined() -> Vec<Row> {
 
 const READ: &str =
     "SELECT name, on_hand, reserved, confirmed, opens_reservation, moves_to, settles,
-                           low_stock
+                           low_stock, incoming
                     FROM event_types";
 
 /// A text that changes whenever this binary's definitions do: part of the
@@ -95,6 +98,7 @@ pub(crate) async fn sync(client: &impl GenericClient, may_write: bool) -> Result
                 moves_to: r.get(5),
                 settles: r.get(6),
                 low_stock: r.get(7),
+                incoming: r.get(8),
             };
             (row.name.clone(), row)
         })
@@ -121,14 +125,14 @@ pub(crate) async fn sync(client: &impl GenericClient, may_write: bool) -> Result
             .execute(
                 "INSERT INTO event_types
                      (name, on_hand, reserved, confirmed, opens_reservation, moves_to, settles,
-                      low_stock)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                      low_stock, incoming)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
                  ON CONFLICT (name) DO UPDATE
                  SET on_hand = EXCLUDED.on_hand, reserved = EXCLUDED.reserved,
                      confirmed = EXCLUDED.confirmed,
                      opens_reservation = EXCLUDED.opens_reservation,
                      moves_to = EXCLUDED.moves_to, settles = EXCLUDED.settles,
-                     low_stock = EXCLUDED.low_stock",
+                     low_stock = EXCLUDED.low_stock, incoming = EXCLUDED.incoming",
                 &[
                     &r.name,
                     &r.on_hand,
@@ -138,6 +142,7 @@ pub(crate) async fn sync(client: &impl GenericClient, may_write: bool) -> Result
                     &r.moves_to,
                     &r.settles,
                     &r.low_stock,
+                    &r.incoming,
                 ],
             )
             .await?;

@@ -446,15 +446,18 @@ struct Suspects {
 }
 
 impl Suspects {
-    /// The stream and the items the command names. The items a reservation
-    /// holds are not known before its stream is read; its stream stands for them.
+    /// The streams and the items the command names. The items a reservation
+    /// or an expected receipt holds are not known before its stream is read;
+    /// its stream stands for them.
     fn keys(command: &Command) -> impl Iterator<Item = String> {
         let touches = command.touches();
+        let streams: Vec<String> = touches.streams().map(ToString::to_string).collect();
         let items = match touches.items {
             Items::Named(items) => items,
-            Items::HeldBy(_) => Vec::new(),
+            Items::HeldBy(_) | Items::ExpectedOf(_) => Vec::new(),
         };
-        std::iter::once(touches.stream.to_string())
+        streams
+            .into_iter()
             .chain(items.into_iter().map(|i| format!("item:{i}")))
     }
 

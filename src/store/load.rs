@@ -19,7 +19,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use crate::domain::{
-    Balance, Command, CommandContext, Item, ItemSettings, Items, LedgerState, Location, OrderId,
+    Balance, Command, CommandContext, Expectation, Item, ItemSettings, Items, LedgerState, Location, OrderId,
     RecordedEvent, Reservation, ReservationId, SingleRecord, Sku, StreamId, Touches,
 };
 use crate::store::error::{corrupt, Cause, Failure};
@@ -81,7 +81,7 @@ pub(crate) async fn lock_and_load(
     backend: &mut Option<Backend>,
 ) -> Result<Loaded, Failure> {
     let touches: Vec<Touches> = batch.iter().map(|(c, _)| c.touches()).collect();
-    let streams: BTreeSet<StreamId> = touches.iter().map(|t| t.stream.clone()).collect();
+    let streams: BTreeSet<StreamId> = touches.iter().flat_map(|t| t.streams().cloned()).collect();
     let orders: BTreeSet<&OrderId> = touches.iter().filter_map(|t| t.order.as_ref()).collect();
     let creatable: BTreeSet<&Item> = touches.iter().flat_map(|t| t.may_create.iter()).collect();
     let wanted = Wanted {
@@ -143,7 +143,7 @@ fn named_items(touches: &[Touches]) -> Option<BTreeSet<Item>> {
     for t in touches {
         match &t.items {
             Items::Named(items) => all.extend(items.iter().cloned()),
-            Items::HeldBy(_) => return None,
+            Items::HeldBy(_) | Items::ExpectedOf(_) => return None,
         }
     }
     Some(all)
@@ -220,11 +220,27 @@ async fn round_one(
 }
 
 /// The streams themselves, folded; returns the reservation streams' events.
+/// The rows come in stream and seq order (`statements.rs`).
 fn read_streams(rows: Vec<Row>, state: &mut LedgerState) -> Result<Timelines, Failure> {
     let mut by_reservation: BTreeMap<ReservationId, Vec<RecordedEvent>> = BTreeMap::new();
     for row in rows {
         let e = recorded_event(&row)?;
         match &e.stream {
+            StreamId::Expected(id) => {
+                let current = state.expectations.remove(id);
+                let folded = Expectation::fold(
+                    current,
+                    id,
+                    e.seq,
+                    &e.event,
+                    e.metadata.command_id,
+                    e.metadata.fingerprint.as_deref(),
+                )
+                .map_err(|v| {
+                    StoreError::Corrupt(Cause::with_source(format!("stream {}", e.stream), v))
+                })?;
+                state.expectations.insert(id.clone(), folded);
+            }
             StreamId::Reservation(id) => by_reservation.entry(id.clone()).or_default().push(e),
             StreamId::Receipt(_)
             | StreamId::Adjustment(_)

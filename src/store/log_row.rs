@@ -10,8 +10,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::command::Line;
+use crate::domain::event::outside_reservations;
+use crate::domain::expectation::outside_expectations;
 use crate::domain::{
-    ConfirmationId, Event, EventType, ExtensionId, Item, Location, OrderId, ReleaseId, Sku,
+    ChangeId, ConfirmationId, Event, EventType, ExtensionId, Item, Location, OrderId, ReceiptId,
+    ReleaseId, Sku,
 };
 
 /// One event as its log row stores it.
@@ -66,6 +69,23 @@ pub(crate) struct Rest {
     /// An alert's available units.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     available: Option<i64>,
+    /// An expected receipt's date (its line's quantity is what is still
+    /// expected after the event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expected_on: Option<chrono::NaiveDate>,
+    /// The units a change expects in all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expected: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    change_id: Option<ChangeId>,
+    /// The receipt a delivery came with, and the units it brought.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    receipt_id: Option<ReceiptId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    delivered: Option<u32>,
+    /// The units a cancellation withdrew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    withdrawn: Option<u32>,
 }
 
 /// A field that is there, `null` or not: `Some(None)` for a `null`, and
@@ -133,6 +153,10 @@ pub fn encode(event: &Event) -> LogRow<'_> {
         | Event::ReorderPointSet { .. }
         | Event::StockLow { .. }
         | Event::StockRecovered { .. } => setting_or_alert_row(event, &mut row, &mut rest),
+        Event::ReceiptExpected { .. }
+        | Event::ExpectedReceiptChanged { .. }
+        | Event::ExpectedReceiptDelivered { .. }
+        | Event::ExpectedReceiptCancelled { .. } => expected_row(event, &mut row, &mut rest),
         Event::ReservationCreated { .. }
         | Event::ReservationConfirmed { .. }
         | Event::ReservationReleased { .. }
@@ -190,6 +214,10 @@ fn setting_or_alert_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut R
         | Event::StockAdjusted { .. }
         | Event::StockTransferred { .. }
         | Event::StockCounted { .. }
+        | Event::ReceiptExpected { .. }
+        | Event::ExpectedReceiptChanged { .. }
+        | Event::ExpectedReceiptDelivered { .. }
+        | Event::ExpectedReceiptCancelled { .. }
         | Event::ReservationCreated { .. }
         | Event::ReservationConfirmed { .. }
         | Event::ReservationReleased { .. }
@@ -264,14 +292,62 @@ fn reservation_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) 
             rest.ttl_seconds = Some(*ttl_seconds);
             rest.expires_at = Some(*expires_at);
         }
-        Event::StockReceived { .. }
-        | Event::StockAdjusted { .. }
-        | Event::StockTransferred { .. }
-        | Event::StockCounted { .. }
-        | Event::OrderLimitSet { .. }
-        | Event::ReorderPointSet { .. }
-        | Event::StockLow { .. }
-        | Event::StockRecovered { .. } => unreachable!("encode lays out stock events itself"),
+        outside_reservations!() => unreachable!("encode lays out stock events itself"),
+    }
+}
+
+/// Lays an expected receipt's event out: its item as a line whose quantity
+/// is what is still expected after it (its type's line effect is zero, so
+/// it moves no stock; the `incoming` read model reads it), and the rest in
+/// `data`.
+fn expected_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) {
+    match event {
+        Event::ReceiptExpected {
+            sku,
+            location,
+            quantity,
+            expected_on,
+        } => {
+            push(row, sku, location, i64::from(*quantity));
+            rest.expected_on = Some(*expected_on);
+        }
+        Event::ExpectedReceiptChanged {
+            change_id,
+            sku,
+            location,
+            quantity,
+            expected_on,
+            outstanding,
+        } => {
+            push(row, sku, location, i64::from(*outstanding));
+            rest.change_id = Some(change_id.clone());
+            rest.expected = Some(*quantity);
+            rest.expected_on = Some(*expected_on);
+        }
+        Event::ExpectedReceiptDelivered {
+            receipt_id,
+            sku,
+            location,
+            quantity,
+            expected_on,
+            outstanding,
+        } => {
+            push(row, sku, location, i64::from(*outstanding));
+            rest.receipt_id = Some(receipt_id.clone());
+            rest.delivered = Some(*quantity);
+            rest.expected_on = Some(*expected_on);
+        }
+        Event::ExpectedReceiptCancelled {
+            sku,
+            location,
+            expected_on,
+            withdrawn,
+        } => {
+            push(row, sku, location, 0);
+            rest.withdrawn = Some(*withdrawn);
+            rest.expected_on = Some(*expected_on);
+        }
+        outside_expectations!() => unreachable!("encode lays these out elsewhere"),
     }
 }
 
@@ -339,6 +415,10 @@ pub(crate) fn decode(type_name: &str, c: Columns<'_>, rest: Rest) -> Result<Even
         | EventType::ReorderPointSet
         | EventType::StockLow
         | EventType::StockRecovered => setting_or_alert(kind, &c, rest)?,
+        EventType::ReceiptExpected
+        | EventType::ExpectedReceiptChanged
+        | EventType::ExpectedReceiptDelivered
+        | EventType::ExpectedReceiptCancelled => expected_event(kind, &c, rest)?,
         EventType::ReservationCreated
         | EventType::ReservationConfirmed
         | EventType::ReservationReleased
@@ -407,7 +487,13 @@ fn reservation_event(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Eve
         | EventType::OrderLimitSet
         | EventType::ReorderPointSet
         | EventType::StockLow
-        | EventType::StockRecovered => return Err(format!("{type_name} is no reservation event")),
+        | EventType::StockRecovered
+        | EventType::ReceiptExpected
+        | EventType::ExpectedReceiptChanged
+        | EventType::ExpectedReceiptDelivered
+        | EventType::ExpectedReceiptCancelled => {
+            return Err(format!("{type_name} is no reservation event"))
+        }
     };
     Ok(event)
 }
@@ -451,6 +537,10 @@ fn setting_or_alert(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Even
         | EventType::StockAdjusted
         | EventType::StockTransferred
         | EventType::StockCounted
+        | EventType::ReceiptExpected
+        | EventType::ExpectedReceiptChanged
+        | EventType::ExpectedReceiptDelivered
+        | EventType::ExpectedReceiptCancelled
         | EventType::ReservationCreated
         | EventType::ReservationConfirmed
         | EventType::ReservationReleased
@@ -459,6 +549,70 @@ fn setting_or_alert(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Even
         | EventType::ReservationExtended
         | EventType::ReservationExpired => {
             return Err(format!("{type_name} is no setting or alert"))
+        }
+    };
+    Ok(event)
+}
+
+/// An expected receipt's event from its row: one item line of the units
+/// still expected after it, the rest in `data`.
+fn expected_event(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Event, String> {
+    let type_name = kind.as_str();
+    fn need<T>(v: Option<T>, type_name: &str, what: &str) -> Result<T, String> {
+        v.ok_or_else(|| format!("{type_name} without {what}"))
+    }
+    let (item, line) = one_item(c, type_name)?;
+    let units = u32::try_from(line).map_err(|_| format!("{type_name} with a line of {line}"))?;
+    let (sku, location) = (item.sku, item.location);
+    let expected_on = need(rest.expected_on, type_name, "expected_on")?;
+    let event = match kind {
+        EventType::ReceiptExpected => Event::ReceiptExpected {
+            sku,
+            location,
+            quantity: units,
+            expected_on,
+        },
+        EventType::ExpectedReceiptChanged => Event::ExpectedReceiptChanged {
+            change_id: need(rest.change_id, type_name, "change_id")?,
+            sku,
+            location,
+            quantity: need(rest.expected, type_name, "expected")?,
+            expected_on,
+            outstanding: units,
+        },
+        EventType::ExpectedReceiptDelivered => Event::ExpectedReceiptDelivered {
+            receipt_id: need(rest.receipt_id, type_name, "receipt_id")?,
+            sku,
+            location,
+            quantity: need(rest.delivered, type_name, "delivered")?,
+            expected_on,
+            outstanding: units,
+        },
+        EventType::ExpectedReceiptCancelled if units == 0 => Event::ExpectedReceiptCancelled {
+            sku,
+            location,
+            expected_on,
+            withdrawn: need(rest.withdrawn, type_name, "withdrawn")?,
+        },
+        EventType::ExpectedReceiptCancelled => {
+            return Err(format!("{type_name} with a line of {units}, not 0"))
+        }
+        EventType::StockReceived
+        | EventType::StockAdjusted
+        | EventType::StockTransferred
+        | EventType::StockCounted
+        | EventType::OrderLimitSet
+        | EventType::ReorderPointSet
+        | EventType::StockLow
+        | EventType::StockRecovered
+        | EventType::ReservationCreated
+        | EventType::ReservationConfirmed
+        | EventType::ReservationReleased
+        | EventType::ReservationLinesConfirmed
+        | EventType::ReservationLinesReleased
+        | EventType::ReservationExtended
+        | EventType::ReservationExpired => {
+            return Err(format!("{type_name} is no expected receipt's event"))
         }
     };
     Ok(event)

@@ -16,9 +16,9 @@ use crate::store::{event_types, roles};
 pub use crate::store::locks::MIGRATION_LOCK_KEY;
 
 /// The last migration that shapes `event_types` (schema 14 creates it, 17
-/// adds `low_stock`): from it on, the table is kept equal to this binary's
-/// definitions, which need every column.
-const EVENT_TYPES_MIGRATION: i32 = 17;
+/// adds `low_stock`, 18 `incoming`): from it on, the table is kept equal to
+/// this binary's definitions, which need every column.
+const EVENT_TYPES_MIGRATION: i32 = 18;
 
 pub struct Migration {
     pub version: i32,
@@ -111,6 +111,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 17,
         name: "low_stock_types",
         sql: include_str!("../../schema/0017_low_stock_types.sql"),
+    },
+    Migration {
+        version: 18,
+        name: "incoming_types",
+        sql: include_str!("../../schema/0018_incoming_types.sql"),
     },
 ];
 

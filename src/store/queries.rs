@@ -49,6 +49,14 @@ impl Store {
         pool::reading(&self.pool, async |c| read::reservation(c, id).await).await
     }
 
+    /// An expected receipt as its stream says it stands, with its events.
+    pub async fn expected_receipt(
+        &self,
+        id: &crate::domain::ExpectedId,
+    ) -> Result<Option<(crate::domain::Expectation, Vec<RecordedEvent>)>, StoreError> {
+        pool::reading(&self.pool, async |c| read::expected_receipt(c, id).await).await
+    }
+
     pub async fn balance(&self, item: &Item) -> Result<Option<Balance>, StoreError> {
         pool::reading(&self.pool, async |c| read::balance(c, item).await).await
     }

@@ -19,11 +19,13 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::domain::{
+    ExpectedId, Expectation,
     Balance, Item, RecordedEvent, Rejection, ReservationId, ReservationView, StreamId,
 };
 use crate::limits::{MAX_CURSOR_PART_DIGITS, MAX_EVENTS_SCANNED_PER_FILTERED_READ};
 use crate::store::load::fold_stream;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
+use crate::store::error::Cause;
 use crate::store::StoreError;
 
 /// A position in safe commit order: (writing transaction, position).
@@ -299,6 +301,39 @@ pub async fn reservation(
         updated_at: r.updated_at(),
         events,
     }))
+}
+
+/// An expected receipt folded from its stream, with its events; `None` if
+/// there is no such stream.
+pub async fn expected_receipt(
+    client: &Client,
+    id: &ExpectedId,
+) -> Result<Option<(Expectation, Vec<RecordedEvent>)>, StoreError> {
+    let stmt = client
+        .prepare_cached(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = $1 ORDER BY seq"
+        ))
+        .await?;
+    let rows = client
+        .query(&stmt, &[&StreamId::Expected(id.clone()).to_string()])
+        .await?;
+    let events = rows
+        .iter()
+        .map(recorded_event)
+        .collect::<Result<Vec<_>, _>>()?;
+    let folded = Expectation::fold_all(
+        id,
+        events.iter().map(|e| {
+            (
+                e.seq,
+                &e.event,
+                e.metadata.command_id,
+                e.metadata.fingerprint.as_deref(),
+            )
+        }),
+    )
+    .map_err(|v| StoreError::Corrupt(Cause::with_source(format!("expected receipt {id}"), v)))?;
+    Ok(folded.map(|e| (e, events)))
 }
 
 /// The write-side balance of one item, if it was ever received.

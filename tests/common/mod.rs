@@ -196,6 +196,7 @@ pub fn receive(receipt_id: &str, sku: &str, quantity: i64) -> Command {
         sku: sku.into(),
         location: None,
         quantity,
+        against: None,
     }
     .validate()
     .unwrap()

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::ids::{Item, Location, Sku};
 use crate::domain::{number, Rejection};
 use crate::limits::{
-    MAX_LINES_PER_RESERVATION, MAX_QUANTITY, MAX_RAW_LINES_PER_RESERVATION, MAX_REASON_LEN,
+    MAX_EXPECTED_DATE, MAX_LINES_PER_RESERVATION, MAX_QUANTITY, MIN_EXPECTED_DATE, MAX_RAW_LINES_PER_RESERVATION, MAX_REASON_LEN,
     MAX_TTL_SECONDS, MIN_TTL_SECONDS,
 };
 
@@ -74,6 +74,25 @@ pub(crate) fn quantity(field: &str, q: i64) -> Result<u32, Rejection> {
         ));
     }
     Ok(q as u32)
+}
+
+/// A calendar date, exactly `YYYY-MM-DD` from `MIN_EXPECTED_DATE` to
+/// `MAX_EXPECTED_DATE`. The text must read back as it was sent: chrono alone
+/// also takes `+12345-01-01` and `2026-1-9`, and PostgreSQL's `date` has no
+/// year 0.
+pub(crate) fn date(field: &str, text: &str) -> Result<chrono::NaiveDate, Rejection> {
+    let refuse = || {
+        Rejection::invalid(
+            field,
+            format!("must be a date YYYY-MM-DD from {MIN_EXPECTED_DATE} to {MAX_EXPECTED_DATE}"),
+        )
+    };
+    let d = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| refuse())?;
+    let shown = d.format("%Y-%m-%d").to_string();
+    if shown != text || text < MIN_EXPECTED_DATE || text > MAX_EXPECTED_DATE {
+        return Err(refuse());
+    }
+    Ok(d)
 }
 
 /// A setting's units (a limit, a reorder point): 0 to the quantity limit,

@@ -10,9 +10,13 @@
 //! says what it touches and how it decides.
 
 mod adjust;
+mod cancel_expected;
+mod change_expected;
 mod confirm;
+mod expected;
 mod confirm_lines;
 mod count;
+mod expect;
 mod expire;
 mod extend;
 mod input;
@@ -30,14 +34,17 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::domain::decide::{Decision, LedgerState};
-use crate::domain::ids::{Item, OrderId, ReservationId};
+use crate::domain::ids::{ExpectedId, Item, OrderId, ReservationId};
 use crate::domain::stream::StreamId;
 use crate::domain::Rejection;
 
 pub use adjust::{Adjust, AdjustRequest};
+pub use cancel_expected::CancelExpected;
+pub use change_expected::{ChangeExpected, ChangeExpectedRequest};
 pub use confirm::{confirm, Confirm};
 pub use confirm_lines::{ConfirmLines, ConfirmLinesRequest};
 pub use count::{Count, CountRequest};
+pub use expect::{Expect, ExpectRequest};
 pub use expire::{expire, Expire};
 pub use extend::{Extend, ExtendRequest};
 pub use input::{Line, LineRequest, DEFAULT_RELEASE_REASON};
@@ -115,6 +122,9 @@ commands! {
     Count(Count),
     Limit(Limit),
     ReorderPoint(ReorderPoint),
+    Expect(Expect),
+    ChangeExpected(ChangeExpected),
+    CancelExpected(CancelExpected),
     Reserve(Reserve),
     Confirm(Confirm),
     Release(Release),
@@ -145,6 +155,10 @@ pub struct Touches {
     /// that was never received is refused, and the others move items that
     /// reservations already hold.)
     pub may_create: Vec<Item>,
+    /// Another stream the command reads and may append to: the expected
+    /// receipt a receipt is delivered against. Locked and loaded with
+    /// `stream`.
+    pub also: Option<StreamId>,
 }
 
 /// The items a command may move.
@@ -155,6 +169,9 @@ pub enum Items {
     /// The items held by the reservation the command moves, known once its
     /// stream is loaded.
     HeldBy(ReservationId),
+    /// The item of the expected receipt the command changes, known once
+    /// its stream is loaded.
+    ExpectedOf(ExpectedId),
 }
 
 impl Touches {
@@ -166,6 +183,7 @@ impl Touches {
             order: None,
             items: Items::Named(vec![item.clone()]),
             may_create: vec![item.clone()],
+            also: None,
         }
     }
 
@@ -177,7 +195,25 @@ impl Touches {
             order: None,
             items: Items::HeldBy(reservation_id.clone()),
             may_create: Vec::new(),
+            also: None,
         }
+    }
+
+    /// A command on an existing expected receipt: its stream, and its item.
+    /// It creates no balance row (the record did).
+    fn expected_of(expected_id: &ExpectedId) -> Touches {
+        Touches {
+            stream: StreamId::Expected(expected_id.clone()),
+            order: None,
+            items: Items::ExpectedOf(expected_id.clone()),
+            may_create: Vec::new(),
+            also: None,
+        }
+    }
+
+    /// Every stream the command locks and loads.
+    pub fn streams(&self) -> impl Iterator<Item = &StreamId> {
+        std::iter::once(&self.stream).chain(self.also.as_ref())
     }
 
     /// The items to lock, given the loaded state (for `HeldBy`).
@@ -188,6 +224,11 @@ impl Touches {
                 .reservations
                 .get(id)
                 .map(|r| r.lines().iter().map(|l| l.item.clone()).collect())
+                .unwrap_or_default(),
+            Items::ExpectedOf(id) => state
+                .expectations
+                .get(id)
+                .map(|e| vec![e.item.clone()])
                 .unwrap_or_default(),
         }
     }

@@ -85,6 +85,7 @@ impl Rule for Reserve {
             order: Some(self.order_id.clone()),
             items: Items::Named(self.lines.iter().map(|l| l.item.clone()).collect()),
             may_create: Vec::new(),
+            also: None,
         }
     }
 

@@ -87,6 +87,7 @@ impl Rule for Transfer {
             order: None,
             items: Items::Named(vec![self.from.clone(), self.to.clone()]),
             may_create: vec![self.to.clone()],
+            also: None,
         }
     }
 

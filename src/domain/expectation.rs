@@ -1,0 +1,354 @@
+//! An expected receipt: stock of one item due on a date, folded strictly
+//! from its stream (`expected:<id>`). The command path, the audit and the
+//! store's read of one expected receipt all fold with `Expectation::fold`,
+//! so they cannot disagree about what is still coming.
+//!
+//! Every event of the stream states the expected receipt as it stands after
+//! it (its item, its date, the units still expected), so a reader of one
+//! event needs no other; the fold checks each such statement against the
+//! events before it.
+
+use chrono::NaiveDate;
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::domain::event::Event;
+use crate::domain::ids::{ChangeId, ExpectedId, Item, ReceiptId};
+use crate::domain::stream::StreamKind;
+
+/// Every event that stands outside expected receipts' streams, as one
+/// pattern (the fold above refuses them alike).
+macro_rules! outside_expectations {
+    () => {
+        $crate::domain::event::Event::StockReceived { .. }
+            | $crate::domain::event::Event::StockAdjusted { .. }
+            | $crate::domain::event::Event::StockTransferred { .. }
+            | $crate::domain::event::Event::StockCounted { .. }
+            | $crate::domain::event::Event::OrderLimitSet { .. }
+            | $crate::domain::event::Event::ReorderPointSet { .. }
+            | $crate::domain::event::Event::StockLow { .. }
+            | $crate::domain::event::Event::StockRecovered { .. }
+            | $crate::domain::event::Event::ReservationCreated { .. }
+            | $crate::domain::event::Event::ReservationConfirmed { .. }
+            | $crate::domain::event::Event::ReservationReleased { .. }
+            | $crate::domain::event::Event::ReservationExpired { .. }
+            | $crate::domain::event::Event::ReservationLinesConfirmed { .. }
+            | $crate::domain::event::Event::ReservationLinesReleased { .. }
+            | $crate::domain::event::Event::ReservationExtended { .. }
+    };
+}
+pub(crate) use outside_expectations;
+
+/// Whether an expected receipt still brings anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpectationState {
+    /// Recorded and not cancelled: what is outstanding is incoming.
+    Open,
+    /// Nothing more is coming; deliveries against it are refused.
+    Cancelled,
+}
+
+impl ExpectationState {
+    pub const ALL: &'static [ExpectationState] =
+        &[ExpectationState::Open, ExpectationState::Cancelled];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExpectationState::Open => "open",
+            ExpectationState::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One change, as its event recorded it: what a retry of it must ask again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChangeStep {
+    pub change_id: ChangeId,
+    pub quantity: u32,
+    pub expected_on: NaiveDate,
+    pub command_id: Uuid,
+}
+
+/// An expected receipt as its stream says it stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expectation {
+    pub expected_id: ExpectedId,
+    pub item: Item,
+    /// The units expected in all (what was delivered counts towards them).
+    pub quantity: u32,
+    /// The units received against it so far; may exceed `quantity` (an
+    /// over-delivery is stock like any other).
+    pub delivered: u32,
+    pub expected_on: NaiveDate,
+    pub state: ExpectationState,
+    /// The units still expected when it was cancelled (0 while open).
+    pub withdrawn: u32,
+    /// The last seq of its stream.
+    pub seq: u32,
+    /// The record's request fingerprint (as its metadata holds it; readers
+    /// that do not read metadata, like the audit, have none) and command id:
+    /// a retry of the record is answered from them.
+    pub fingerprint: Option<String>,
+    pub command_id: Uuid,
+    pub changes: Vec<ChangeStep>,
+    /// The receipts delivered against it, in stream order.
+    pub deliveries: Vec<(ReceiptId, u32)>,
+    /// The command that cancelled it, if it is cancelled.
+    pub cancelled_by: Option<Uuid>,
+}
+
+/// Why a stream is not a valid expected receipt.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ExpectationViolation {
+    #[error("expected seq {expected}, found {found}")]
+    SequenceGap { expected: u32, found: u32 },
+    #[error("{event} is not allowed at seq {seq} of an expected receipt ({after})")]
+    BadTransition {
+        seq: u32,
+        event: &'static str,
+        after: &'static str,
+    },
+    #[error("{event} at seq {seq} names another item, date or amount than the stream before it")]
+    StatementDiffers { seq: u32, event: &'static str },
+    #[error("{event} at seq {seq} reuses the id of an earlier change or delivery")]
+    StepReused { seq: u32, event: &'static str },
+}
+
+impl Expectation {
+    /// The units still expected: what was expected in all less what came,
+    /// never below 0; none once cancelled.
+    pub fn outstanding(&self) -> u32 {
+        match self.state {
+            ExpectationState::Open => self.quantity.saturating_sub(self.delivered),
+            ExpectationState::Cancelled => 0,
+        }
+    }
+
+    /// What the units still expected would be with `quantity` expected in
+    /// all: the rule a change's event states.
+    pub fn outstanding_if(&self, quantity: u32) -> u32 {
+        quantity.saturating_sub(self.delivered)
+    }
+
+    /// The change recorded under `id`, if any.
+    pub fn change(&self, id: &ChangeId) -> Option<&ChangeStep> {
+        self.changes.iter().find(|c| &c.change_id == id)
+    }
+
+    /// Whether a change or a delivery may still be appended: the last place
+    /// of the stream is kept for a cancellation.
+    pub fn has_room_for_a_step(&self) -> bool {
+        self.seq + 1 < StreamKind::Expected.last_seq()
+    }
+
+    /// Folds one event onto the expected receipt before it (`None` at seq
+    /// 1). `fingerprint` is the event's recorded request fingerprint.
+    pub fn fold(
+        current: Option<Expectation>,
+        expected_id: &ExpectedId,
+        seq: u32,
+        event: &Event,
+        command_id: Uuid,
+        fingerprint: Option<&str>,
+    ) -> Result<Expectation, ExpectationViolation> {
+        let t = event.event_type();
+        let next = current.as_ref().map_or(1, |c| c.seq + 1);
+        if seq != next {
+            return Err(ExpectationViolation::SequenceGap {
+                expected: next,
+                found: seq,
+            });
+        }
+        let after = match &current {
+            None => "nothing before it",
+            Some(c) if c.state == ExpectationState::Cancelled => "after its cancellation",
+            Some(_) => "where it stands",
+        };
+        let bad = || ExpectationViolation::BadTransition {
+            seq,
+            event: t.as_str(),
+            after,
+        };
+        let cancelled = current
+            .as_ref()
+            .is_some_and(|c| c.state == ExpectationState::Cancelled);
+        if !StreamKind::Expected.allows(seq, t) || cancelled {
+            return Err(bad());
+        }
+        let differs = || ExpectationViolation::StatementDiffers {
+            seq,
+            event: t.as_str(),
+        };
+        let reused = || ExpectationViolation::StepReused {
+            seq,
+            event: t.as_str(),
+        };
+        // The item and date an event after the record states must be the
+        // stream's; each is checked below against `c`.
+        let same = |c: &Expectation, sku: &crate::domain::Sku, location: &crate::domain::Location, on: &NaiveDate| {
+            c.item.sku == *sku && c.item.location == *location && c.expected_on == *on
+        };
+        match (current, event) {
+            (
+                None,
+                Event::ReceiptExpected {
+                    sku,
+                    location,
+                    quantity,
+                    expected_on,
+                },
+            ) => {
+                if *quantity == 0 {
+                    return Err(differs());
+                }
+                Ok(Expectation {
+                    expected_id: expected_id.clone(),
+                    item: Item {
+                        sku: sku.clone(),
+                        location: location.clone(),
+                    },
+                    quantity: *quantity,
+                    delivered: 0,
+                    expected_on: *expected_on,
+                    state: ExpectationState::Open,
+                    withdrawn: 0,
+                    seq,
+                    fingerprint: fingerprint.map(str::to_owned),
+                    command_id,
+                    changes: Vec::new(),
+                    deliveries: Vec::new(),
+                    cancelled_by: None,
+                })
+            }
+            (
+                Some(mut c),
+                Event::ExpectedReceiptChanged {
+                    change_id,
+                    sku,
+                    location,
+                    quantity,
+                    expected_on,
+                    outstanding,
+                },
+            ) => {
+                let item_same = c.item.sku == *sku && c.item.location == *location;
+                if !item_same || *quantity == 0 || *outstanding != c.outstanding_if(*quantity) {
+                    return Err(differs());
+                }
+                if c.change(change_id).is_some() {
+                    return Err(reused());
+                }
+                c.quantity = *quantity;
+                c.expected_on = *expected_on;
+                c.changes.push(ChangeStep {
+                    change_id: change_id.clone(),
+                    quantity: *quantity,
+                    expected_on: *expected_on,
+                    command_id,
+                });
+                c.seq = seq;
+                Ok(c)
+            }
+            (
+                Some(mut c),
+                Event::ExpectedReceiptDelivered {
+                    receipt_id,
+                    sku,
+                    location,
+                    quantity,
+                    expected_on,
+                    outstanding,
+                },
+            ) => {
+                let delivered = c.delivered.checked_add(*quantity).ok_or_else(differs)?;
+                let after = c.quantity.saturating_sub(delivered);
+                if !same(&c, sku, location, expected_on) || *quantity == 0 || *outstanding != after
+                {
+                    return Err(differs());
+                }
+                if c.deliveries.iter().any(|(r, _)| r == receipt_id) {
+                    return Err(reused());
+                }
+                c.delivered = delivered;
+                c.deliveries.push((receipt_id.clone(), *quantity));
+                c.seq = seq;
+                Ok(c)
+            }
+            (
+                Some(mut c),
+                Event::ExpectedReceiptCancelled {
+                    sku,
+                    location,
+                    expected_on,
+                    withdrawn,
+                },
+            ) => {
+                if !same(&c, sku, location, expected_on) || *withdrawn != c.outstanding() {
+                    return Err(differs());
+                }
+                c.withdrawn = *withdrawn;
+                c.state = ExpectationState::Cancelled;
+                c.cancelled_by = Some(command_id);
+                c.seq = seq;
+                Ok(c)
+            }
+            (_, Event::ReceiptExpected { .. })
+            | (None, Event::ExpectedReceiptChanged { .. })
+            | (None, Event::ExpectedReceiptDelivered { .. })
+            | (None, Event::ExpectedReceiptCancelled { .. }) => Err(bad()),
+            (_, outside_expectations!()) => Err(bad()),
+        }
+    }
+
+    /// Folds a whole stream, given as (seq, event, command id, fingerprint).
+    pub fn fold_all<'a>(
+        expected_id: &ExpectedId,
+        events: impl IntoIterator<Item = (u32, &'a Event, Uuid, Option<&'a str>)>,
+    ) -> Result<Option<Expectation>, ExpectationViolation> {
+        let mut current = None;
+        for (seq, event, command_id, fingerprint) in events {
+            current = Some(Expectation::fold(
+                current,
+                expected_id,
+                seq,
+                event,
+                command_id,
+                fingerprint,
+            )?);
+        }
+        Ok(current)
+    }
+}
+
+
+/// An expected receipt as callers see it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ExpectationView {
+    pub expected_id: ExpectedId,
+    pub sku: crate::domain::Sku,
+    pub location: crate::domain::Location,
+    /// The units expected in all.
+    pub quantity: u32,
+    /// The units received against it so far.
+    pub delivered: u32,
+    /// The units still expected: incoming stock.
+    pub outstanding: u32,
+    pub expected_on: NaiveDate,
+    pub state: ExpectationState,
+}
+
+impl From<&Expectation> for ExpectationView {
+    fn from(e: &Expectation) -> Self {
+        ExpectationView {
+            expected_id: e.expected_id.clone(),
+            sku: e.item.sku.clone(),
+            location: e.item.location.clone(),
+            quantity: e.quantity,
+            delivered: e.delivered,
+            outstanding: e.outstanding(),
+            expected_on: e.expected_on,
+            state: e.state,
+        }
+    }
+}
