@@ -177,6 +177,21 @@ pub fn quantity() -> Schema {
     .into()
 }
 
+/// The expected receipt a receipt is delivered against; `null` or left out
+/// for none.
+pub fn expected_id() -> Schema {
+    or_null(
+        string(
+            id_pattern(),
+            MAX_ID_LEN,
+            "The expected receipt this receipt delivers against: its units are no longer \
+             incoming. Left out or null for none.",
+        ),
+        Type::String,
+    )
+    .into()
+}
+
 /// A calendar date, `YYYY-MM-DD`, from `MIN_EXPECTED_DATE` to
 /// `MAX_EXPECTED_DATE` (the years four digits hold and PostgreSQL's `date`
 /// shares).

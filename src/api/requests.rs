@@ -11,7 +11,7 @@ use utoipa::openapi::RefOr;
 
 use crate::api::contract;
 use crate::domain::command::{
-    AdjustRequest, ConfirmLinesRequest, CountRequest, ExtendRequest, LimitRequest, LineRequest,
+    AdjustRequest, ChangeExpectedRequest, ExpectRequest, ConfirmLinesRequest, CountRequest, ExtendRequest, LimitRequest, LineRequest,
     ReceiveRequest, ReleaseLinesRequest, ReorderPointRequest, ReserveRequest, TransferRequest,
 };
 
@@ -70,6 +70,19 @@ request_schemas! {
         sku: contract::id;
         location: contract::location, optional;
         quantity: contract::quantity;
+        against: contract::expected_id, optional;
+    }
+    ExpectRequest {
+        expected_id: contract::id;
+        sku: contract::id;
+        location: contract::location, optional;
+        quantity: contract::quantity;
+        expected_on: contract::date;
+    }
+    ChangeExpectedRequest {
+        change_id: contract::id;
+        quantity: contract::quantity;
+        expected_on: contract::date;
     }
     AdjustRequest {
         adjustment_id: contract::id;

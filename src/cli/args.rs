@@ -53,6 +53,13 @@ pub enum Cmd {
     /// The items low now (available below their reorder point), from the
     /// low_stock read model.
     LowStock,
+    /// Show an expected receipt: its item, date, units delivered and still
+    /// to come, read from the log.
+    ShowExpected { expected_id: String },
+    /// What can be promised of an item now and by each date stock is due
+    /// (on hand − reserved + what is expected by then), from the
+    /// stock_levels and incoming read models.
+    Promise(PromiseArgs),
     /// Run every projection worker until stopped (ctrl-c finishes the batch).
     Project,
     /// Publish every committed event, in commit order, exactly once to a NATS
@@ -113,6 +120,13 @@ pub enum Cmd {
     /// PostgreSQL; prints acknowledged / lost / duplicated / oversold and the
     /// audit. Exit 0 when nothing was lost and the audit is clean, else 4.
     Chaos(chaos::ChaosArgs),
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct PromiseArgs {
+    pub sku: String,
+    #[arg(long)]
+    pub location: Option<String>,
 }
 
 #[derive(ClapArgs, Debug)]

@@ -5,7 +5,7 @@
 use clap::{Args as ClapArgs, Subcommand};
 
 use stockledger::domain::{
-    command, page_limit, AdjustRequest, AsOf, Command, ConfirmLinesRequest, CountRequest,
+    command, page_limit, AdjustRequest, CancelExpected, ChangeExpectedRequest, ExpectRequest, AsOf, Command, ConfirmLinesRequest, CountRequest,
     ExtendRequest, Item, LimitRequest, LineRequest, Location, OrderId, ReceiveRequest, Rejection,
     ReleaseLinesRequest, ReorderPointRequest, ReserveRequest, Sku, TransferRequest,
 };
@@ -15,8 +15,16 @@ use stockledger::store::Cursor;
 /// callers; each is validated here, before anything touches the database.
 #[derive(Subcommand, Debug)]
 pub enum WriteCmd {
-    /// Record a delivery of stock.
+    /// Record a delivery of stock (--against an expected receipt, if it
+    /// delivers one).
     Receive(ReceiveArgs),
+    /// Record stock that is expected: --quantity units of an item due on
+    /// --expected-on (a purchase order line, an advance shipping notice).
+    Expect(ExpectArgs),
+    /// Change an expected receipt: the units expected in all and the date.
+    ChangeExpected(ChangeExpectedArgs),
+    /// Cancel an expected receipt: nothing more is coming.
+    CancelExpected(CancelExpectedArgs),
     /// Correct on-hand stock (count correction, damage, return to stock...).
     Adjust(AdjustArgs),
     /// Move stock of a SKU from one location to another, all at once.
@@ -46,6 +54,9 @@ impl WriteCmd {
     pub fn validate(&self) -> Result<Command, Rejection> {
         match self {
             WriteCmd::Receive(a) => a.validate(),
+            WriteCmd::Expect(a) => a.validate(),
+            WriteCmd::ChangeExpected(a) => a.validate(),
+            WriteCmd::CancelExpected(a) => CancelExpected::validate(&a.expected_id),
             WriteCmd::Adjust(a) => a.validate(),
             WriteCmd::Transfer(a) => a.validate(),
             WriteCmd::Count(a) => a.validate(),
@@ -69,6 +80,68 @@ pub struct ReceiveArgs {
     pub location: Option<String>,
     #[arg(long, allow_negative_numbers = true)]
     pub quantity: i64,
+    /// The expected receipt this delivers (short or over); its units are no
+    /// longer incoming.
+    #[arg(long)]
+    pub against: Option<String>,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct ExpectArgs {
+    #[arg(long)]
+    pub expected_id: String,
+    #[arg(long)]
+    pub sku: String,
+    #[arg(long)]
+    pub location: Option<String>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub quantity: i64,
+    /// The date it is due, YYYY-MM-DD.
+    #[arg(long)]
+    pub expected_on: String,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct ChangeExpectedArgs {
+    pub expected_id: String,
+    /// Chosen for this change, and sent again on a retry.
+    #[arg(long)]
+    pub change_id: String,
+    /// The units expected in all, delivered ones included.
+    #[arg(long, allow_negative_numbers = true)]
+    pub quantity: i64,
+    /// The date it is due, YYYY-MM-DD.
+    #[arg(long)]
+    pub expected_on: String,
+}
+
+#[derive(ClapArgs, Debug)]
+pub struct CancelExpectedArgs {
+    pub expected_id: String,
+}
+
+impl ExpectArgs {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        ExpectRequest {
+            expected_id: self.expected_id.clone(),
+            sku: self.sku.clone(),
+            location: self.location.clone(),
+            quantity: self.quantity,
+            expected_on: self.expected_on.clone(),
+        }
+        .validate()
+    }
+}
+
+impl ChangeExpectedArgs {
+    pub fn validate(&self) -> Result<Command, Rejection> {
+        ChangeExpectedRequest {
+            change_id: self.change_id.clone(),
+            quantity: self.quantity,
+            expected_on: self.expected_on.clone(),
+        }
+        .validate(&self.expected_id)
+    }
 }
 
 #[derive(ClapArgs, Debug)]
@@ -197,7 +270,7 @@ pub struct ExtendArgs {
     pub ttl: i64,
 }
 
-use super::args::{EventsArgs, HistoryArgs, StockArgs};
+use super::args::{EventsArgs, HistoryArgs, PromiseArgs, StockArgs};
 
 impl ReceiveArgs {
     pub fn validate(&self) -> Result<Command, Rejection> {
@@ -206,7 +279,7 @@ impl ReceiveArgs {
             sku: self.sku.clone(),
             location: self.location.clone(),
             quantity: self.quantity,
-            against: None,
+            against: self.against.clone(),
         }
         .validate()
     }
@@ -332,6 +405,16 @@ fn parse_lines(lines: &[String]) -> Result<Vec<LineRequest>, Rejection> {
         .enumerate()
         .map(|(i, l)| parse_line(i, l))
         .collect()
+}
+
+impl PromiseArgs {
+    /// The item asked about.
+    pub fn validate(&self) -> Result<Item, Rejection> {
+        Ok(Item {
+            sku: Sku::parse("sku", &self.sku)?,
+            location: Location::parse_or_default("location", self.location.as_deref())?,
+        })
+    }
 }
 
 impl StockArgs {

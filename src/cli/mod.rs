@@ -165,6 +165,16 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
             let store = open(database_url, printer).await?;
             read_models::low_stock(&store, printer).await?;
         }
+        Cmd::ShowExpected { expected_id } => {
+            let id = stockledger::domain::ExpectedId::parse("expected_id", &expected_id)?;
+            let store = open(database_url, printer).await?;
+            read_models::show_expected(&store, &id, printer).await?;
+        }
+        Cmd::Promise(a) => {
+            let item = a.validate()?;
+            let store = open(database_url, printer).await?;
+            read_models::promise(&store, &item, printer).await?;
+        }
         Cmd::Project => {
             let store = open(database_url, printer).await?;
             read_models::project(&store, printer).await?;

@@ -243,6 +243,54 @@ pub async fn audit(store: &Store, printer: &Printer) -> Result<bool, Failure> {
     Ok(report.clean())
 }
 
+/// An expected receipt and its timeline, or the API's body with --json.
+pub async fn show_expected(
+    store: &Store,
+    id: &stockledger::domain::ExpectedId,
+    printer: &Printer,
+) -> Result<(), Failure> {
+    let Some((e, events)) = store.expected_receipt(id).await? else {
+        return Err(Rejection::NotFound {
+            what: "expected receipt",
+            key: id.to_string(),
+        }
+        .into());
+    };
+    let view = stockledger::domain::ExpectationView::from(&e);
+    let mut text = vec![crate::cli::output::expected_text(&view)];
+    for ev in &events {
+        text.push(format!("  #{} {}", ev.seq, ev.event));
+    }
+    printer.value(
+        &serde_json::to_value(stockledger::api::answers::expected_receipt(&view, None))
+            .expect("json"),
+        &text.join("\n"),
+    );
+    Ok(())
+}
+
+/// What can be promised of an item: now, then a line per date stock is
+/// due, or the API's body with --json.
+pub async fn promise(store: &Store, item: &Item, printer: &Printer) -> Result<(), Failure> {
+    let p = store
+        .promise(item)
+        .await?
+        .ok_or_else(|| Rejection::never_received(item))?;
+    let body = stockledger::api::answers::promise(item, &p.figures, &p.promise, p.position);
+    let mut text = vec![format!(
+        "{item}: {} available now ({} on hand, {} reserved), {} incoming",
+        body.available_now, body.on_hand, body.reserved, body.incoming
+    )];
+    for d in &body.dates {
+        text.push(format!(
+            "  by {}: {} available ({:+} arriving)",
+            d.date, d.available, d.arriving
+        ));
+    }
+    printer.value(&serde_json::to_value(&body).expect("json"), &text.join("\n"));
+    Ok(())
+}
+
 /// The items low now: a line each, or the API's body with --json.
 pub async fn low_stock(store: &Store, printer: &Printer) -> Result<(), Failure> {
     let (items, truncated) = store.low_stock().await?;

@@ -85,7 +85,7 @@ fn created_or_replayed(replayed: bool) -> StatusCode {
 /// Runs a command of a single-event stream (receipt, adjustment, transfer,
 /// count, limit) and answers with its outcome: `201` when it did the work, `200`
 /// for a replay.
-async fn single(
+pub(super) async fn single(
     s: &AppState,
     kind: &'static str,
     cmd: Result<Command, crate::domain::Rejection>,
@@ -121,7 +121,8 @@ fn reservation_body(committed: Committed) -> Result<(bool, Value), ApiError> {
     params(CommandHeaders),
     responses((status = 201, description = "received", body = ReceiptResponse),
               (status = 200, description = "a replay of the same receipt", body = ReceiptResponse),
-              (status = 409, description = "IDEMPOTENCY_CONFLICT: the receipt id was used for another receipt", body = ErrorBody)),
+              (status = 404, description = "NOT_FOUND: `against` names no expected receipt", body = ErrorBody),
+              (status = 409, description = "IDEMPOTENCY_CONFLICT: the receipt id was used for another receipt; EXPECTED_RECEIPT_CANCELLED, EXPECTED_RECEIPT_FULL, EXPECTED_ITEM_MISMATCH: `against` names an expected receipt that takes no delivery of this item", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn receive(
     State(s): State<AppState>,

@@ -13,6 +13,7 @@
 pub mod auth;
 mod commands;
 pub mod error;
+mod expected;
 pub mod health;
 mod json;
 mod key_cache;

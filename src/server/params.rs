@@ -25,6 +25,15 @@ pub struct ReservationPath {
     pub id: String,
 }
 
+/// `/v1/expected-receipts/{id}`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ExpectedPath {
+    /// The expected receipt id the caller chose.
+    #[param(schema_with = contract::id, required = true)]
+    pub id: String,
+}
+
 /// `/v1/stock/{sku}`.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]

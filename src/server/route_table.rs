@@ -23,8 +23,13 @@ macro_rules! keyed_routes {
             crate::server::commands::confirm_lines, crate::server::commands::__path_confirm_lines;
             crate::server::commands::release_lines, crate::server::commands::__path_release_lines;
             crate::server::commands::extend, crate::server::commands::__path_extend;
+            crate::server::expected::expect, crate::server::expected::__path_expect;
+            crate::server::expected::change, crate::server::expected::__path_change;
+            crate::server::expected::cancel, crate::server::expected::__path_cancel;
             crate::server::reads::reservation, crate::server::reads::__path_reservation;
             crate::server::reads::stock, crate::server::reads::__path_stock;
+            crate::server::expected::promise, crate::server::expected::__path_promise;
+            crate::server::expected::expected_receipt, crate::server::expected::__path_expected_receipt;
             crate::server::reads::low_stock, crate::server::reads::__path_low_stock;
             crate::server::reads::order, crate::server::reads::__path_order;
             crate::server::reads::events, crate::server::reads::__path_events;

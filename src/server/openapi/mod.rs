@@ -18,15 +18,17 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 pub use crate::api::bodies::{
-    AdjustmentResponse, AsOf, CountResponse, DigestResponse, Event, EventsPage, HistoryEntry,
+    AdjustmentResponse, AsOf, CountResponse, DigestResponse, Event, EventsPage,
+    ExpectedReceiptResponse, HistoryEntry, PromiseDate, PromiseResponse,
     LimitResponse, LowStockItem, LowStockResponse, OrderResponse, ProjectionsResponse, Readiness,
     ReceiptResponse, ReorderPointResponse, ReservationLine, ReservationResponse, Status,
     StockResponse, StreamedEvent, TransferResponse, WorkerStateName,
 };
 pub use error_body::ErrorBody;
 
+use crate::server::expected::CancelBody;
 use crate::domain::{
-    AdjustRequest, ConfirmLinesRequest, CountRequest, ExtendRequest, LimitRequest, LineRequest,
+    AdjustRequest, ChangeExpectedRequest, ConfirmLinesRequest, ExpectRequest, ExpectationState, CountRequest, ExtendRequest, LimitRequest, LineRequest,
     ReceiveRequest, ReleaseLinesRequest, ReorderPointRequest, ReservationState, ReserveRequest,
     TransferRequest,
 };
@@ -95,7 +97,8 @@ impl Modify for BearerAuth {
         ReserveRequest, LineRequest, ConfirmBody, ReleaseBody, ReservationState, Status, Readiness, WorkerStateName,
         DigestResponse, TransferRequest, TransferResponse, CountRequest, CountResponse, LimitRequest,
         LimitResponse, ReorderPointRequest, ReorderPointResponse, LowStockResponse, LowStockItem,
-        ConfirmLinesRequest, ReleaseLinesRequest, ExtendRequest
+        ConfirmLinesRequest, ReleaseLinesRequest, ExtendRequest, ExpectRequest, ChangeExpectedRequest,
+        CancelBody, ExpectedReceiptResponse, ExpectationState, PromiseResponse, PromiseDate
     )),
     modifiers(&RouteTable, &BearerAuth, &SharedResponses),
     tags((name = "commands", description = "Append to the log; idempotent by id"),
