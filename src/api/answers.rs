@@ -7,10 +7,10 @@ use serde_json::json;
 use chrono::{DateTime, Utc};
 
 use crate::api::bodies::{
-    self, AdjustmentResponse, CountResponse, DigestResponse, EventsPage, HistoryEntry,
-    ExpectedReceiptResponse, LimitResponse, LowStockItem, LowStockResponse, OrderResponse, ProjectionsResponse,
-    ReceiptResponse, ReorderPointResponse, ReservationLine, ReservationResponse, StockResponse,
-    TransferResponse,
+    self, AdjustmentResponse, CountResponse, DigestResponse, EventsPage, ExpectedReceiptResponse,
+    HistoryEntry, LimitResponse, LowStockItem, LowStockResponse, OrderResponse,
+    ProjectionsResponse, ReceiptResponse, ReorderPointResponse, ReservationLine,
+    ReservationResponse, StockResponse, TransferResponse,
 };
 use crate::api::bodies::{PromiseDate, PromiseResponse};
 use crate::domain::{

@@ -11,8 +11,9 @@ use utoipa::openapi::RefOr;
 
 use crate::api::contract;
 use crate::domain::command::{
-    AdjustRequest, ChangeExpectedRequest, ExpectRequest, ConfirmLinesRequest, CountRequest, ExtendRequest, LimitRequest, LineRequest,
-    ReceiveRequest, ReleaseLinesRequest, ReorderPointRequest, ReserveRequest, TransferRequest,
+    AdjustRequest, ChangeExpectedRequest, ConfirmLinesRequest, CountRequest, ExpectRequest,
+    ExtendRequest, LimitRequest, LineRequest, ReceiveRequest, ReleaseLinesRequest,
+    ReorderPointRequest, ReserveRequest, TransferRequest,
 };
 
 /// Implements `ToSchema` for each request: an object of exactly the listed
@@ -150,6 +151,7 @@ mod tests {
             "quantity" | "delta" | "counted" | "ttl_seconds" | "max_per_order"
             | "reorder_point" => json!(5),
             "lines" => json!([{"sku": "a", "quantity": 1}]),
+            "expected_on" => json!("2026-12-10"),
             _ => json!("a"),
         }
     }
@@ -181,6 +183,8 @@ mod tests {
             "ConfirmLinesRequest" => try_as::<ConfirmLinesRequest>(body),
             "ReleaseLinesRequest" => try_as::<ReleaseLinesRequest>(body),
             "ExtendRequest" => try_as::<ExtendRequest>(body),
+            "ExpectRequest" => try_as::<ExpectRequest>(body),
+            "ChangeExpectedRequest" => try_as::<ChangeExpectedRequest>(body),
             other => panic!("no request called {other}"),
         }
     }

@@ -11,7 +11,6 @@ use crate::audit::settings::{self, ActualSettings, Settings};
 use crate::domain::reservation::StreamViolation;
 use crate::domain::stream::prefixes;
 use crate::domain::{Event, EventType, Expectation, Reservation, StreamId, StreamKind};
-use uuid::Uuid;
 use crate::projection::Slot;
 use crate::read_model::{
     add_effects, compare_figures, load_figures, merge_figures, Actual, ActualFigures, Diffs,
@@ -19,6 +18,7 @@ use crate::read_model::{
 };
 use crate::store::log_row::{self, Columns};
 use crate::store::{Cursor, StoreError};
+use uuid::Uuid;
 
 /// A projection copy to compare, and the checkpoint it was built up to.
 #[derive(Clone, Copy, Debug)]

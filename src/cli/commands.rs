@@ -5,9 +5,10 @@
 use clap::{Args as ClapArgs, Subcommand};
 
 use stockledger::domain::{
-    command, page_limit, AdjustRequest, CancelExpected, ChangeExpectedRequest, ExpectRequest, AsOf, Command, ConfirmLinesRequest, CountRequest,
-    ExtendRequest, Item, LimitRequest, LineRequest, Location, OrderId, ReceiveRequest, Rejection,
-    ReleaseLinesRequest, ReorderPointRequest, ReserveRequest, Sku, TransferRequest,
+    command, page_limit, AdjustRequest, AsOf, CancelExpected, ChangeExpectedRequest, Command,
+    ConfirmLinesRequest, CountRequest, ExpectRequest, ExtendRequest, Item, LimitRequest,
+    LineRequest, Location, OrderId, ReceiveRequest, Rejection, ReleaseLinesRequest,
+    ReorderPointRequest, ReserveRequest, Sku, TransferRequest,
 };
 use stockledger::store::Cursor;
 

@@ -77,10 +77,22 @@ fn exit_code(code: stockledger::domain::RejectionCode) -> u8 {
     use stockledger::domain::RejectionCode::*;
     match code {
         InvalidArgument => 2,
-        InsufficientStock | IdempotencyConflict | ReservationReleased | ReservationExpired
-        | AlreadyConfirmed | ReservationNotFound | OrderAlreadyReserved | NotFound
-        | ExceedsReserved | ExpiryNotLater | HoldTooLong | StepLimit | OrderLimitExceeded
-        | ExpectedReceiptCancelled | ExpectedReceiptFull | ExpectedItemMismatch => 3,
+        InsufficientStock
+        | IdempotencyConflict
+        | ReservationReleased
+        | ReservationExpired
+        | AlreadyConfirmed
+        | ReservationNotFound
+        | OrderAlreadyReserved
+        | NotFound
+        | ExceedsReserved
+        | ExpiryNotLater
+        | HoldTooLong
+        | StepLimit
+        | OrderLimitExceeded
+        | ExpectedReceiptCancelled
+        | ExpectedReceiptFull
+        | ExpectedItemMismatch => 3,
     }
 }
 

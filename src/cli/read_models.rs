@@ -287,7 +287,10 @@ pub async fn promise(store: &Store, item: &Item, printer: &Printer) -> Result<()
             d.date, d.available, d.arriving
         ));
     }
-    printer.value(&serde_json::to_value(&body).expect("json"), &text.join("\n"));
+    printer.value(
+        &serde_json::to_value(&body).expect("json"),
+        &text.join("\n"),
+    );
     Ok(())
 }
 

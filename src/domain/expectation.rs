@@ -186,7 +186,10 @@ impl Expectation {
         };
         // The item and date an event after the record states must be the
         // stream's; each is checked below against `c`.
-        let same = |c: &Expectation, sku: &crate::domain::Sku, location: &crate::domain::Location, on: &NaiveDate| {
+        let same = |c: &Expectation,
+                    sku: &crate::domain::Sku,
+                    location: &crate::domain::Location,
+                    on: &NaiveDate| {
             c.item.sku == *sku && c.item.location == *location && c.expected_on == *on
         };
         match (current, event) {
@@ -321,7 +324,6 @@ impl Expectation {
     }
 }
 
-
 /// An expected receipt as callers see it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ExpectationView {
@@ -352,3 +354,7 @@ impl From<&Expectation> for ExpectationView {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "expectation_tests.rs"]
+mod tests;

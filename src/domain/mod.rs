@@ -21,9 +21,10 @@ pub mod settings;
 pub mod stream;
 
 pub use command::{
-    AdjustRequest, CancelExpected, ChangeExpectedRequest, Command, ExpectRequest, ConfirmLinesRequest, CountRequest, ExtendRequest, Items, LimitRequest,
-    Line, LineRequest, ReceiveRequest, ReleaseLinesRequest, ReorderPointRequest, ReserveRequest,
-    Touches, TransferRequest,
+    AdjustRequest, CancelExpected, ChangeExpectedRequest, Command, ConfirmLinesRequest,
+    CountRequest, ExpectRequest, ExtendRequest, Items, LimitRequest, Line, LineRequest,
+    ReceiveRequest, ReleaseLinesRequest, ReorderPointRequest, ReserveRequest, Touches,
+    TransferRequest,
 };
 pub use context::CommandContext;
 pub use decide::{
@@ -33,11 +34,12 @@ pub use decide::{
 pub use event::{
     Balance, Event, EventMetadata, EventType, RecordedEvent, ReservationMove, StockDelta,
 };
-pub use ids::{
-    AdjustmentId, AlertId, ChangeId, ConfirmationId, CountId, ExpectedId, ExtensionId, Item, LimitId, Location, OrderId,
-    ReceiptId, ReleaseId, ReorderPointId, ReservationId, Sku, TransferId,
-};
 pub use expectation::{Expectation, ExpectationState, ExpectationView, ExpectationViolation};
+pub use ids::{
+    AdjustmentId, AlertId, ChangeId, ConfirmationId, CountId, ExpectedId, ExtensionId, Item,
+    LimitId, Location, OrderId, ReceiptId, ReleaseId, ReorderPointId, ReservationId, Sku,
+    TransferId,
+};
 pub use promise::{promise, Promise, PromiseDate};
 pub use read_query::{page_limit, AsOf};
 pub use rejection::{Excess, OverLimit, Rejection, RejectionCode, Shortfall};

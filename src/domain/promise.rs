@@ -89,13 +89,28 @@ mod tests {
         assert_eq!(
             p.dates,
             vec![
-                PromiseDate { date: d(3), arriving: 2, available: 8 },
-                PromiseDate { date: d(10), arriving: 5, available: 13 },
+                PromiseDate {
+                    date: d(3),
+                    arriving: 2,
+                    available: 8
+                },
+                PromiseDate {
+                    date: d(10),
+                    arriving: 5,
+                    available: 13
+                },
             ]
         );
         // Two expected receipts on one date are one date.
         let p = promise(balance(0, 0), &[(d(5), 3), (d(5), 4)]);
-        assert_eq!(p.dates, vec![PromiseDate { date: d(5), arriving: 7, available: 7 }]);
+        assert_eq!(
+            p.dates,
+            vec![PromiseDate {
+                date: d(5),
+                arriving: 7,
+                available: 7
+            }]
+        );
         // Nothing outstanding is no date.
         let p = promise(balance(1, 0), &[(d(5), 0)]);
         assert!(p.dates.is_empty());

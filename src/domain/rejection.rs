@@ -170,7 +170,9 @@ pub enum Rejection {
     )]
     ExpectedReceiptFull { expected_id: String, limit: u32 },
 
-    #[error("expected receipt {expected_id} is of {sku} at {location}, not of this receipt's item")]
+    #[error(
+        "expected receipt {expected_id} is of {sku} at {location}, not of this receipt's item"
+    )]
     ExpectedItemMismatch {
         expected_id: String,
         sku: String,

@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::command::Line;
+use crate::domain::event::outside_reservations;
 use crate::domain::event::Event;
 use crate::domain::ids::{ConfirmationId, ExtensionId, Item, OrderId, ReleaseId, ReservationId};
 use crate::domain::stream::StreamKind;
-use crate::domain::event::outside_reservations;
 use crate::limits::MAX_TTL_SECONDS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

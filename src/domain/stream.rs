@@ -7,7 +7,8 @@ use std::fmt;
 
 use crate::domain::event_type::{EventType, Places};
 use crate::domain::ids::{
-    AdjustmentId, AlertId, CountId, ExpectedId, LimitId, ReceiptId, ReorderPointId, ReservationId, TransferId,
+    AdjustmentId, AlertId, CountId, ExpectedId, LimitId, ReceiptId, ReorderPointId, ReservationId,
+    TransferId,
 };
 use crate::domain::Rejection;
 use crate::limits::{MAX_EXPECTED_EVENTS, MAX_RESERVATION_EVENTS};

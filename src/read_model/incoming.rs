@@ -44,7 +44,14 @@ const LABEL: &str = INCOMING.name;
 
 /// What an expected receipt's event says it still brings: its item, date
 /// and outstanding units. `None` for every other event.
-fn stated(event: &Event) -> Option<(&crate::domain::Sku, &crate::domain::Location, NaiveDate, u32)> {
+fn stated(
+    event: &Event,
+) -> Option<(
+    &crate::domain::Sku,
+    &crate::domain::Location,
+    NaiveDate,
+    u32,
+)> {
     match event {
         Event::ReceiptExpected {
             sku,
@@ -130,9 +137,13 @@ impl Rows for Incoming {
         for (stream, want) in expected {
             match actual.remove(&stream) {
                 None => diffs.push(LABEL, stream, "row", "present", "missing"),
-                Some(got) if got != want => {
-                    diffs.push(LABEL, stream, "row", format!("{want:?}"), format!("{got:?}"))
-                }
+                Some(got) if got != want => diffs.push(
+                    LABEL,
+                    stream,
+                    "row",
+                    format!("{want:?}"),
+                    format!("{got:?}"),
+                ),
                 Some(_) => {}
             }
         }

@@ -94,7 +94,10 @@ pub async fn expected_receipt(
         }
         .into());
     };
-    Ok(Json(api::expected_receipt(&ExpectationView::from(&e), None)))
+    Ok(Json(api::expected_receipt(
+        &ExpectationView::from(&e),
+        None,
+    )))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -123,5 +126,7 @@ pub async fn promise(
         .promise(&item)
         .await?
         .ok_or_else(|| Rejection::never_received(&item))?;
-    Ok(Json(api::promise(&item, &p.figures, &p.promise, p.position)))
+    Ok(Json(api::promise(
+        &item, &p.figures, &p.promise, p.position,
+    )))
 }

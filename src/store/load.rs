@@ -19,8 +19,9 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use crate::domain::{
-    Balance, Command, CommandContext, Expectation, Item, ItemSettings, Items, LedgerState, Location, OrderId,
-    RecordedEvent, Reservation, ReservationId, SingleRecord, Sku, StreamId, Touches,
+    Balance, Command, CommandContext, Expectation, Item, ItemSettings, Items, LedgerState,
+    Location, OrderId, RecordedEvent, Reservation, ReservationId, SingleRecord, Sku, StreamId,
+    Touches,
 };
 use crate::store::error::{corrupt, Cause, Failure};
 use crate::store::locks::Lock;

@@ -749,7 +749,39 @@ mod tests {
                 available: 3,
                 reorder_point: None,
             },
+            Event::ReceiptExpected {
+                sku: Sku::parse("sku", "a").unwrap(),
+                location: Location::parse("location", "x").unwrap(),
+                quantity: 10,
+                expected_on: day(10),
+            },
+            Event::ExpectedReceiptChanged {
+                change_id: ChangeId::parse("change_id", "c1").unwrap(),
+                sku: Sku::parse("sku", "a").unwrap(),
+                location: Location::parse("location", "x").unwrap(),
+                quantity: 12,
+                expected_on: day(11),
+                outstanding: 8,
+            },
+            Event::ExpectedReceiptDelivered {
+                receipt_id: ReceiptId::parse("receipt_id", "r1").unwrap(),
+                sku: Sku::parse("sku", "a").unwrap(),
+                location: Location::parse("location", "x").unwrap(),
+                quantity: 4,
+                expected_on: day(11),
+                outstanding: 0,
+            },
+            Event::ExpectedReceiptCancelled {
+                sku: Sku::parse("sku", "a").unwrap(),
+                location: Location::parse("location", "x").unwrap(),
+                expected_on: day(11),
+                withdrawn: 3,
+            },
         ]
+    }
+
+    fn day(d: u32) -> chrono::NaiveDate {
+        chrono::NaiveDate::from_ymd_opt(2026, 12, d).unwrap()
     }
 
     fn reservation_events() -> Vec<Event> {

@@ -19,13 +19,13 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::domain::{
-    ExpectedId, Expectation,
-    Balance, Item, RecordedEvent, Rejection, ReservationId, ReservationView, StreamId,
+    Balance, Expectation, ExpectedId, Item, RecordedEvent, Rejection, ReservationId,
+    ReservationView, StreamId,
 };
 use crate::limits::{MAX_CURSOR_PART_DIGITS, MAX_EVENTS_SCANNED_PER_FILTERED_READ};
+use crate::store::error::Cause;
 use crate::store::load::fold_stream;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
-use crate::store::error::Cause;
 use crate::store::StoreError;
 
 /// A position in safe commit order: (writing transaction, position).

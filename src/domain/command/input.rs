@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::domain::ids::{Item, Location, Sku};
 use crate::domain::{number, Rejection};
 use crate::limits::{
-    MAX_EXPECTED_DATE, MAX_LINES_PER_RESERVATION, MAX_QUANTITY, MIN_EXPECTED_DATE, MAX_RAW_LINES_PER_RESERVATION, MAX_REASON_LEN,
-    MAX_TTL_SECONDS, MIN_TTL_SECONDS,
+    MAX_EXPECTED_DATE, MAX_LINES_PER_RESERVATION, MAX_QUANTITY, MAX_RAW_LINES_PER_RESERVATION,
+    MAX_REASON_LEN, MAX_TTL_SECONDS, MIN_EXPECTED_DATE, MIN_TTL_SECONDS,
 };
 
 /// The reason recorded when a release names none.

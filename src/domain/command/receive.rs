@@ -11,8 +11,8 @@ use super::expected::{find, next, open_with_room};
 use super::input::{item, quantity};
 use super::single;
 use super::{Rule, Touches};
-use crate::domain::decide::{Decision, LedgerState, Outcome};
 use crate::domain::decide::NewEvent;
+use crate::domain::decide::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
 use crate::domain::fingerprint::Canonical;
 use crate::domain::ids::{ExpectedId, Item, ReceiptId};
@@ -79,7 +79,11 @@ impl Receive {
     /// The delivery a receipt against an expected receipt appends to it:
     /// refused if the expected receipt does not exist, is of another item,
     /// is cancelled, or has no room left.
-    fn delivery(&self, state: &LedgerState, command_id: Uuid) -> Result<Option<NewEvent>, Rejection> {
+    fn delivery(
+        &self,
+        state: &LedgerState,
+        command_id: Uuid,
+    ) -> Result<Option<NewEvent>, Rejection> {
         let Some(id) = &self.against else {
             return Ok(None);
         };

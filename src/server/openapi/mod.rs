@@ -19,20 +19,20 @@ use utoipa::{Modify, OpenApi};
 
 pub use crate::api::bodies::{
     AdjustmentResponse, AsOf, CountResponse, DigestResponse, Event, EventsPage,
-    ExpectedReceiptResponse, HistoryEntry, PromiseDate, PromiseResponse,
-    LimitResponse, LowStockItem, LowStockResponse, OrderResponse, ProjectionsResponse, Readiness,
-    ReceiptResponse, ReorderPointResponse, ReservationLine, ReservationResponse, Status,
-    StockResponse, StreamedEvent, TransferResponse, WorkerStateName,
+    ExpectedReceiptResponse, HistoryEntry, LimitResponse, LowStockItem, LowStockResponse,
+    OrderResponse, ProjectionsResponse, PromiseDate, PromiseResponse, Readiness, ReceiptResponse,
+    ReorderPointResponse, ReservationLine, ReservationResponse, Status, StockResponse,
+    StreamedEvent, TransferResponse, WorkerStateName,
 };
 pub use error_body::ErrorBody;
 
-use crate::server::expected::CancelBody;
 use crate::domain::{
-    AdjustRequest, ChangeExpectedRequest, ConfirmLinesRequest, ExpectRequest, ExpectationState, CountRequest, ExtendRequest, LimitRequest, LineRequest,
-    ReceiveRequest, ReleaseLinesRequest, ReorderPointRequest, ReservationState, ReserveRequest,
-    TransferRequest,
+    AdjustRequest, ChangeExpectedRequest, ConfirmLinesRequest, CountRequest, ExpectRequest,
+    ExpectationState, ExtendRequest, LimitRequest, LineRequest, ReceiveRequest,
+    ReleaseLinesRequest, ReorderPointRequest, ReservationState, ReserveRequest, TransferRequest,
 };
 use crate::server::commands::{ConfirmBody, ReleaseBody};
+use crate::server::expected::CancelBody;
 use crate::server::route_table::{keyed_routes, open_routes};
 
 /// Adds every route of the route table (`route_table.rs`), first, so that
