@@ -96,6 +96,31 @@ async fn every_event_type(db: &TestDb) {
         .await
         .unwrap();
     db.run(release("r-part-cancel")).await.unwrap();
+    // Expected receipts: one delivered short and the rest cancelled after a
+    // change, one delivered over, one still open, and one on an item
+    // nothing was received of yet (fig), which makes its row.
+    db.run(expect("po-1", "apple", 10, "2027-01-10"))
+        .await
+        .unwrap();
+    db.run(receive_against("in-po-1", "apple", 4, "po-1"))
+        .await
+        .unwrap();
+    db.run(change_expected("po-1", "chg-1", 8, "2027-01-12"))
+        .await
+        .unwrap();
+    db.run(cancel_expected("po-1")).await.unwrap();
+    db.run(expect("po-2", "pear", 3, "2027-01-05"))
+        .await
+        .unwrap();
+    db.run(receive_against("in-po-2", "pear", 5, "po-2"))
+        .await
+        .unwrap();
+    db.run(expect("po-3", "apple", 6, "2027-02-01"))
+        .await
+        .unwrap();
+    db.run(expect("po-4", "fig", 2, "2026-01-01"))
+        .await
+        .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
     let expired = db.run(expire("r-expire")).await.unwrap();
     assert_eq!(state_of(&expired), "EXPIRED");
@@ -159,7 +184,11 @@ async fn the_history_of_an_item_holds_every_event_that_moved_it() {
             }
         });
     }
-    assert_eq!(moved.len(), 4, "apple here and at north, pear, and plum");
+    assert_eq!(
+        moved.len(),
+        5,
+        "apple here and at north, pear, plum and fig"
+    );
     let mut types = BTreeSet::new();
     for (item, want) in moved {
         let history = db.store.item_history(&item).await.unwrap();

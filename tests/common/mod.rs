@@ -202,6 +202,49 @@ pub fn receive(receipt_id: &str, sku: &str, quantity: i64) -> Command {
     .unwrap()
 }
 
+/// A receipt of `quantity` units of `sku` delivered against the expected
+/// receipt `against`.
+pub fn receive_against(receipt_id: &str, sku: &str, quantity: i64, against: &str) -> Command {
+    ReceiveRequest {
+        receipt_id: receipt_id.into(),
+        sku: sku.into(),
+        location: None,
+        quantity,
+        against: Some(against.into()),
+    }
+    .validate()
+    .unwrap()
+}
+
+/// An expected receipt of `quantity` units of `sku` due on `on` (YYYY-MM-DD).
+pub fn expect(id: &str, sku: &str, quantity: i64, on: &str) -> Command {
+    stockledger::domain::ExpectRequest {
+        expected_id: id.into(),
+        sku: sku.into(),
+        location: None,
+        quantity,
+        expected_on: on.into(),
+    }
+    .validate()
+    .unwrap()
+}
+
+/// A change of the expected receipt `id` to `quantity` in all, due on `on`.
+pub fn change_expected(id: &str, change_id: &str, quantity: i64, on: &str) -> Command {
+    stockledger::domain::ChangeExpectedRequest {
+        change_id: change_id.into(),
+        quantity,
+        expected_on: on.into(),
+    }
+    .validate(id)
+    .unwrap()
+}
+
+/// A cancellation of the expected receipt `id`.
+pub fn cancel_expected(id: &str) -> Command {
+    stockledger::domain::CancelExpected::validate(id).unwrap()
+}
+
 /// A reservation of `lines` (sku, quantity) at the default location.
 pub fn reserve(id: &str, order: &str, lines: &[(&str, i64)], ttl: Option<i64>) -> Command {
     ReserveRequest {
@@ -342,7 +385,7 @@ pub async fn raw_receipt(
     let meta = serde_json::to_value(EventMetadata {
         command_id: uuid::Uuid::new_v4(),
         actor: "test".into(),
-        fingerprint: Some(Receive::fingerprint_of(&item, quantity)),
+        fingerprint: Some(Receive::fingerprint_of(&item, quantity, None)),
         ..Default::default()
     })
     .unwrap();
