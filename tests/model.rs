@@ -366,6 +366,7 @@ fn code(answer: &Result<Outcome, stockledger::domain::Rejection>) -> String {
                 Outcome::LimitSet { .. } => "LIMIT_SET",
                 Outcome::ReorderPointSet { .. } => "REORDER_POINT_SET",
                 Outcome::Reservation { view, .. } => view.state.as_str(),
+                Outcome::Expected { view, .. } => view.state.as_str(),
                 Outcome::NotDue { .. } => "NOT_DUE",
             };
             if o.replayed() {

@@ -1,6 +1,8 @@
 //! Fills a database with a realistic log: receipts for every item, then
 //! reservations of one to three items that are confirmed (60%), released
-//! (25%) or left to expire (15%), with restocking when an item runs short;
+//! (25%) or left to expire (15%), with restocking when an item runs short
+//! (through a purchase order: expected, delivered a little short against it,
+//! the rest cancelled);
 //! among them, transfers of a few units to a back room (2% of new commands)
 //! stock counts of the back room (1%), per-order limits set on an item
 //! or lifted (0.5%, never below a line's most units, so no reserve is
@@ -26,6 +28,11 @@ use stockledger::store::{Store, StoreError};
 /// Units each item starts with, and what a restock adds.
 const INITIAL_UNITS: i64 = 200;
 const RESTOCK_UNITS: i64 = 500;
+/// A restock's purchase order expects this many units more than arrive; the
+/// rest is cancelled.
+const RESTOCK_SHORT: i64 = 20;
+/// The date restocks' purchase orders are due.
+const RESTOCK_DUE: &str = "2027-01-15";
 /// Time to live of reservations that are meant to expire.
 const EXPIRING_TTL_SECONDS: i64 = 1;
 /// Time to live of the others: long enough never to expire during a fill.
@@ -388,13 +395,26 @@ impl<'a> Generator<'a> {
                 }
             }
             (_, Ok(Outcome::NotDue { .. })) => {}
+            // A delivery against an expected receipt appends to both streams.
+            (Command::Receive(r), Ok(o)) if !o.replayed() && r.against.is_some() => {
+                self.events += 2
+            }
             (_, Ok(o)) if !o.replayed() => self.events += 1,
             (_, Ok(_)) => {}
+            // A restock goes through a purchase order: expected, received
+            // against it a little short, and the rest cancelled.
             (_, Err(Rejection::InsufficientStock { shortfalls })) => {
                 for s in shortfalls {
                     self.next_id += 1;
                     let id = format!("{}-restock-{}", self.cfg.prefix, self.next_id);
-                    self.receipts.push_back(receipt(id, s.sku, RESTOCK_UNITS));
+                    self.receipts
+                        .push_back(expected(&id, &s.sku, RESTOCK_UNITS + RESTOCK_SHORT));
+                    self.receipts
+                        .push_back(receipt_against(id.clone(), s.sku, RESTOCK_UNITS, &id));
+                    self.receipts.push_back(
+                        stockledger::domain::CancelExpected::validate(&id)
+                            .expect("valid cancellation"),
+                    );
                 }
             }
             (_, Err(other)) => {
@@ -448,6 +468,32 @@ fn settlement(id: &str, how: Settle) -> Command {
 /// The id of item `i`.
 fn sku(cfg: &FillConfig, i: u64) -> String {
     format!("{}-sku-{i}", cfg.prefix)
+}
+
+/// An expected receipt (a purchase order) of `quantity` units of `sku`.
+fn expected(id: &str, sku: &str, quantity: i64) -> Command {
+    stockledger::domain::ExpectRequest {
+        expected_id: id.to_owned(),
+        sku: sku.to_owned(),
+        location: None,
+        quantity,
+        expected_on: RESTOCK_DUE.to_owned(),
+    }
+    .validate()
+    .expect("valid expected receipt")
+}
+
+/// A receipt of `quantity` units of `sku` delivered against `against`.
+fn receipt_against(id: String, sku: String, quantity: i64, against: &str) -> Command {
+    ReceiveRequest {
+        receipt_id: id,
+        sku,
+        location: None,
+        quantity,
+        against: Some(against.to_owned()),
+    }
+    .validate()
+    .expect("valid receipt")
 }
 
 /// A receipt of `quantity` units of `sku` at the default location; the ids

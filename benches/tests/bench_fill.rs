@@ -131,6 +131,9 @@ async fn a_generated_log_audits_clean() {
         "ReorderPointSet",
         "StockLow",
         "StockRecovered",
+        "ReceiptExpected",
+        "ExpectedReceiptDelivered",
+        "ExpectedReceiptCancelled",
     ] {
         assert!(
             kinds.iter().any(|(k, n)| k == kind && *n > 0),

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::domain::command::{Command, Line};
 use crate::domain::event::{Balance, Event};
-use crate::domain::expectation::{Expectation, ExpectationView};
+use crate::domain::expectation::{Expectation, ExpectationView, ExpectationViolation};
 use crate::domain::ids::{ExpectedId, Item, Location, OrderId, ReservationId, Sku};
 use crate::domain::rejection::Rejection;
 use crate::domain::reservation::{LineProgress, Reservation, ReservationState};
@@ -54,6 +54,22 @@ impl LedgerState {
 
     pub fn settings(&self, item: &Item) -> ItemSettings {
         self.settings.get(item).copied().unwrap_or_default()
+    }
+
+    /// Folds one event of the expected receipt `id`'s stream into the
+    /// state: as the store loads the stream, and as a decision appends to it.
+    pub fn fold_expected(
+        &mut self,
+        id: &ExpectedId,
+        seq: u32,
+        event: &Event,
+        command_id: Uuid,
+        fingerprint: Option<&str>,
+    ) -> Result<(), ExpectationViolation> {
+        let current = self.expectations.remove(id);
+        let next = Expectation::fold(current, id, seq, event, command_id, fingerprint)?;
+        self.expectations.insert(id.clone(), next);
+        Ok(())
     }
 }
 
@@ -280,19 +296,9 @@ pub fn apply(state: &mut LedgerState, decision: &Decision, command_id: Uuid, now
                     },
                 );
             }
-            StreamId::Expected(id) => {
-                let current = state.expectations.remove(id);
-                let next = Expectation::fold(
-                    current,
-                    id,
-                    e.seq,
-                    &e.event,
-                    command_id,
-                    e.fingerprint.as_deref(),
-                )
-                .expect("decide only appends what the expected receipt's fold accepts");
-                state.expectations.insert(id.clone(), next);
-            }
+            StreamId::Expected(id) => state
+                .fold_expected(id, e.seq, &e.event, command_id, e.fingerprint.as_deref())
+                .expect("decide only appends what the expected receipt's fold accepts"),
             // An alert answers no command: nothing asks for its stream again.
             StreamId::Alert(_) => {}
         }

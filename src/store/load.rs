@@ -19,9 +19,8 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use crate::domain::{
-    Balance, Command, CommandContext, Expectation, Item, ItemSettings, Items, LedgerState,
-    Location, OrderId, RecordedEvent, Reservation, ReservationId, SingleRecord, Sku, StreamId,
-    Touches,
+    Balance, Command, CommandContext, Item, ItemSettings, Items, LedgerState, Location, OrderId,
+    RecordedEvent, Reservation, ReservationId, SingleRecord, Sku, StreamId, Touches,
 };
 use crate::store::error::{corrupt, Cause, Failure};
 use crate::store::locks::Lock;
@@ -227,10 +226,8 @@ fn read_streams(rows: Vec<Row>, state: &mut LedgerState) -> Result<Timelines, Fa
     for row in rows {
         let e = recorded_event(&row)?;
         match &e.stream {
-            StreamId::Expected(id) => {
-                let current = state.expectations.remove(id);
-                let folded = Expectation::fold(
-                    current,
+            StreamId::Expected(id) => state
+                .fold_expected(
                     id,
                     e.seq,
                     &e.event,
@@ -239,9 +236,7 @@ fn read_streams(rows: Vec<Row>, state: &mut LedgerState) -> Result<Timelines, Fa
                 )
                 .map_err(|v| {
                     StoreError::Corrupt(Cause::with_source(format!("stream {}", e.stream), v))
-                })?;
-                state.expectations.insert(id.clone(), folded);
-            }
+                })?,
             StreamId::Reservation(id) => by_reservation.entry(id.clone()).or_default().push(e),
             StreamId::Receipt(_)
             | StreamId::Adjustment(_)
