@@ -44,6 +44,19 @@ async fn the_demo_tells_a_flash_sale_a_transfer_and_a_partial_shipment() {
             serde_json::json!(1)
         )
     );
+    let coming = chapter("coming next week");
+    assert_eq!(coming["before"]["available_now"], 0, "{coming}");
+    assert_eq!(coming["before"]["dates"][0]["available"], 20, "{coming}");
+    assert_eq!(coming["order"], "RESERVED", "{coming}");
+    assert_eq!(
+        (
+            coming["expected"]["state"].clone(),
+            coming["expected"]["delivered"].clone()
+        ),
+        (serde_json::json!("cancelled"), serde_json::json!(15))
+    );
+    assert_eq!(coming["after"]["available_now"], 13, "{coming}");
+    assert_eq!(coming["after"]["dates"], serde_json::json!([]), "{coming}");
     db.project_all().await;
     db.assert_audit_clean().await;
 }

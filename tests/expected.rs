@@ -301,3 +301,41 @@ async fn expected_receipts_over_http_and_the_cli() {
     );
     server.stop().await;
 }
+
+/// A delivery written by hand, naming a receipt the log does not hold, and
+/// one naming a receipt of other units: the audit names both.
+#[tokio::test]
+async fn the_audit_names_a_delivery_without_its_receipt() {
+    let db = TestDb::new().await;
+    db.run(expect("po-1", "jacket", 10, "2027-01-10"))
+        .await
+        .unwrap();
+    db.receive("in-1", "jacket", 2).await;
+    db.assert_audit_clean().await;
+    let client = db.client().await;
+    let meta = json!({"command_id": uuid::Uuid::new_v4(), "actor": "test"});
+    let delivered = |receipt: &str, quantity, outstanding| Event::ExpectedReceiptDelivered {
+        receipt_id: stockledger::domain::ReceiptId::parse("id", receipt).unwrap(),
+        sku: Sku::parse("sku", "jacket").unwrap(),
+        location: Location::parse("location", "default").unwrap(),
+        quantity,
+        expected_on: chrono::NaiveDate::from_ymd_opt(2027, 1, 10).unwrap(),
+        outstanding,
+    };
+    insert_event(&client, "expected:po-1", 2, &delivered("in-9", 3, 7), &meta).await;
+    insert_event(&client, "expected:po-1", 3, &delivered("in-1", 3, 4), &meta).await;
+    db.project_all().await;
+    let report = stockledger::audit::audit(db.store.pool()).await.unwrap();
+    let deliveries: Vec<String> = report
+        .differences
+        .iter()
+        .filter(|d| d.field == "delivery")
+        .map(|d| d.actual.clone())
+        .collect();
+    assert_eq!(
+        deliveries,
+        vec!["no such receipt", "receipt:in-1 of 2 × jacket@default"],
+        "{:#?}",
+        report.differences
+    );
+}

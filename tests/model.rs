@@ -54,6 +54,22 @@ enum Op {
     Expire {
         rid: u8,
     },
+    /// An expected receipt of `qty` units (its date does not matter here).
+    Expect {
+        id: u8,
+        sku: usize,
+        qty: i64,
+    },
+    /// A receipt delivered against expected receipt `po`.
+    Deliver {
+        id: u8,
+        po: u8,
+        sku: usize,
+        qty: i64,
+    },
+    CancelExpected {
+        po: u8,
+    },
     /// Time passes (pure-core runs only).
     Tick {
         seconds: i64,
@@ -92,6 +108,14 @@ fn op(with_time: bool) -> impl Strategy<Value = Op> {
         (0..4u8).prop_map(|rid| Op::Confirm { rid }),
         (0..4u8).prop_map(|rid| Op::Release { rid }),
         (0..4u8).prop_map(|rid| Op::Expire { rid }),
+        (0..2u8, 0..2usize, 1..6i64).prop_map(|(id, sku, qty)| Op::Expect { id, sku, qty }),
+        (0..3u8, 0..3u8, 0..2usize, 1..6i64).prop_map(|(id, po, sku, qty)| Op::Deliver {
+            id,
+            po,
+            sku,
+            qty
+        }),
+        (0..3u8).prop_map(|po| Op::CancelExpected { po }),
         tick.prop_map(|seconds| Op::Tick { seconds }),
     ]
 }
@@ -147,6 +171,27 @@ fn to_command(op: &Op) -> Option<Command> {
         Op::Confirm { rid } => command::confirm(&format!("r{rid}")).unwrap(),
         Op::Release { rid } => command::release(&format!("r{rid}"), None).unwrap(),
         Op::Expire { rid } => command::expire(&format!("r{rid}")).unwrap(),
+        Op::Expect { id, sku, qty } => stockledger::domain::ExpectRequest {
+            expected_id: format!("po-{id}"),
+            sku: SKUS[*sku].into(),
+            location: None,
+            quantity: *qty,
+            expected_on: "2027-01-10".into(),
+        }
+        .validate()
+        .unwrap(),
+        Op::Deliver { id, po, sku, qty } => ReceiveRequest {
+            receipt_id: format!("dl-{id}"),
+            sku: SKUS[*sku].into(),
+            location: None,
+            quantity: *qty,
+            against: Some(format!("po-{po}")),
+        }
+        .validate()
+        .unwrap(),
+        Op::CancelExpected { po } => {
+            stockledger::domain::CancelExpected::validate(&format!("po-{po}")).unwrap()
+        }
         Op::Tick { .. } => return None,
     })
 }
@@ -181,6 +226,10 @@ struct Model {
     limit: [Option<i64>; 2],
     reservations: HashMap<u8, Res>,
     orders: HashMap<u8, u8>,
+    /// Expected receipts: (sku, units expected, cancelled).
+    expected: HashMap<u8, (usize, i64, bool)>,
+    /// Receipts against expected receipts: (expected receipt, sku, units).
+    deliveries: HashMap<u8, (u8, usize, i64)>,
 }
 
 fn state_name(s: St) -> &'static str {
@@ -283,6 +332,39 @@ impl Model {
                     }
                 }
             }
+            Op::Expect { id, sku, qty } => match self.expected.get(id) {
+                Some((s, q, cancelled)) if (*s, *q) == (*sku, *qty) => {
+                    let state = if *cancelled { "cancelled" } else { "open" };
+                    format!("{state}+replay")
+                }
+                Some(_) => "IDEMPOTENCY_CONFLICT".into(),
+                None => {
+                    self.expected.insert(*id, (*sku, *qty, false));
+                    "open".into()
+                }
+            },
+            Op::Deliver { id, po, sku, qty } => match self.deliveries.get(id) {
+                Some(d) if *d == (*po, *sku, *qty) => "RECEIVED+replay".into(),
+                Some(_) => "IDEMPOTENCY_CONFLICT".into(),
+                None => match self.expected.get(po) {
+                    None => "NOT_FOUND".into(),
+                    Some((s, _, _)) if s != sku => "EXPECTED_ITEM_MISMATCH".into(),
+                    Some((_, _, true)) => "EXPECTED_RECEIPT_CANCELLED".into(),
+                    Some(_) => {
+                        self.deliveries.insert(*id, (*po, *sku, *qty));
+                        self.figures[*sku].0 += qty;
+                        "RECEIVED".into()
+                    }
+                },
+            },
+            Op::CancelExpected { po } => match self.expected.get_mut(po) {
+                None => "NOT_FOUND".into(),
+                Some((_, _, true)) => "cancelled+replay".into(),
+                Some(e) => {
+                    e.2 = true;
+                    "cancelled".into()
+                }
+            },
             Op::Confirm { rid } => {
                 let now = self.now;
                 match self.reservations.get_mut(rid) {

@@ -68,6 +68,10 @@ const LIMITS: std::ops::RangeInclusive<i64> =
 /// reservations take items below their point and releases, expiries,
 /// restocks and lower points bring them back.
 const REORDER_POINT_PERCENT: f64 = 1.0;
+/// Purchase orders placed ahead of need, of new commands: each is expected,
+/// delivered a little short against it and the rest cancelled, as restocks
+/// are, so every log holds expected receipts even when nothing runs short.
+const PURCHASE_ORDER_PERCENT: f64 = 0.5;
 const REORDER_POINTS: std::ops::RangeInclusive<i64> = INITIAL_UNITS / 2..=INITIAL_UNITS + 50;
 /// Percentage of confirmed (released) reservations that are settled in two
 /// steps: one unit of their first line first, then the rest.
@@ -234,6 +238,16 @@ impl<'a> Generator<'a> {
                 < TRANSFER_PERCENT + COUNT_PERCENT + LIMIT_PERCENT + REORDER_POINT_PERCENT
             {
                 self.reorder_point()
+            } else if pick
+                < TRANSFER_PERCENT
+                    + COUNT_PERCENT
+                    + LIMIT_PERCENT
+                    + REORDER_POINT_PERCENT
+                    + PURCHASE_ORDER_PERCENT
+            {
+                let item = self.rng.random_range(0..u64::from(self.cfg.items));
+                self.purchase_order(sku(self.cfg, item));
+                continue;
             } else {
                 self.reservation()
             };
@@ -301,6 +315,21 @@ impl<'a> Generator<'a> {
         }
         .validate()
         .expect("valid reorder point")
+    }
+
+    /// A restock through a purchase order, queued to go before anything
+    /// else: expected, received against it a little short, and the rest
+    /// cancelled.
+    fn purchase_order(&mut self, sku: String) {
+        self.next_id += 1;
+        let id = format!("{}-restock-{}", self.cfg.prefix, self.next_id);
+        self.receipts
+            .push_back(expected(&id, &sku, RESTOCK_UNITS + RESTOCK_SHORT));
+        self.receipts
+            .push_back(receipt_against(id.clone(), sku, RESTOCK_UNITS, &id));
+        self.receipts.push_back(
+            stockledger::domain::CancelExpected::validate(&id).expect("valid cancellation"),
+        );
     }
 
     /// How a reservation that is not left to expire will be settled.
@@ -401,20 +430,9 @@ impl<'a> Generator<'a> {
             }
             (_, Ok(o)) if !o.replayed() => self.events += 1,
             (_, Ok(_)) => {}
-            // A restock goes through a purchase order: expected, received
-            // against it a little short, and the rest cancelled.
             (_, Err(Rejection::InsufficientStock { shortfalls })) => {
                 for s in shortfalls {
-                    self.next_id += 1;
-                    let id = format!("{}-restock-{}", self.cfg.prefix, self.next_id);
-                    self.receipts
-                        .push_back(expected(&id, &s.sku, RESTOCK_UNITS + RESTOCK_SHORT));
-                    self.receipts
-                        .push_back(receipt_against(id.clone(), s.sku, RESTOCK_UNITS, &id));
-                    self.receipts.push_back(
-                        stockledger::domain::CancelExpected::validate(&id)
-                            .expect("valid cancellation"),
-                    );
+                    self.purchase_order(s.sku);
                 }
             }
             (_, Err(other)) => {

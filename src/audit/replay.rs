@@ -7,6 +7,7 @@ use futures_util::TryStreamExt;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Client;
 
+use crate::audit::deliveries::Deliveries;
 use crate::audit::settings::{self, ActualSettings, Settings};
 use crate::domain::reservation::StreamViolation;
 use crate::domain::stream::prefixes;
@@ -53,6 +54,8 @@ pub struct Replay {
     balances: Figures,
     /// The items' settings, kept on their balance rows.
     settings: Settings,
+    /// Receipts and the deliveries against expected receipts that name them.
+    deliveries: Deliveries,
     events: u64,
     streams: u64,
     orders: u64,
@@ -77,6 +80,7 @@ impl Replay {
             targets,
             balances: HashMap::default(),
             settings: Settings::default(),
+            deliveries: Deliveries::default(),
             events: 0,
             streams: 0,
             orders: 0,
@@ -165,6 +169,7 @@ impl Replay {
         for e in &valid {
             add_effects(&mut self.balances, e.event);
             self.settings.fold(e.event, e.position);
+            self.deliveries.fold(&stream, e.event);
         }
         let Ok(full) = self.check_rules(&stream, &valid) else {
             return;
@@ -282,6 +287,7 @@ impl Replay {
     pub fn merge(&mut self, other: Replay) {
         merge_figures(&mut self.balances, other.balances);
         self.settings.merge(other.settings);
+        self.deliveries.merge(other.deliveries);
         for ((target, mine), (_, theirs)) in self.targets.iter_mut().zip(other.targets) {
             target.projection.merge(mine, theirs);
         }
@@ -299,6 +305,7 @@ impl Replay {
     /// Compares what the log says with the tables, loaded by `load_tables`
     /// for the same targets in the same snapshot.
     pub(crate) fn diff(mut self, tables: Tables) -> Outcome {
+        std::mem::take(&mut self.deliveries).check(&mut self.diffs);
         if let Some((balances, settings)) = tables.balances {
             compare_figures("item_balances", &self.balances, balances, &mut self.diffs);
             self.settings

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use stockledger::domain::{
-    command, Command, CommandContext, ConfirmLinesRequest, ExtendRequest, Item, LineRequest,
-    Location, Outcome, ReceiveRequest, Rejection, ReleaseLinesRequest, ReservationId,
-    ReserveRequest, Sku, TransferRequest,
+    command, CancelExpected, Command, CommandContext, ConfirmLinesRequest, ExpectRequest,
+    ExtendRequest, Item, LineRequest, Location, Outcome, ReceiveRequest, Rejection,
+    ReleaseLinesRequest, ReservationId, ReserveRequest, Sku, TransferRequest,
 };
 use stockledger::limits::{DEMO_CATCH_UP_SECONDS, DEMO_EXPIRY_WAIT_MS, DEMO_SHORT_TTL_SECONDS};
 use stockledger::store::Store;
@@ -122,6 +122,7 @@ pub async fn run(store: &Store, printer: &Printer) -> Result<(), Failure> {
     s.expiry().await?;
     s.transfer().await?;
     s.partial_shipment().await?;
+    s.coming_next_week().await?;
     s.finale().await?;
     if printer.json {
         printer.value(&json!({"run": s.run, "chapters": s.chapters}), "");
@@ -419,11 +420,82 @@ impl Story<'_> {
         Ok(())
     }
 
-    /// 10. The final figures and one order's timeline.
+    /// What can be promised of `sku` now and by each date, once the read
+    /// models have caught up (as the server's workers keep them).
+    async fn promise(&self, sku: &str) -> Result<Value, Failure> {
+        stockledger::projection::worker::catch_up_fully(
+            self.store.pool(),
+            Duration::from_secs(DEMO_CATCH_UP_SECONDS),
+        )
+        .await?;
+        let item = self.item(sku);
+        let p = self
+            .store
+            .promise(&item)
+            .await?
+            .ok_or_else(|| Rejection::never_received(&item))?;
+        Ok(json!(stockledger::api::answers::promise(
+            &item, &p.figures, &p.promise, p.position
+        )))
+    }
+
+    /// 10. Jackets are coming next week: a purchase order, what can be
+    /// promised now and by then, a short delivery, an order from it, and
+    /// the rest cancelled.
+    async fn coming_next_week(&mut self) -> Result<(), Failure> {
+        let po = self.id("po-jackets");
+        let due = (chrono::Utc::now() + chrono::Duration::days(7))
+            .date_naive()
+            .to_string();
+        let expect = ExpectRequest {
+            expected_id: po.clone(),
+            sku: self.id("jacket"),
+            location: None,
+            quantity: 20,
+            expected_on: due.clone(),
+        };
+        self.exec(expect.validate().expect("valid")).await??;
+        let before = self.promise("jacket").await?;
+        let delivery = ReceiveRequest {
+            receipt_id: self.id("jackets-in"),
+            sku: self.id("jacket"),
+            location: None,
+            quantity: 15,
+            against: Some(po.clone()),
+        };
+        let delivered = self.exec(delivery.validate().expect("valid")).await?;
+        let order = self
+            .exec(self.reserve("frank", "order-frank", "jacket", 2, None))
+            .await?;
+        let cancelled = self
+            .exec(CancelExpected::validate(&po).expect("valid"))
+            .await??;
+        let Outcome::Expected { view, .. } = &cancelled else {
+            return Err(anyhow::anyhow!("a cancellation answered {cancelled:?}").into());
+        };
+        let after = self.promise("jacket").await?;
+        self.say(&format!(
+            "10. Twenty jackets are ordered from the supplier, due {due}. Nothing is on hand, yet {} can be promised by then.\n   Fifteen arrive against the order ({}); Frank reserves two ({}).\n   The supplier cancels the rest: {} withdrawn. Now {} can be promised, and nothing is coming.",
+            before["dates"][0]["available"],
+            short(&delivered),
+            short(&order),
+            view.quantity - view.delivered,
+            after["available_now"],
+        ));
+        self.chapter(
+            "coming next week",
+            json!({"before": before, "delivered": short(&delivered), "order": short(&order),
+                   "expected": stockledger::api::answers::expected_receipt(view, None),
+                   "after": after}),
+        );
+        Ok(())
+    }
+
+    /// 11. The final figures and one order's timeline.
     async fn finale(&mut self) -> Result<(), Failure> {
         let (sneakers, sneaker_json) = self.figures("sneaker").await?;
         let (tshirts, tshirt_json) = self.figures("tshirt").await?;
-        self.say(&format!("10. Final figures:\n   {sneakers}\n   {tshirts}"));
+        self.say(&format!("11. Final figures:\n   {sneakers}\n   {tshirts}"));
         let alice = ReservationId::parse("id", &self.id("alice")).expect("valid");
         let details = self.store.reservation(&alice).await?.expect("alice exists");
         self.say("   Alice's order, as the log tells it:");

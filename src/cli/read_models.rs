@@ -272,6 +272,15 @@ pub async fn show_expected(
 /// What can be promised of an item: now, then a line per date stock is
 /// due, or the API's body with --json.
 pub async fn promise(store: &Store, item: &Item, printer: &Printer) -> Result<(), Failure> {
+    // Without running workers, both read models the promise adds up are
+    // caught up here, as `stock` does for its one; a running worker keeps
+    // them together itself.
+    for model in [
+        &stockledger::read_model::STOCK_LEVELS as &dyn stockledger::read_model::ReadModel,
+        &stockledger::read_model::INCOMING,
+    ] {
+        worker::catch_up_if_idle(store.pool(), model).await?;
+    }
     let p = store
         .promise(item)
         .await?
