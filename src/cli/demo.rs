@@ -439,9 +439,7 @@ impl Story<'_> {
         )))
     }
 
-    /// 10. Jackets are coming next week: a purchase order, what can be
-    /// promised now and by then, a short delivery, an order from it, and
-    /// the rest cancelled.
+    /// 10. Jackets come next week: ordered, promised, delivered short, the rest cancelled.
     async fn coming_next_week(&mut self) -> Result<(), Failure> {
         let po = self.id("po-jackets");
         let due = (chrono::Utc::now() + chrono::Duration::days(7))

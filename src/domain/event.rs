@@ -198,6 +198,21 @@ macro_rules! outside_reservations {
 }
 pub(crate) use outside_reservations;
 
+/// Every event of reservation streams, as one pattern, for the arms that
+/// treat them alike (a line for people that is written elsewhere).
+macro_rules! reservation_events {
+    () => {
+        $crate::domain::event::Event::ReservationCreated { .. }
+            | $crate::domain::event::Event::ReservationConfirmed { .. }
+            | $crate::domain::event::Event::ReservationReleased { .. }
+            | $crate::domain::event::Event::ReservationExpired { .. }
+            | $crate::domain::event::Event::ReservationLinesConfirmed { .. }
+            | $crate::domain::event::Event::ReservationLinesReleased { .. }
+            | $crate::domain::event::Event::ReservationExtended { .. }
+    };
+}
+pub(crate) use reservation_events;
+
 /// A change to one item's figures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StockDelta {
@@ -328,20 +343,7 @@ impl Event {
     /// reservation events, which makes it the hot loop of the audit.
     pub fn for_each_effect(&self, mut f: impl FnMut(&Item, StockDelta)) {
         let lines = each_line;
-        // A change of on-hand stock of `sku` at `location`.
-        let on_hand = |f: &mut dyn FnMut(&Item, StockDelta), sku: &Sku, location: &Location, by| {
-            let item = Item {
-                sku: sku.clone(),
-                location: location.clone(),
-            };
-            f(
-                &item,
-                StockDelta {
-                    on_hand: by,
-                    ..Default::default()
-                },
-            );
-        };
+        let on_hand = on_hand_by;
         match self {
             Event::StockReceived {
                 sku,
@@ -371,14 +373,13 @@ impl Event {
             } => on_hand(&mut f, sku, location, i64::from(*counted) - books),
             // A limit moves no stock, but names its item: the item is known
             // from then on (its balance row exists), as after a count of 0.
+            // So does what is expected: it is not here until a receipt
+            // brings it (that receipt's own event).
             Event::OrderLimitSet { sku, location, .. }
             | Event::ReorderPointSet { sku, location, .. }
             | Event::StockLow { sku, location, .. }
-            | Event::StockRecovered { sku, location, .. } => on_hand(&mut f, sku, location, 0),
-            // What is expected is not here: it moves no stock until a
-            // receipt brings it (that receipt's own event). The record names
-            // its item, as a limit does.
-            Event::ReceiptExpected { sku, location, .. }
+            | Event::StockRecovered { sku, location, .. }
+            | Event::ReceiptExpected { sku, location, .. }
             | Event::ExpectedReceiptChanged { sku, location, .. }
             | Event::ExpectedReceiptDelivered { sku, location, .. }
             | Event::ExpectedReceiptCancelled { sku, location, .. } => {
@@ -459,6 +460,21 @@ impl Event {
         self.for_each_effect(|item, d| effects.push((item.clone(), d)));
         effects
     }
+}
+
+/// Calls `f` with a change of on-hand stock of `sku` at `location` by `by`.
+fn on_hand_by(f: &mut dyn FnMut(&Item, StockDelta), sku: &Sku, location: &Location, by: i64) {
+    let item = Item {
+        sku: sku.clone(),
+        location: location.clone(),
+    };
+    f(
+        &item,
+        StockDelta {
+            on_hand: by,
+            ..Default::default()
+        },
+    );
 }
 
 /// Calls `f` with each line's item and `d` of its quantity.

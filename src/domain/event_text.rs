@@ -5,7 +5,8 @@
 use std::fmt;
 
 use crate::domain::command::Line;
-use crate::domain::event::Event;
+use crate::domain::event::{reservation_events, Event};
+use crate::domain::expectation::outside_expectations;
 
 impl fmt::Display for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -32,11 +33,11 @@ impl Event {
             | OrderLimitSet { .. }
             | ReorderPointSet { .. }
             | StockLow { .. }
-            | StockRecovered { .. }
-            | ReceiptExpected { .. }
+            | StockRecovered { .. } => self.item_summary(),
+            ReceiptExpected { .. }
             | ExpectedReceiptChanged { .. }
             | ExpectedReceiptDelivered { .. }
-            | ExpectedReceiptCancelled { .. } => self.item_summary(),
+            | ExpectedReceiptCancelled { .. } => self.expected_summary(),
             ReservationCreated {
                 order_id,
                 lines: l,
@@ -136,6 +137,19 @@ impl Event {
                 available,
                 ..
             } => format!("no longer low: {available} × {sku}@{location} available"),
+            ReceiptExpected { .. }
+            | ExpectedReceiptChanged { .. }
+            | ExpectedReceiptDelivered { .. }
+            | ExpectedReceiptCancelled { .. }
+            | reservation_events!() => unreachable!("read by `summary`"),
+        }
+    }
+
+    /// The line of an expected receipt's event: what is coming, and how much
+    /// is still to come after it.
+    fn expected_summary(&self) -> String {
+        use Event::*;
+        match self {
             ReceiptExpected {
                 sku,
                 location,
@@ -169,13 +183,7 @@ impl Event {
                 withdrawn,
                 ..
             } => format!("cancelled: {withdrawn} × {sku}@{location} no longer coming"),
-            ReservationCreated { .. }
-            | ReservationConfirmed { .. }
-            | ReservationReleased { .. }
-            | ReservationExpired { .. }
-            | ReservationLinesConfirmed { .. }
-            | ReservationLinesReleased { .. }
-            | ReservationExtended { .. } => unreachable!("read by `summary`"),
+            outside_expectations!() => unreachable!("read by `item_summary` and `summary`"),
         }
     }
 }

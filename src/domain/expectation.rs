@@ -13,7 +13,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::domain::event::Event;
-use crate::domain::ids::{ChangeId, ExpectedId, Item, ReceiptId};
+use crate::domain::ids::{ChangeId, ExpectedId, Item, Location, ReceiptId, Sku};
 use crate::domain::stream::StreamKind;
 
 /// Every event that stands outside expected receipts' streams, as one
@@ -176,132 +176,161 @@ impl Expectation {
         if !StreamKind::Expected.allows(seq, t) || cancelled {
             return Err(bad());
         }
-        let differs = || ExpectationViolation::StatementDiffers {
+        let at = At {
             seq,
             event: t.as_str(),
-        };
-        let reused = || ExpectationViolation::StepReused {
-            seq,
-            event: t.as_str(),
-        };
-        // The item and date an event after the record states must be the
-        // stream's; each is checked below against `c`.
-        let same = |c: &Expectation,
-                    sku: &crate::domain::Sku,
-                    location: &crate::domain::Location,
-                    on: &NaiveDate| {
-            c.item.sku == *sku && c.item.location == *location && c.expected_on == *on
         };
         match (current, event) {
-            (
-                None,
-                Event::ReceiptExpected {
-                    sku,
-                    location,
-                    quantity,
-                    expected_on,
-                },
-            ) => {
-                if *quantity == 0 {
-                    return Err(differs());
-                }
-                Ok(Expectation {
-                    expected_id: expected_id.clone(),
-                    item: Item {
-                        sku: sku.clone(),
-                        location: location.clone(),
-                    },
-                    quantity: *quantity,
-                    delivered: 0,
-                    expected_on: *expected_on,
-                    state: ExpectationState::Open,
-                    withdrawn: 0,
-                    seq,
-                    fingerprint: fingerprint.map(str::to_owned),
-                    command_id,
-                    changes: Vec::new(),
-                    deliveries: Vec::new(),
-                    cancelled_by: None,
-                })
+            (None, Event::ReceiptExpected { .. }) => {
+                Expectation::record(expected_id, at, event, command_id, fingerprint)
             }
-            (
-                Some(mut c),
-                Event::ExpectedReceiptChanged {
-                    change_id,
-                    sku,
-                    location,
-                    quantity,
-                    expected_on,
-                    outstanding,
-                },
-            ) => {
-                let item_same = c.item.sku == *sku && c.item.location == *location;
-                if !item_same || *quantity == 0 || *outstanding != c.outstanding_if(*quantity) {
-                    return Err(differs());
-                }
-                if c.change(change_id).is_some() {
-                    return Err(reused());
-                }
-                c.quantity = *quantity;
-                c.expected_on = *expected_on;
-                c.changes.push(ChangeStep {
-                    change_id: change_id.clone(),
-                    quantity: *quantity,
-                    expected_on: *expected_on,
-                    command_id,
-                });
-                c.seq = seq;
-                Ok(c)
-            }
-            (
-                Some(mut c),
-                Event::ExpectedReceiptDelivered {
-                    receipt_id,
-                    sku,
-                    location,
-                    quantity,
-                    expected_on,
-                    outstanding,
-                },
-            ) => {
-                let delivered = c.delivered.checked_add(*quantity).ok_or_else(differs)?;
-                let after = c.quantity.saturating_sub(delivered);
-                if !same(&c, sku, location, expected_on) || *quantity == 0 || *outstanding != after
-                {
-                    return Err(differs());
-                }
-                if c.deliveries.iter().any(|(r, _)| r == receipt_id) {
-                    return Err(reused());
-                }
-                c.delivered = delivered;
-                c.deliveries.push((receipt_id.clone(), *quantity));
-                c.seq = seq;
-                Ok(c)
-            }
-            (
-                Some(mut c),
-                Event::ExpectedReceiptCancelled {
-                    sku,
-                    location,
-                    expected_on,
-                    withdrawn,
-                },
-            ) => {
-                if !same(&c, sku, location, expected_on) || *withdrawn != c.outstanding() {
-                    return Err(differs());
-                }
-                c.withdrawn = *withdrawn;
-                c.state = ExpectationState::Cancelled;
-                c.cancelled_by = Some(command_id);
-                c.seq = seq;
-                Ok(c)
-            }
+            (Some(c), Event::ExpectedReceiptChanged { .. }) => c.changed(at, event, command_id),
+            (Some(c), Event::ExpectedReceiptDelivered { .. }) => c.delivered(at, event),
+            (Some(c), Event::ExpectedReceiptCancelled { .. }) => c.cancelled(at, event, command_id),
             (_, Event::ReceiptExpected { .. })
             | (None, Event::ExpectedReceiptChanged { .. })
             | (None, Event::ExpectedReceiptDelivered { .. })
             | (None, Event::ExpectedReceiptCancelled { .. }) => Err(bad()),
             (_, outside_expectations!()) => Err(bad()),
         }
+    }
+
+    /// Seq 1: the expected receipt recorded.
+    fn record(
+        expected_id: &ExpectedId,
+        at: At,
+        event: &Event,
+        command_id: Uuid,
+        fingerprint: Option<&str>,
+    ) -> Result<Expectation, ExpectationViolation> {
+        let Event::ReceiptExpected {
+            sku,
+            location,
+            quantity,
+            expected_on,
+        } = event
+        else {
+            unreachable!("`fold` hands over only a record")
+        };
+        if *quantity == 0 {
+            return Err(at.differs());
+        }
+        Ok(Expectation {
+            expected_id: expected_id.clone(),
+            item: Item {
+                sku: sku.clone(),
+                location: location.clone(),
+            },
+            quantity: *quantity,
+            delivered: 0,
+            expected_on: *expected_on,
+            state: ExpectationState::Open,
+            withdrawn: 0,
+            seq: at.seq,
+            fingerprint: fingerprint.map(str::to_owned),
+            command_id,
+            changes: Vec::new(),
+            deliveries: Vec::new(),
+            cancelled_by: None,
+        })
+    }
+
+    /// Whether an event states this expected receipt's item (and, unless
+    /// it changes it, its date).
+    fn states(&self, sku: &Sku, location: &Location, on: Option<&NaiveDate>) -> bool {
+        self.item.sku == *sku
+            && self.item.location == *location
+            && on.is_none_or(|on| self.expected_on == *on)
+    }
+
+    fn changed(
+        mut self,
+        at: At,
+        event: &Event,
+        command_id: Uuid,
+    ) -> Result<Expectation, ExpectationViolation> {
+        let Event::ExpectedReceiptChanged {
+            change_id,
+            sku,
+            location,
+            quantity,
+            expected_on,
+            outstanding,
+        } = event
+        else {
+            unreachable!("`fold` hands over only a change")
+        };
+        let stated = self.states(sku, location, None);
+        if !stated || *quantity == 0 || *outstanding != self.outstanding_if(*quantity) {
+            return Err(at.differs());
+        }
+        if self.change(change_id).is_some() {
+            return Err(at.reused());
+        }
+        self.quantity = *quantity;
+        self.expected_on = *expected_on;
+        self.changes.push(ChangeStep {
+            change_id: change_id.clone(),
+            quantity: *quantity,
+            expected_on: *expected_on,
+            command_id,
+        });
+        self.seq = at.seq;
+        Ok(self)
+    }
+
+    fn delivered(mut self, at: At, event: &Event) -> Result<Expectation, ExpectationViolation> {
+        let Event::ExpectedReceiptDelivered {
+            receipt_id,
+            sku,
+            location,
+            quantity,
+            expected_on,
+            outstanding,
+        } = event
+        else {
+            unreachable!("`fold` hands over only a delivery")
+        };
+        let delivered = self
+            .delivered
+            .checked_add(*quantity)
+            .ok_or_else(|| at.differs())?;
+        let stated = self.states(sku, location, Some(expected_on));
+        if !stated || *quantity == 0 || *outstanding != self.quantity.saturating_sub(delivered) {
+            return Err(at.differs());
+        }
+        if self.deliveries.iter().any(|(r, _)| r == receipt_id) {
+            return Err(at.reused());
+        }
+        self.delivered = delivered;
+        self.deliveries.push((receipt_id.clone(), *quantity));
+        self.seq = at.seq;
+        Ok(self)
+    }
+
+    fn cancelled(
+        mut self,
+        at: At,
+        event: &Event,
+        command_id: Uuid,
+    ) -> Result<Expectation, ExpectationViolation> {
+        let Event::ExpectedReceiptCancelled {
+            sku,
+            location,
+            expected_on,
+            withdrawn,
+        } = event
+        else {
+            unreachable!("`fold` hands over only a cancellation")
+        };
+        if !self.states(sku, location, Some(expected_on)) || *withdrawn != self.outstanding() {
+            return Err(at.differs());
+        }
+        self.withdrawn = *withdrawn;
+        self.state = ExpectationState::Cancelled;
+        self.cancelled_by = Some(command_id);
+        self.seq = at.seq;
+        Ok(self)
     }
 
     /// Folds a whole stream, given as (seq, event, command id, fingerprint).
@@ -321,6 +350,29 @@ impl Expectation {
             )?);
         }
         Ok(current)
+    }
+}
+
+/// Where an event stands, for naming what is wrong with it.
+#[derive(Clone, Copy)]
+struct At {
+    seq: u32,
+    event: &'static str,
+}
+
+impl At {
+    fn differs(self) -> ExpectationViolation {
+        ExpectationViolation::StatementDiffers {
+            seq: self.seq,
+            event: self.event,
+        }
+    }
+
+    fn reused(self) -> ExpectationViolation {
+        ExpectationViolation::StepReused {
+            seq: self.seq,
+            event: self.event,
+        }
     }
 }
 

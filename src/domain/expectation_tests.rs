@@ -110,7 +110,15 @@ enum Want {
     Refused(RejectionCode),
 }
 
+/// Every row of the table, by command.
 fn rows() -> Vec<(&'static str, Setup, Command, Want)> {
+    [expect_rows(), change_rows(), receive_rows(), cancel_rows()]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+fn expect_rows() -> Vec<(&'static str, Setup, Command, Want)> {
     use EventType::*;
     use Setup::*;
     use Want::*;
@@ -139,6 +147,14 @@ fn rows() -> Vec<(&'static str, Setup, Command, Want)> {
             expect("po1", 9, "2027-01-10"),
             Refused(RejectionCode::IdempotencyConflict),
         ),
+    ]
+}
+
+fn change_rows() -> Vec<(&'static str, Setup, Command, Want)> {
+    use EventType::*;
+    use Setup::*;
+    use Want::*;
+    vec![
         (
             "change: more",
             Open,
@@ -181,6 +197,14 @@ fn rows() -> Vec<(&'static str, Setup, Command, Want)> {
             change("po1", "c2", 12, "2027-01-11"),
             Refused(RejectionCode::ExpectedReceiptCancelled),
         ),
+    ]
+}
+
+fn receive_rows() -> Vec<(&'static str, Setup, Command, Want)> {
+    use EventType::*;
+    use Setup::*;
+    use Want::*;
+    vec![
         (
             "receive against: short",
             Open,
@@ -229,6 +253,14 @@ fn rows() -> Vec<(&'static str, Setup, Command, Want)> {
             receive("r2", "jacket", 4, "po1"),
             Refused(RejectionCode::ExpectedReceiptCancelled),
         ),
+    ]
+}
+
+fn cancel_rows() -> Vec<(&'static str, Setup, Command, Want)> {
+    use EventType::*;
+    use Setup::*;
+    use Want::*;
+    vec![
         (
             "cancel: open",
             PartlyDelivered,

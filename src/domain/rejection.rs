@@ -296,6 +296,12 @@ mod tests {
                 },
                 json!({"lines": [{"sku": "a", "location": "default", "requested": 3, "max_per_order": 2}]}),
             ),
+        ]
+    }
+
+    /// The rejections of expected receipts, with their details.
+    fn of_expected_receipts() -> Vec<(Rejection, Value)> {
+        vec![
             (
                 Rejection::ExpectedReceiptCancelled {
                     expected_id: "po1".into(),
@@ -387,7 +393,11 @@ mod tests {
     /// field added to a variant must show up here as a deliberate change.
     #[test]
     fn every_rejection_has_the_details_callers_read() {
-        let cases: Vec<_> = without_times().into_iter().chain(with_times()).collect();
+        let cases: Vec<_> = without_times()
+            .into_iter()
+            .chain(with_times())
+            .chain(of_expected_receipts())
+            .collect();
         let mut codes: Vec<RejectionCode> = cases.iter().map(|(r, _)| r.code()).collect();
         codes.sort_by_key(|c| c.as_str());
         codes.dedup();

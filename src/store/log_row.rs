@@ -688,6 +688,7 @@ mod tests {
 
     fn every_type() -> Vec<Event> {
         let mut all = stock_events();
+        all.extend(expected_events());
         all.extend(reservation_events());
         all
     }
@@ -749,6 +750,11 @@ mod tests {
                 available: 3,
                 reorder_point: None,
             },
+        ]
+    }
+
+    fn expected_events() -> Vec<Event> {
+        vec![
             Event::ReceiptExpected {
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),

@@ -89,7 +89,7 @@ pub(crate) fn date(field: &str, text: &str) -> Result<chrono::NaiveDate, Rejecti
     };
     let d = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| refuse())?;
     let shown = d.format("%Y-%m-%d").to_string();
-    if shown != text || text < MIN_EXPECTED_DATE || text > MAX_EXPECTED_DATE {
+    if shown != text || !(MIN_EXPECTED_DATE..=MAX_EXPECTED_DATE).contains(&text) {
         return Err(refuse());
     }
     Ok(d)
