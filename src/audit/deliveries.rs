@@ -8,13 +8,13 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::domain::{Event, Item, StreamId};
+use crate::domain::{Event, Item, ReceiptId, StreamId};
 use crate::read_model::Diffs;
 
 /// A delivery as its expected receipt's stream records it.
 struct Delivery {
     expected: String,
-    receipt: String,
+    receipt: ReceiptId,
     item: Item,
     units: u32,
 }
@@ -22,7 +22,7 @@ struct Delivery {
 #[derive(Default)]
 pub(crate) struct Deliveries {
     /// Each receipt's item and units, by receipt id.
-    receipts: HashMap<String, (Item, u32)>,
+    receipts: HashMap<ReceiptId, (Item, u32)>,
     delivered: Vec<Delivery>,
 }
 
@@ -42,7 +42,7 @@ impl Deliveries {
                 sku: sku.clone(),
                 location: location.clone(),
             };
-            self.receipts.insert(id.to_string(), (item, *quantity));
+            self.receipts.insert(id.clone(), (item, *quantity));
         }
         if let Event::ExpectedReceiptDelivered {
             receipt_id,
@@ -54,7 +54,7 @@ impl Deliveries {
         {
             self.delivered.push(Delivery {
                 expected: stream.to_string(),
-                receipt: receipt_id.to_string(),
+                receipt: receipt_id.clone(),
                 item: Item {
                     sku: sku.clone(),
                     location: location.clone(),
@@ -73,10 +73,11 @@ impl Deliveries {
     /// Names every delivery without its receipt, of other units or another
     /// item than its receipt, or of a receipt delivered before.
     pub fn check(self, diffs: &mut Diffs) {
-        let mut seen: HashSet<&str> = HashSet::default();
+        let mut seen: HashSet<&ReceiptId> = HashSet::default();
         for d in &self.delivered {
-            let want = format!("receipt:{} of {} × {}", d.receipt, d.units, d.item);
-            if !seen.insert(d.receipt.as_str()) {
+            let receipt = StreamId::Receipt(d.receipt.clone());
+            let want = format!("{receipt} of {} × {}", d.units, d.item);
+            if !seen.insert(&d.receipt) {
                 diffs.push(
                     "events",
                     &d.expected,
@@ -89,7 +90,7 @@ impl Deliveries {
             match self.receipts.get(&d.receipt) {
                 None => diffs.push("events", &d.expected, "delivery", want, "no such receipt"),
                 Some((item, units)) if (item, *units) != (&d.item, d.units) => {
-                    let got = format!("receipt:{} of {units} × {item}", d.receipt);
+                    let got = format!("{receipt} of {units} × {item}");
                     diffs.push("events", &d.expected, "delivery", want, got)
                 }
                 Some(_) => {}
