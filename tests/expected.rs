@@ -339,3 +339,76 @@ async fn the_audit_names_a_delivery_without_its_receipt() {
         report.differences
     );
 }
+
+/// Several commands on one expected receipt in one store batch (as group
+/// commit sends them): each is decided against the ones before it, and the
+/// batch's events of one stream go in one INSERT in stream order.
+#[tokio::test]
+async fn commands_on_one_expected_receipt_in_one_batch() {
+    let db = TestDb::new().await;
+    let ctx = || stockledger::domain::CommandContext::new("test");
+    let batch = vec![
+        (expect("po-1", "jacket", 10, "2027-01-10"), ctx()),
+        (receive_against("in-1", "jacket", 3, "po-1"), ctx()),
+        (change_expected("po-1", "c1", 12, "2027-01-11"), ctx()),
+        (receive_against("in-2", "jacket", 4, "po-1"), ctx()),
+        (cancel_expected("po-1"), ctx()),
+        (receive_against("in-3", "jacket", 1, "po-1"), ctx()),
+    ];
+    let answers = db.store.execute_batch(&batch).await.unwrap();
+    let codes: Vec<String> = answers
+        .iter()
+        .map(|a| match a {
+            Ok(_) => "ok".to_owned(),
+            Err(r) => r.code().as_str().to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        codes,
+        ["ok", "ok", "ok", "ok", "ok", "EXPECTED_RECEIPT_CANCELLED"]
+    );
+    let (e, events) = db
+        .store
+        .expected_receipt(&ExpectedId::parse("id", "po-1").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(events.len(), 5);
+    assert_eq!((e.delivered, e.withdrawn), (7, 5));
+    assert_eq!(db.figures("jacket").await.0, 7);
+    db.project_all().await;
+    db.assert_audit_clean().await;
+}
+
+/// A log whose expected receipt names a delivery by a receipt that is not
+/// there (written by hand): a receipt under that id against it is refused as
+/// a reused id, not written twice, and nothing else in its batch fails.
+#[tokio::test]
+async fn a_receipt_id_the_expected_receipt_names_already_is_refused() {
+    let db = TestDb::new().await;
+    db.run(expect("po-1", "jacket", 10, "2027-01-10"))
+        .await
+        .unwrap();
+    let client = db.client().await;
+    let meta = json!({"command_id": uuid::Uuid::new_v4(), "actor": "test"});
+    let lost = Event::ExpectedReceiptDelivered {
+        receipt_id: stockledger::domain::ReceiptId::parse("id", "in-9").unwrap(),
+        sku: Sku::parse("sku", "jacket").unwrap(),
+        location: Location::parse("location", "default").unwrap(),
+        quantity: 3,
+        expected_on: chrono::NaiveDate::from_ymd_opt(2027, 1, 10).unwrap(),
+        outstanding: 7,
+    };
+    insert_event(&client, "expected:po-1", 2, &lost, &meta).await;
+    let ctx = || stockledger::domain::CommandContext::new("test");
+    let batch = vec![
+        (receive_against("in-9", "jacket", 3, "po-1"), ctx()),
+        (receive("in-10", "jacket", 2), ctx()),
+    ];
+    let answers = db.store.execute_batch(&batch).await.unwrap();
+    assert_eq!(
+        answers[0].as_ref().unwrap_err().code(),
+        RejectionCode::IdempotencyConflict
+    );
+    assert!(answers[1].is_ok(), "{:?}", answers[1]);
+}

@@ -477,7 +477,7 @@ impl Story<'_> {
             before["dates"][0]["available"],
             short(&delivered),
             short(&order),
-            view.quantity - view.delivered,
+            view.quantity.saturating_sub(view.delivered),
             after["available_now"],
         ));
         self.chapter(

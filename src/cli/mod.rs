@@ -162,22 +162,22 @@ async fn execute(store: &Store, cmd: Command) -> Result<stockledger::domain::Out
     Ok(store.execute(cmd, CommandContext::new(actor())).await??)
 }
 
-/// The reads of what is coming: an expected receipt, and what can be
-/// promised of an item.
-async fn incoming(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Result<(), Failure> {
-    match cmd {
-        Cmd::ShowExpected { expected_id } => {
-            let id = stockledger::domain::ExpectedId::parse("expected_id", &expected_id)?;
-            let store = open(database_url, printer).await?;
-            read_models::show_expected(&store, &id, printer).await
-        }
-        Cmd::Promise(a) => {
-            let item = a.validate()?;
-            let store = open(database_url, printer).await?;
-            read_models::promise(&store, &item, printer).await
-        }
-        other => unreachable!("`dispatch` hands over only reads of what is coming: {other:?}"),
-    }
+/// An expected receipt and its timeline.
+async fn show_expected(id: &str, url: Option<&str>, printer: &Printer) -> Result<(), Failure> {
+    let id = stockledger::domain::ExpectedId::parse("expected_id", id)?;
+    let store = open(url, printer).await?;
+    read_models::show_expected(&store, &id, printer).await
+}
+
+/// What can be promised of an item now and by each date stock is due.
+async fn promise(
+    a: &args::PromiseArgs,
+    url: Option<&str>,
+    printer: &Printer,
+) -> Result<(), Failure> {
+    let item = a.validate()?;
+    let store = open(url, printer).await?;
+    read_models::promise(&store, &item, printer).await
 }
 
 async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Result<(), Failure> {
@@ -195,9 +195,10 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
             let store = open(database_url, printer).await?;
             read_models::low_stock(&store, printer).await?;
         }
-        c @ (Cmd::ShowExpected { .. } | Cmd::Promise(_)) => {
-            incoming(c, database_url, printer).await?
+        Cmd::ShowExpected { expected_id } => {
+            show_expected(&expected_id, database_url, printer).await?
         }
+        Cmd::Promise(a) => promise(&a, database_url, printer).await?,
         Cmd::Project => {
             let store = open(database_url, printer).await?;
             read_models::project(&store, printer).await?;

@@ -273,14 +273,13 @@ pub async fn show_expected(
 /// due, or the API's body with --json.
 pub async fn promise(store: &Store, item: &Item, printer: &Printer) -> Result<(), Failure> {
     // Without running workers, both read models the promise adds up are
-    // caught up here, as `stock` does for its one; a running worker keeps
-    // them together itself.
-    for model in [
-        &stockledger::read_model::STOCK_LEVELS as &dyn stockledger::read_model::ReadModel,
+    // caught up here, together (as `stock` does for its one); a running
+    // worker keeps them together itself.
+    let models: [&'static dyn stockledger::read_model::ReadModel; 2] = [
+        &stockledger::read_model::STOCK_LEVELS,
         &stockledger::read_model::INCOMING,
-    ] {
-        worker::catch_up_if_idle(store.pool(), model).await?;
-    }
+    ];
+    worker::catch_up_if_idle(store.pool(), &models).await?;
     let p = store
         .promise(item)
         .await?
@@ -402,7 +401,7 @@ pub async fn stock(
         return Ok(());
     }
     let model: &dyn stockledger::read_model::ReadModel = &stockledger::read_model::STOCK_LEVELS;
-    worker::catch_up_if_idle(store.pool(), model).await?;
+    worker::catch_up_if_idle(store.pool(), &[model]).await?;
     // An item never received is NOT_FOUND, as in the API (docs/domain.md).
     let now = store
         .stock_now(&item)

@@ -25,7 +25,7 @@ use tracing::{info, warn};
 
 use crate::limits::{PROJECTION_BATCH_EVENTS, PROJECTION_DEBOUNCE_MS, PROJECTION_POLL_INTERVAL_MS};
 use crate::projection::live::apply_live;
-use crate::projection::{apply_batch, ReadModel, Slot};
+use crate::projection::ReadModel;
 use crate::store::locks::{Lock, TRY_SESSION_LOCKS};
 use crate::store::{pool, StoreError};
 
@@ -170,16 +170,21 @@ pub async fn catch_up(pool: &Pool) -> Result<i64, StoreError> {
     }
 }
 
-/// Catches `p` up if no worker runs it anywhere (its runner lock is free);
-/// returns whether it did. One-shot tools use this so that a reader without
-/// running workers still sees current rows, while a running worker is left
-/// to do its job and its lag is reported instead.
-pub async fn catch_up_if_idle(pool: &Pool, p: &'static dyn ReadModel) -> Result<bool, StoreError> {
-    let Some(mut client) = become_runner(pool, &[p]).await? else {
+/// Catches `models` up if no worker runs them anywhere (their runner locks
+/// are free); returns whether it did. One-shot tools use this so that a
+/// reader without running workers still sees current rows, while a running
+/// worker is left to do its job and its lag is reported instead. The models
+/// are caught up together, each window to one horizon, so a reader that adds
+/// several up finds them at one checkpoint.
+pub async fn catch_up_if_idle(
+    pool: &Pool,
+    models: &[&'static dyn ReadModel],
+) -> Result<bool, StoreError> {
+    let Some(mut client) = become_runner(pool, models).await? else {
         return Ok(false);
     };
     loop {
-        let a = apply_batch(&mut client, p, Slot::Live, PROJECTION_BATCH_EVENTS).await?;
+        let a = apply_live(&mut client, models, PROJECTION_BATCH_EVENTS).await?;
         if a.events == 0 {
             return Ok(true);
         }

@@ -96,6 +96,14 @@ impl Receive {
             });
         }
         open_with_room(e)?;
+        // The receipt stream is new, so its id was never delivered: one the
+        // expected receipt names already is a log that lost the receipt,
+        // refused as a reused id rather than written twice.
+        if e.deliveries.iter().any(|(r, _)| *r == self.receipt_id) {
+            return Err(Rejection::IdempotencyConflict {
+                stream: StreamId::Expected(id.clone()).to_string(),
+            });
+        }
         let event = Event::ExpectedReceiptDelivered {
             receipt_id: self.receipt_id.clone(),
             sku: e.item.sku.clone(),
