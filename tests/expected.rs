@@ -302,8 +302,9 @@ async fn expected_receipts_over_http_and_the_cli() {
     server.stop().await;
 }
 
-/// A delivery written by hand, naming a receipt the log does not hold, and
-/// one naming a receipt of other units: the audit names both.
+/// Deliveries written by hand: one naming a receipt the log does not hold,
+/// one naming a receipt of other units, one written apart from its receipt.
+/// The audit names each.
 #[tokio::test]
 async fn the_audit_names_a_delivery_without_its_receipt() {
     let db = TestDb::new().await;
@@ -311,6 +312,7 @@ async fn the_audit_names_a_delivery_without_its_receipt() {
         .await
         .unwrap();
     db.receive("in-1", "jacket", 2).await;
+    db.receive("in-2", "jacket", 3).await;
     db.assert_audit_clean().await;
     let client = db.client().await;
     let meta = json!({"command_id": uuid::Uuid::new_v4(), "actor": "test"});
@@ -324,6 +326,7 @@ async fn the_audit_names_a_delivery_without_its_receipt() {
     };
     insert_event(&client, "expected:po-1", 2, &delivered("in-9", 3, 7), &meta).await;
     insert_event(&client, "expected:po-1", 3, &delivered("in-1", 3, 4), &meta).await;
+    insert_event(&client, "expected:po-1", 4, &delivered("in-2", 3, 1), &meta).await;
     db.project_all().await;
     let report = stockledger::audit::audit(db.store.pool()).await.unwrap();
     let deliveries: Vec<String> = report
@@ -334,7 +337,11 @@ async fn the_audit_names_a_delivery_without_its_receipt() {
         .collect();
     assert_eq!(
         deliveries,
-        vec!["no such receipt", "receipt:in-1 of 2 × jacket@default"],
+        vec![
+            "no such receipt",
+            "receipt:in-1 of 2 × jacket@default",
+            "in another one"
+        ],
         "{:#?}",
         report.differences
     );

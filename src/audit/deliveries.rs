@@ -1,6 +1,7 @@
 //! Deliveries against expected receipts, checked across streams: every
 //! `ExpectedReceiptDelivered` names a receipt that exists, of the same item
-//! and units, and no receipt is delivered twice. The command path writes
+//! and units, written in the same transaction, and no receipt is delivered
+//! twice. The command path writes
 //! both events in one transaction; this finds a log where they part.
 //!
 //! It keeps every receipt's item and units in memory while the log is read:
@@ -17,18 +18,20 @@ struct Delivery {
     receipt: ReceiptId,
     item: Item,
     units: u32,
+    tx_id: i64,
 }
 
 #[derive(Default)]
 pub(crate) struct Deliveries {
-    /// Each receipt's item and units, by receipt id.
-    receipts: HashMap<ReceiptId, (Item, u32)>,
+    /// Each receipt's item, units and writing transaction, by receipt id.
+    receipts: HashMap<ReceiptId, (Item, u32, i64)>,
     delivered: Vec<Delivery>,
 }
 
 impl Deliveries {
-    /// Notes what `event`, in `stream`, says of receipts and deliveries.
-    pub fn fold(&mut self, stream: &StreamId, event: &Event) {
+    /// Notes what `event`, in `stream` and written by transaction `tx_id`,
+    /// says of receipts and deliveries.
+    pub fn fold(&mut self, stream: &StreamId, event: &Event, tx_id: i64) {
         if let (
             StreamId::Receipt(id),
             Event::StockReceived {
@@ -42,7 +45,7 @@ impl Deliveries {
                 sku: sku.clone(),
                 location: location.clone(),
             };
-            self.receipts.insert(id.clone(), (item, *quantity));
+            self.receipts.insert(id.clone(), (item, *quantity, tx_id));
         }
         if let Event::ExpectedReceiptDelivered {
             receipt_id,
@@ -60,6 +63,7 @@ impl Deliveries {
                     location: location.clone(),
                 },
                 units: *quantity,
+                tx_id,
             });
         }
     }
@@ -71,7 +75,8 @@ impl Deliveries {
     }
 
     /// Names every delivery without its receipt, of other units or another
-    /// item than its receipt, or of a receipt delivered before.
+    /// item than its receipt, written apart from it, or of a receipt
+    /// delivered before.
     pub fn check(self, diffs: &mut Diffs) {
         let mut seen: HashSet<&ReceiptId> = HashSet::default();
         for d in &self.delivered {
@@ -89,8 +94,12 @@ impl Deliveries {
             }
             match self.receipts.get(&d.receipt) {
                 None => diffs.push("events", &d.expected, "delivery", want, "no such receipt"),
-                Some((item, units)) if (item, *units) != (&d.item, d.units) => {
+                Some((item, units, _)) if (item, *units) != (&d.item, d.units) => {
                     let got = format!("{receipt} of {units} × {item}");
+                    diffs.push("events", &d.expected, "delivery", want, got)
+                }
+                Some((_, _, tx)) if *tx != d.tx_id => {
+                    let (want, got) = ("in the receipt's transaction", "in another one");
                     diffs.push("events", &d.expected, "delivery", want, got)
                 }
                 Some(_) => {}

@@ -169,7 +169,7 @@ impl Replay {
         for e in &valid {
             add_effects(&mut self.balances, e.event);
             self.settings.fold(e.event, e.position);
-            self.deliveries.fold(&stream, e.event);
+            self.deliveries.fold(&stream, e.event, e.tx_id);
         }
         let Ok(full) = self.check_rules(&stream, &valid) else {
             return;
@@ -222,6 +222,7 @@ impl Replay {
                         event,
                         recorded_at: r.recorded_at,
                         position: r.cursor.position,
+                        tx_id: r.cursor.tx_id,
                     });
                 }
                 Err(why) => {

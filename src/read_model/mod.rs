@@ -63,6 +63,8 @@ pub struct SeenEvent<'a> {
     pub event: &'a Event,
     pub recorded_at: DateTime<Utc>,
     pub position: i64,
+    /// The writing transaction.
+    pub tx_id: i64,
 }
 
 /// The part of one stream a copy has seen (its checkpoint may fall inside
