@@ -62,8 +62,7 @@ pub struct ExpectedReceiptResponse {
     pub sku: String,
     #[schema(schema_with = contract::id)]
     pub location: String,
-    /// The units expected in all, delivered ones included.
-    #[schema(schema_with = contract::quantity)]
+    #[schema(schema_with = contract::expected_units)]
     pub quantity: u32,
     /// The units received against it so far (may be more than `quantity`).
     pub delivered: u32,
@@ -72,8 +71,10 @@ pub struct ExpectedReceiptResponse {
     #[schema(schema_with = contract::date)]
     pub expected_on: chrono::NaiveDate,
     pub state: crate::domain::ExpectationState,
-    /// True when an earlier identical request did the work.
+    /// True when an earlier identical request did the work. Only in a
+    /// command's answer; a read has none.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = bool, required = false)]
     pub replayed: Option<bool>,
 }
 

@@ -165,6 +165,16 @@ pub fn reorder_point() -> Schema {
     or_null(b, Type::Integer).into()
 }
 
+/// The units an expected receipt expects in all.
+pub fn expected_units() -> Schema {
+    integer(
+        1,
+        i64::from(MAX_QUANTITY),
+        "The units expected in all, a whole number; units already delivered count towards them.",
+    )
+    .into()
+}
+
 /// A quantity on a receipt or a reservation line.
 pub fn quantity() -> Schema {
     integer(

@@ -77,12 +77,12 @@ request_schemas! {
         expected_id: contract::id;
         sku: contract::id;
         location: contract::location, optional;
-        quantity: contract::quantity;
+        quantity: contract::expected_units;
         expected_on: contract::date;
     }
     ChangeExpectedRequest {
         change_id: contract::id;
-        quantity: contract::quantity;
+        quantity: contract::expected_units;
         expected_on: contract::date;
     }
     AdjustRequest {

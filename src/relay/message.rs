@@ -112,5 +112,23 @@ mod tests {
             },
         );
         assert_eq!(subject("sl", &low), "sl.StockLow.apple");
+        // So do an expected receipt's events: a consumer follows what is
+        // coming of an item by its SKU.
+        let delivered = event(
+            StreamId::Expected(crate::domain::ExpectedId::parse("e", "PO-1").unwrap()),
+            Event::ExpectedReceiptDelivered {
+                receipt_id: crate::domain::ReceiptId::parse("r", "IN-1").unwrap(),
+                sku: Sku::parse("s", "apple").unwrap(),
+                location: Location::parse("l", "north").unwrap(),
+                quantity: 3,
+                expected_on: chrono::NaiveDate::from_ymd_opt(2027, 1, 10).unwrap(),
+                outstanding: 7,
+            },
+        );
+        assert_eq!(
+            subject("sl", &delivered),
+            "sl.ExpectedReceiptDelivered.apple"
+        );
+        assert_eq!(message_id(&delivered), "expected:PO-1:2");
     }
 }
