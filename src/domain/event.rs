@@ -176,11 +176,9 @@ pub enum Event {
     },
 }
 
-/// Every event that stands outside reservation streams, as one pattern:
-/// the arms that treat them alike (a reservation's fold refusing them, an
-/// event that names no order) list them once, here, and a new event of
-/// another stream kind is added to this list only.
-macro_rules! outside_reservations {
+/// The events of the one-event streams (receipts, adjustments, transfers,
+/// counts, limits, reorder points, alerts), as one pattern.
+macro_rules! single_record_events {
     () => {
         $crate::domain::event::Event::StockReceived { .. }
             | $crate::domain::event::Event::StockAdjusted { .. }
@@ -190,13 +188,43 @@ macro_rules! outside_reservations {
             | $crate::domain::event::Event::ReorderPointSet { .. }
             | $crate::domain::event::Event::StockLow { .. }
             | $crate::domain::event::Event::StockRecovered { .. }
-            | $crate::domain::event::Event::ReceiptExpected { .. }
+    };
+}
+pub(crate) use single_record_events;
+
+/// The events of expected receipts' streams, as one pattern.
+macro_rules! expected_receipt_events {
+    () => {
+        $crate::domain::event::Event::ReceiptExpected { .. }
             | $crate::domain::event::Event::ExpectedReceiptChanged { .. }
             | $crate::domain::event::Event::ExpectedReceiptDelivered { .. }
             | $crate::domain::event::Event::ExpectedReceiptCancelled { .. }
     };
 }
+pub(crate) use expected_receipt_events;
+
+/// Every event that stands outside reservation streams, as one pattern:
+/// the arms that treat them alike (a reservation's fold refusing them, an
+/// event that names no order) list them once. A new event joins the
+/// pattern of its own stream kind above, and every "outside" pattern that
+/// names that kind has it.
+macro_rules! outside_reservations {
+    () => {
+        $crate::domain::event::single_record_events!()
+            | $crate::domain::event::expected_receipt_events!()
+    };
+}
 pub(crate) use outside_reservations;
+
+/// Every event that stands outside expected receipts' streams, as one
+/// pattern (their fold refuses them alike).
+macro_rules! outside_expectations {
+    () => {
+        $crate::domain::event::single_record_events!()
+            | $crate::domain::event::reservation_events!()
+    };
+}
+pub(crate) use outside_expectations;
 
 /// Every event of reservation streams, as one pattern, for the arms that
 /// treat them alike (a line for people that is written elsewhere).

@@ -5,7 +5,7 @@
 use std::fmt;
 
 use crate::domain::command::Line;
-use crate::domain::event::{reservation_events, Event};
+use crate::domain::event::{expected_receipt_events, reservation_events, Event};
 use crate::domain::expectation::outside_expectations;
 
 impl fmt::Display for Event {
@@ -34,10 +34,7 @@ impl Event {
             | ReorderPointSet { .. }
             | StockLow { .. }
             | StockRecovered { .. } => self.item_summary(),
-            ReceiptExpected { .. }
-            | ExpectedReceiptChanged { .. }
-            | ExpectedReceiptDelivered { .. }
-            | ExpectedReceiptCancelled { .. } => self.expected_summary(),
+            expected_receipt_events!() => self.expected_summary(),
             ReservationCreated {
                 order_id,
                 lines: l,
@@ -137,11 +134,9 @@ impl Event {
                 available,
                 ..
             } => format!("no longer low: {available} × {sku}@{location} available"),
-            ReceiptExpected { .. }
-            | ExpectedReceiptChanged { .. }
-            | ExpectedReceiptDelivered { .. }
-            | ExpectedReceiptCancelled { .. }
-            | reservation_events!() => unreachable!("read by `summary`"),
+            expected_receipt_events!() | reservation_events!() => {
+                unreachable!("read by `summary`")
+            }
         }
     }
 

@@ -16,28 +16,7 @@ use crate::domain::event::Event;
 use crate::domain::ids::{ChangeId, ExpectedId, Item, Location, ReceiptId, Sku};
 use crate::domain::stream::StreamKind;
 
-/// Every event that stands outside expected receipts' streams, as one
-/// pattern (the fold above refuses them alike).
-macro_rules! outside_expectations {
-    () => {
-        $crate::domain::event::Event::StockReceived { .. }
-            | $crate::domain::event::Event::StockAdjusted { .. }
-            | $crate::domain::event::Event::StockTransferred { .. }
-            | $crate::domain::event::Event::StockCounted { .. }
-            | $crate::domain::event::Event::OrderLimitSet { .. }
-            | $crate::domain::event::Event::ReorderPointSet { .. }
-            | $crate::domain::event::Event::StockLow { .. }
-            | $crate::domain::event::Event::StockRecovered { .. }
-            | $crate::domain::event::Event::ReservationCreated { .. }
-            | $crate::domain::event::Event::ReservationConfirmed { .. }
-            | $crate::domain::event::Event::ReservationReleased { .. }
-            | $crate::domain::event::Event::ReservationExpired { .. }
-            | $crate::domain::event::Event::ReservationLinesConfirmed { .. }
-            | $crate::domain::event::Event::ReservationLinesReleased { .. }
-            | $crate::domain::event::Event::ReservationExtended { .. }
-    };
-}
-pub(crate) use outside_expectations;
+pub(crate) use crate::domain::event::outside_expectations;
 
 /// Whether an expected receipt still brings anything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

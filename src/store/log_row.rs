@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::command::Line;
-use crate::domain::event::outside_reservations;
+use crate::domain::event::{expected_receipt_events, outside_reservations};
 use crate::domain::expectation::outside_expectations;
 use crate::domain::{
     ChangeId, ConfirmationId, Event, EventType, ExtensionId, Item, Location, OrderId, ReceiptId,
@@ -153,10 +153,7 @@ pub fn encode(event: &Event) -> LogRow<'_> {
         | Event::ReorderPointSet { .. }
         | Event::StockLow { .. }
         | Event::StockRecovered { .. } => setting_or_alert_row(event, &mut row, &mut rest),
-        Event::ReceiptExpected { .. }
-        | Event::ExpectedReceiptChanged { .. }
-        | Event::ExpectedReceiptDelivered { .. }
-        | Event::ExpectedReceiptCancelled { .. } => expected_row(event, &mut row, &mut rest),
+        expected_receipt_events!() => expected_row(event, &mut row, &mut rest),
         Event::ReservationCreated { .. }
         | Event::ReservationConfirmed { .. }
         | Event::ReservationReleased { .. }
