@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::expected::{find, next};
+use super::expected::{append, find};
 use super::{Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
@@ -55,13 +55,6 @@ impl Rule for CancelExpected {
             expected_on: e.expected_on,
             withdrawn: e.outstanding(),
         };
-        let (new, view) = next(e, event, command_id);
-        Ok(Decision {
-            events: vec![new],
-            outcome: Outcome::Expected {
-                view,
-                replayed: false,
-            },
-        })
+        Ok(append(e, event, command_id))
     }
 }

@@ -6,7 +6,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::expected::{find, next, open_with_room};
+use super::expected::{append, find, open_with_room};
 use super::input::{date, quantity};
 use super::{Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState, Outcome};
@@ -87,13 +87,6 @@ impl Rule for ChangeExpected {
             expected_on: self.expected_on,
             outstanding: e.outstanding_if(self.quantity),
         };
-        let (new, view) = next(e, event, command_id);
-        Ok(Decision {
-            events: vec![new],
-            outcome: Outcome::Expected {
-                view,
-                replayed: false,
-            },
-        })
+        Ok(append(e, event, command_id))
     }
 }

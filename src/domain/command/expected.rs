@@ -5,7 +5,7 @@
 
 use uuid::Uuid;
 
-use crate::domain::decide::{LedgerState, NewEvent};
+use crate::domain::decide::{Decision, LedgerState, NewEvent, Outcome};
 use crate::domain::event::Event;
 use crate::domain::expectation::{Expectation, ExpectationState, ExpectationView};
 use crate::domain::ids::ExpectedId;
@@ -64,4 +64,17 @@ pub(crate) fn next(e: &Expectation, event: Event, command_id: Uuid) -> (NewEvent
         fingerprint: None,
     };
     (new, ExpectationView::from(&after))
+}
+
+/// The decision of a change or a cancellation: `event` appended, answered
+/// with the expected receipt as it leaves it.
+pub(crate) fn append(e: &Expectation, event: Event, command_id: Uuid) -> Decision {
+    let (new, view) = next(e, event, command_id);
+    Decision {
+        events: vec![new],
+        outcome: Outcome::Expected {
+            view,
+            replayed: false,
+        },
+    }
 }
