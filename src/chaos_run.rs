@@ -317,6 +317,8 @@ fn reserve(id: &str, order: &str, lines: &[(usize, i64)]) -> Command {
             })
             .collect(),
         ttl_seconds: None,
+        backorder: false,
+        latest_arrival: None,
     }
     .validate()
     .expect("generated reservations are valid")

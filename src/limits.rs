@@ -41,6 +41,24 @@ pub const MAX_RESERVATION_EVENTS: u32 = 64;
 /// every command on the expected receipt loads and folds. Domain rule.
 pub const MAX_EXPECTED_EVENTS: u32 = 256;
 
+/// The most reservations that may wait for one item at once (backorders
+/// and pre-orders). The queue lives on the item's balance row, which every
+/// command on the item reads and writes, so its length is what each of
+/// them pays. A reserve that would join a full queue is refused
+/// (`BACKLOG_FULL`). Domain rule.
+pub const MAX_WAITING_PER_ITEM: usize = 1_000;
+
+/// The most open expected receipts one item may have at once. They are
+/// kept on the item's balance row (what backorders may draw on), for the
+/// same reason and with the same refusal as `MAX_WAITING_PER_ITEM`.
+/// Domain rule.
+pub const MAX_EXPECTED_PER_ITEM: usize = 256;
+
+/// The most reservations with waiting units the backorder worker fills
+/// or drops in one pass; a full pass goes again at once. Bounds one
+/// pass's batch as `MAX_EXPIRIES_PER_PASS` does.
+pub const MAX_FILLS_PER_PASS: usize = 500;
+
 /// Earliest and latest expected date, as `YYYY-MM-DD`: the years PostgreSQL's
 /// `date` and the contract's four-digit years share. Domain rule.
 pub const MIN_EXPECTED_DATE: &str = "0001-01-01";

@@ -50,6 +50,7 @@ async fn figures_at_three_moments_of_a_scripted_history() {
                 on_hand: 10,
                 reserved: 3,
                 confirmed: 0,
+                backordered: 0,
             },
         ),
         (
@@ -58,6 +59,7 @@ async fn figures_at_three_moments_of_a_scripted_history() {
                 on_hand: 7,
                 reserved: 4,
                 confirmed: 3,
+                backordered: 0,
             },
         ),
         (
@@ -66,6 +68,7 @@ async fn figures_at_three_moments_of_a_scripted_history() {
                 on_hand: 12,
                 reserved: 0,
                 confirmed: 3,
+                backordered: 0,
             },
         ),
     ];

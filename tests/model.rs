@@ -165,6 +165,8 @@ fn to_command(op: &Op) -> Option<Command> {
                 })
                 .collect(),
             ttl_seconds: Some(*ttl),
+            backorder: false,
+            latest_arrival: None,
         }
         .validate()
         .unwrap(),

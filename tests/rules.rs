@@ -135,6 +135,8 @@ fn res(f: impl FnOnce(&mut ReserveRequest)) -> Result<Command, Rejection> {
         order_id: "o1".into(),
         lines: lines(1),
         ttl_seconds: None,
+        backorder: false,
+        latest_arrival: None,
     };
     f(&mut r);
     r.validate()

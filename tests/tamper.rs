@@ -696,7 +696,7 @@ async fn raw_reservation(
         },
         quantity,
     }];
-    let hash = Reserve::fingerprint_of(&order_id, &lines);
+    let hash = Reserve::fingerprint_of(&order_id, &lines, None);
     let event = Event::ReservationCreated {
         order_id,
         lines,

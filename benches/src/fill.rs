@@ -374,6 +374,8 @@ impl<'a> Generator<'a> {
             } else {
                 LIVE_TTL_SECONDS
             }),
+            backorder: false,
+            latest_arrival: None,
         }
         .validate()
         .expect("valid reservation")

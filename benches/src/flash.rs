@@ -47,6 +47,8 @@ impl FlashSale {
                             quantity: 1,
                         }],
                         ttl_seconds: None,
+                        backorder: false,
+                        latest_arrival: None,
                     }
                     .validate()
                     .expect("a valid reservation");

@@ -6,12 +6,14 @@
 -- summed per item and added with one upsert. An event whose type has no
 -- row fails the batch (`event_type_unknown`) rather than be skipped. The
 -- audit checks the result against its own fold of `Event::for_each_effect`.
-INSERT INTO stock_levels AS s (sku, location, on_hand, reserved, confirmed, last_position, updated_at)
+INSERT INTO stock_levels AS s (sku, location, on_hand, reserved, confirmed, backordered,
+                               last_position, updated_at)
 SELECT l.sku,
        l.location,
        sum(t.on_hand * l.quantity),
        sum(t.reserved * l.quantity),
        sum(t.confirmed * l.quantity),
+       sum(t.backordered * l.quantity),
        max(e.position),
        max(e.recorded_at)
 FROM events AS e
@@ -25,5 +27,6 @@ ON CONFLICT (sku, location) DO UPDATE
 SET on_hand       = s.on_hand + EXCLUDED.on_hand,
     reserved      = s.reserved + EXCLUDED.reserved,
     confirmed     = s.confirmed + EXCLUDED.confirmed,
+    backordered   = s.backordered + EXCLUDED.backordered,
     last_position = greatest(s.last_position, EXCLUDED.last_position),
     updated_at    = greatest(s.updated_at, EXCLUDED.updated_at)

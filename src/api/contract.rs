@@ -216,6 +216,33 @@ pub fn date() -> Schema {
         .into()
 }
 
+/// Whether a reserve lets what is not on hand wait for expected stock.
+pub fn backorder() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::Boolean)
+        .default(Some(false.into()))
+        .description(Some(
+            "Let the units not on hand wait for stock that is expected (a backorder, or a \
+             pre-order when nothing is on hand), within what can be promised by \
+             `latest_arrival`. They are filled first come, first served as stock arrives.",
+        ))
+        .into()
+}
+
+/// The latest date a backorder accepts stock to arrive by.
+pub fn latest_arrival() -> Schema {
+    let b = ObjectBuilder::new()
+        .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+            utoipa::openapi::KnownFormat::Date,
+        )))
+        .description(Some(format!(
+            "With `backorder`: only stock expected on or before this date (YYYY-MM-DD, from \
+             {MIN_EXPECTED_DATE} to {MAX_EXPECTED_DATE}) counts; every expected unit counts \
+             when it is left out or null. Read only with `backorder`: true."
+        )));
+    or_null(b, Type::String).into()
+}
+
 /// An adjustment's change to on-hand stock: never zero.
 pub fn delta() -> Schema {
     let max = i64::from(MAX_ADJUST_DELTA);

@@ -122,6 +122,8 @@ request_schemas! {
         order_id: contract::id;
         lines: contract::lines;
         ttl_seconds: contract::ttl_seconds, optional;
+        backorder: contract::backorder, optional;
+        latest_arrival: contract::latest_arrival, optional;
     }
     ConfirmLinesRequest ("Confirms part of a reservation: some of its lines, or some units of them.") {
         confirmation_id: contract::id;
@@ -151,7 +153,8 @@ mod tests {
             "quantity" | "delta" | "counted" | "ttl_seconds" | "max_per_order"
             | "reorder_point" => json!(5),
             "lines" => json!([{"sku": "a", "quantity": 1}]),
-            "expected_on" => json!("2026-12-10"),
+            "expected_on" | "latest_arrival" => json!("2026-12-10"),
+            "backorder" => json!(true),
             _ => json!("a"),
         }
     }

@@ -9,6 +9,7 @@
 //!
 //! The same engine verifies a rebuilt copy before it is swapped in.
 
+mod backlogs;
 mod deliveries;
 mod replay;
 mod settings;

@@ -8,6 +8,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Client;
 
 use crate::audit::deliveries::Deliveries;
+use crate::audit::backlogs::{self, ActualBacklogs, Backlogs};
 use crate::audit::settings::{self, ActualSettings, Settings};
 use crate::domain::reservation::StreamViolation;
 use crate::domain::stream::prefixes;
@@ -54,6 +55,8 @@ pub struct Replay {
     balances: Figures,
     /// The items' settings, kept on their balance rows.
     settings: Settings,
+    /// The items' backlogs, kept on their balance rows.
+    backlogs: Backlogs,
     /// Receipts and the deliveries against expected receipts that name them.
     deliveries: Deliveries,
     events: u64,
@@ -80,6 +83,7 @@ impl Replay {
             targets,
             balances: HashMap::default(),
             settings: Settings::default(),
+            backlogs: Backlogs::default(),
             deliveries: Deliveries::default(),
             events: 0,
             streams: 0,
@@ -169,6 +173,7 @@ impl Replay {
         for e in &valid {
             add_effects(&mut self.balances, e.event);
             self.settings.fold(e.event, e.position);
+            self.backlogs.fold(&stream, e.event, e.position);
             self.deliveries.fold(&stream, e.event, e.tx_id);
         }
         let Ok(full) = self.check_rules(&stream, &valid) else {
@@ -288,6 +293,7 @@ impl Replay {
     pub fn merge(&mut self, other: Replay) {
         merge_figures(&mut self.balances, other.balances);
         self.settings.merge(other.settings);
+        self.backlogs.merge(other.backlogs);
         self.deliveries.merge(other.deliveries);
         for ((target, mine), (_, theirs)) in self.targets.iter_mut().zip(other.targets) {
             target.projection.merge(mine, theirs);
@@ -307,10 +313,11 @@ impl Replay {
     /// for the same targets in the same snapshot.
     pub(crate) fn diff(mut self, tables: Tables) -> Outcome {
         std::mem::take(&mut self.deliveries).check(&mut self.diffs);
-        if let Some((balances, settings)) = tables.balances {
+        if let Some((balances, settings, backlogs)) = tables.balances {
             compare_figures("item_balances", &self.balances, balances, &mut self.diffs);
             self.settings
                 .compare(&self.balances, settings, &mut self.diffs);
+            std::mem::take(&mut self.backlogs).compare(backlogs, &mut self.diffs);
         }
         let mut compared = Vec::new();
         let mut first_differing = None;
@@ -337,8 +344,8 @@ impl Replay {
 
 /// The tables to compare, as they are in the snapshot.
 pub(crate) struct Tables {
-    /// The write side's figures and settings, when asked for.
-    pub balances: Option<(ActualFigures, ActualSettings)>,
+    /// The write side's figures, settings and backlogs, when asked for.
+    pub balances: Option<(ActualFigures, ActualSettings, ActualBacklogs)>,
     pub projections: Vec<Actual>,
 }
 
@@ -352,6 +359,7 @@ pub(crate) async fn load_tables(
         Some((
             load_figures(client, "public.item_balances").await?,
             settings::load(client).await?,
+            backlogs::load(client).await?,
         ))
     } else {
         None

@@ -233,6 +233,7 @@ mod tests {
                 on_hand: available,
                 reserved: 0,
                 confirmed: 0,
+                backordered: 0,
             },
         )]
         .into_iter()

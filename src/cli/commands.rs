@@ -234,6 +234,13 @@ pub struct ReserveArgs {
     /// Time to live in seconds (default 900).
     #[arg(long, allow_negative_numbers = true)]
     pub ttl: Option<i64>,
+    /// Let what is not on hand wait for stock that is expected (a
+    /// backorder, or a pre-order when nothing is on hand).
+    #[arg(long)]
+    pub backorder: bool,
+    /// With --backorder: count only stock expected by this date (YYYY-MM-DD).
+    #[arg(long, requires = "backorder")]
+    pub latest_arrival: Option<String>,
 }
 
 #[derive(ClapArgs, Debug)]
@@ -357,6 +364,8 @@ impl ReserveArgs {
             order_id: self.order_id.clone(),
             lines: parse_lines(&self.lines)?,
             ttl_seconds: self.ttl,
+            backorder: self.backorder,
+            latest_arrival: self.latest_arrival.clone(),
         }
         .validate()
     }

@@ -58,6 +58,8 @@ impl Story<'_> {
                 quantity: qty,
             }],
             ttl_seconds: ttl,
+            backorder: false,
+            latest_arrival: None,
         }
         .validate()
         .expect("demo commands are valid")

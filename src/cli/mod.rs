@@ -92,7 +92,9 @@ fn exit_code(code: stockledger::domain::RejectionCode) -> u8 {
         | OrderLimitExceeded
         | ExpectedReceiptCancelled
         | ExpectedReceiptFull
-        | ExpectedItemMismatch => 3,
+        | ExpectedItemMismatch
+        | BackorderWaiting
+        | BacklogFull => 3,
     }
 }
 

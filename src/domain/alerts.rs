@@ -114,7 +114,10 @@ pub fn said(event: &Event) -> Option<Alert> {
         | Event::ReservationExpired { .. }
         | Event::ReservationLinesConfirmed { .. }
         | Event::ReservationLinesReleased { .. }
-        | Event::ReservationExtended { .. } => return None,
+        | Event::ReservationExtended { .. }
+        | Event::BackorderPlaced { .. }
+        | Event::BackorderFilled { .. }
+        | Event::BackorderDropped { .. } => return None,
     };
     let item = Item {
         sku: sku.clone(),

@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::domain::backorder::Backlog;
 use crate::domain::command::{Command, Line};
 use crate::domain::event::{Balance, Event};
 use crate::domain::expectation::{Expectation, ExpectationView, ExpectationViolation};
@@ -45,6 +46,9 @@ pub struct LedgerState {
     pub order_owners: HashMap<OrderId, ReservationId>,
     /// The expected receipts the batch touches, folded.
     pub expectations: HashMap<ExpectedId, Expectation>,
+    /// What waits for each item whose balance row is loaded, and what is
+    /// expected of it; an item without an entry has neither.
+    pub backlogs: BTreeMap<Item, Backlog>,
 }
 
 impl LedgerState {
@@ -54,6 +58,10 @@ impl LedgerState {
 
     pub fn settings(&self, item: &Item) -> ItemSettings {
         self.settings.get(item).copied().unwrap_or_default()
+    }
+
+    pub fn backlog(&self, item: &Item) -> Backlog {
+        self.backlogs.get(item).cloned().unwrap_or_default()
     }
 
     /// Folds one event of the expected receipt `id`'s stream into the
@@ -92,8 +100,10 @@ pub struct ReservationView {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-/// One reserved line as callers see it: the units reserved, and what has
-/// become of them. `open + confirmed + released + expired = quantity`.
+/// One ordered line as callers see it: the units ordered, and what has
+/// become of them. `open + confirmed + released + expired + waiting +
+/// dropped = quantity`; the last two are left out while 0 (a line that
+/// never waited for stock reads as before backorders existed).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct LineView {
     pub sku: Sku,
@@ -104,6 +114,17 @@ pub struct LineView {
     pub confirmed: u32,
     pub released: u32,
     pub expired: u32,
+    /// Backordered: waiting for stock to arrive.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub waiting: u32,
+    /// Waited for stock and were dropped (the order was released or
+    /// expired, or the stock will not come).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl LineView {
@@ -112,10 +133,12 @@ impl LineView {
             sku: line.item.sku.clone(),
             location: line.item.location.clone(),
             quantity: line.quantity,
-            open: line.quantity - p.confirmed - p.released - p.expired,
+            open: p.open(line.quantity),
             confirmed: p.confirmed,
             released: p.released,
             expired: p.expired,
+            waiting: p.waiting,
+            dropped: p.dropped,
         }
     }
 }
@@ -267,6 +290,7 @@ pub fn apply(state: &mut LedgerState, decision: &Decision, command_id: Uuid, now
         if let Some((item, setting)) = e.event.setting() {
             state.settings.entry(item).or_default().apply(setting);
         }
+        crate::domain::backorder::apply(&mut state.backlogs, &e.stream, &e.event);
         match &e.stream {
             StreamId::Reservation(id) => {
                 let current = state.reservations.remove(id);

@@ -21,6 +21,8 @@ fn reserve(order: &str, qty: i64) -> Command {
             quantity: qty,
         }],
         ttl_seconds: Some(60),
+        backorder: false,
+        latest_arrival: None,
     }
     .validate()
     .unwrap()
@@ -311,6 +313,8 @@ fn a_second_reservation_for_an_order_is_refused() {
             quantity: 1,
         }],
         ttl_seconds: None,
+        backorder: false,
+        latest_arrival: None,
     }
     .validate()
     .unwrap();
@@ -343,6 +347,8 @@ fn shortfalls_name_every_short_line_and_nothing_is_decided() {
             },
         ],
         ttl_seconds: None,
+        backorder: false,
+        latest_arrival: None,
     }
     .validate()
     .unwrap();
@@ -435,7 +441,8 @@ fn receipts_and_adjustments_are_idempotent_and_checked() {
         Balance {
             on_hand: 2,
             reserved: 2,
-            confirmed: 0
+            confirmed: 0,
+            backordered: 0,
         }
     );
     assert!(run(&mut st, &adjust("adj-1", -8), t(2))
@@ -784,6 +791,8 @@ fn reserve_lines(lines: &[(&str, i64)]) -> Command {
             })
             .collect(),
         ttl_seconds: Some(60),
+        backorder: false,
+        latest_arrival: None,
     }
     .validate()
     .unwrap()

@@ -174,6 +174,53 @@ pub enum Event {
         ttl_seconds: u32,
         expires_at: DateTime<Utc>,
     },
+    /// The units of the order that were not on hand when it was reserved
+    /// and now wait for stock that is expected (`lines`): a backorder, or a
+    /// pre-order when nothing was on hand. Always seq 2, written with the
+    /// reservation it belongs to. `latest_arrival` is the latest date the
+    /// caller accepted stock to arrive by, if it named one.
+    BackorderPlaced {
+        order_id: OrderId,
+        lines: Vec<Line>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        latest_arrival: Option<NaiveDate>,
+    },
+    /// Stock arrived (or was freed) for waiting units: they are held now,
+    /// as if reserved. Written by the ledger in the order backorders were
+    /// placed (first come, first served).
+    BackorderFilled { order_id: OrderId, lines: Vec<Line> },
+    /// Waiting units that no longer wait: the order was released or expired
+    /// (written just before its settling event), or the stock they waited
+    /// for will not come (`unfillable`: an expected receipt was cut or
+    /// cancelled, and the latest-placed backorders have nothing left to
+    /// draw on).
+    BackorderDropped {
+        order_id: OrderId,
+        lines: Vec<Line>,
+        reason: DropReason,
+    },
+}
+
+/// Why waiting units were dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// The reservation was released.
+    Released,
+    /// The reservation expired.
+    Expired,
+    /// What was expected to fill them will not come.
+    Unfillable,
+}
+
+impl DropReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropReason::Released => "released",
+            DropReason::Expired => "expired",
+            DropReason::Unfillable => "unfillable",
+        }
+    }
 }
 
 /// The events of the one-event streams (receipts, adjustments, transfers,
@@ -237,6 +284,9 @@ macro_rules! reservation_events {
             | $crate::domain::event::Event::ReservationLinesConfirmed { .. }
             | $crate::domain::event::Event::ReservationLinesReleased { .. }
             | $crate::domain::event::Event::ReservationExtended { .. }
+            | $crate::domain::event::Event::BackorderPlaced { .. }
+            | $crate::domain::event::Event::BackorderFilled { .. }
+            | $crate::domain::event::Event::BackorderDropped { .. }
     };
 }
 pub(crate) use reservation_events;
@@ -247,6 +297,7 @@ pub struct StockDelta {
     pub on_hand: i64,
     pub reserved: i64,
     pub confirmed: i64,
+    pub backordered: i64,
 }
 
 /// One item's figures. `available` is derived, never stored.
@@ -255,10 +306,22 @@ pub struct Balance {
     pub on_hand: i64,
     pub reserved: i64,
     pub confirmed: i64,
+    /// Units ordered that wait for stock to arrive (backorders and
+    /// pre-orders): promised, not yet held.
+    #[serde(default)]
+    pub backordered: i64,
 }
 
 impl Balance {
+    /// What can still be promised from stock on hand: on hand less what is
+    /// held, less what waiting orders have first claim on. Negative while
+    /// more waits than is on the shelf (the rest is expected).
     pub fn available(&self) -> i64 {
+        self.on_hand - self.reserved - self.backordered
+    }
+
+    /// On hand and not held: what waiting orders can be filled from.
+    pub fn unheld(&self) -> i64 {
         self.on_hand - self.reserved
     }
 
@@ -266,11 +329,16 @@ impl Balance {
         self.on_hand += d.on_hand;
         self.reserved += d.reserved;
         self.confirmed += d.confirmed;
+        self.backordered += d.backordered;
     }
 
-    /// The domain invariant `0 <= reserved <= on_hand` (and confirmed never negative).
+    /// The domain invariant `0 <= reserved <= on_hand` (and confirmed and
+    /// backordered never negative).
     pub fn is_valid(&self) -> bool {
-        0 <= self.reserved && self.reserved <= self.on_hand && self.confirmed >= 0
+        0 <= self.reserved
+            && self.reserved <= self.on_hand
+            && self.confirmed >= 0
+            && self.backordered >= 0
     }
 }
 
@@ -297,6 +365,9 @@ impl Event {
             Event::ReservationLinesConfirmed { .. } => EventType::ReservationLinesConfirmed,
             Event::ReservationLinesReleased { .. } => EventType::ReservationLinesReleased,
             Event::ReservationExtended { .. } => EventType::ReservationExtended,
+            Event::BackorderPlaced { .. } => EventType::BackorderPlaced,
+            Event::BackorderFilled { .. } => EventType::BackorderFilled,
+            Event::BackorderDropped { .. } => EventType::BackorderDropped,
         }
     }
 
@@ -309,7 +380,10 @@ impl Event {
             | Event::ReservationExpired { order_id, .. }
             | Event::ReservationLinesConfirmed { order_id, .. }
             | Event::ReservationLinesReleased { order_id, .. }
-            | Event::ReservationExtended { order_id, .. } => Some(order_id),
+            | Event::ReservationExtended { order_id, .. }
+            | Event::BackorderPlaced { order_id, .. }
+            | Event::BackorderFilled { order_id, .. }
+            | Event::BackorderDropped { order_id, .. } => Some(order_id),
             Event::ReservationReleased { order_id, .. } => order_id.as_ref(),
             outside_reservations!() => None,
         }
@@ -339,7 +413,10 @@ impl Event {
             | Event::ReservationExpired { .. }
             | Event::ReservationLinesConfirmed { .. }
             | Event::ReservationLinesReleased { .. }
-            | Event::ReservationExtended { .. } => stream.id(),
+            | Event::ReservationExtended { .. }
+            | Event::BackorderPlaced { .. }
+            | Event::BackorderFilled { .. }
+            | Event::BackorderDropped { .. } => stream.id(),
         }
     }
 
@@ -423,8 +500,22 @@ impl Event {
                     on_hand: -q,
                     reserved: -q,
                     confirmed: q,
+                    backordered: 0,
                 })
             }
+            Event::BackorderPlaced { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
+                backordered: q,
+                ..Default::default()
+            }),
+            Event::BackorderFilled { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
+                reserved: q,
+                backordered: -q,
+                ..Default::default()
+            }),
+            Event::BackorderDropped { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
+                backordered: -q,
+                ..Default::default()
+            }),
             Event::ReservationReleased { lines: l, .. }
             | Event::ReservationExpired { lines: l, .. }
             | Event::ReservationLinesReleased { lines: l, .. } => {
@@ -478,7 +569,10 @@ impl Event {
             | Event::ReservationExpired { .. }
             | Event::ReservationLinesConfirmed { .. }
             | Event::ReservationLinesReleased { .. }
-            | Event::ReservationExtended { .. } => None,
+            | Event::ReservationExtended { .. }
+            | Event::BackorderPlaced { .. }
+            | Event::BackorderFilled { .. }
+            | Event::BackorderDropped { .. } => None,
         }
     }
 

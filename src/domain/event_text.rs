@@ -69,6 +69,20 @@ impl Event {
             ReservationExtended { expires_at, .. } => {
                 format!("held until {}", expires_at.format("%H:%M:%S"))
             }
+            BackorderPlaced {
+                lines: l,
+                latest_arrival: Some(by),
+                ..
+            } => format!("backordered {}, arriving by {by}", lines(l)),
+            BackorderPlaced {
+                lines: l,
+                latest_arrival: None,
+                ..
+            } => format!("backordered {}", lines(l)),
+            BackorderFilled { lines: l, .. } => format!("filled {} from stock", lines(l)),
+            BackorderDropped {
+                lines: l, reason, ..
+            } => format!("dropped {} waiting ({})", lines(l), reason.as_str()),
         }
     }
 

@@ -29,6 +29,9 @@ pub enum Places {
 pub enum ReservationMove {
     /// Makes a reservation: its units are held.
     Opens,
+    /// Adds units to an open reservation's (its waiting ones: they count
+    /// as held in the totals, being the order's, until they are dropped).
+    Adds,
     /// Moves units out of the held ones, to `to`; `settles` when the whole
     /// reservation goes there (its last event).
     Moves { to: ReservationState, settles: bool },
@@ -42,9 +45,9 @@ struct Row {
     places: Places,
     closes: bool,
     reservation: ReservationMove,
-    /// The sign each figure (on hand, reserved, confirmed) moves by, times
-    /// a stored line's quantity.
-    line: (i64, i64, i64),
+    /// The sign each figure (on hand, reserved, confirmed, backordered)
+    /// moves by, times a stored line's quantity.
+    line: (i64, i64, i64, i64),
     /// What the event says of its item's stock: low (`Some(true)`), no
     /// longer low (`Some(false)`), or nothing.
     low: Option<bool>,
@@ -90,6 +93,7 @@ macro_rules! event_types {
 // Shorthands for the table's reservation column.
 const NOTHING: ReservationMove = ReservationMove::Nothing;
 const OPENS: ReservationMove = ReservationMove::Opens;
+const ADDS: ReservationMove = ReservationMove::Adds;
 const fn settles(to: ReservationState) -> ReservationMove {
     ReservationMove::Moves { to, settles: true }
 }
@@ -97,35 +101,45 @@ const fn part(to: ReservationState) -> ReservationMove {
     ReservationMove::Moves { to, settles: false }
 }
 use ReservationState::{Confirmed, Expired, Released};
+/// Dropped waiting units leave the order without being held: in the
+/// totals, they move out of RESERVED to RELEASED, and settle nothing.
+const fn dropped() -> ReservationMove {
+    part(Released)
+}
 // Shorthands for the table's low-stock column.
 const LOW: Option<bool> = Some(true);
 const RECOVERED: Option<bool> = Some(false);
 const SAYS_NOTHING: Option<bool> = None;
 
-// Line effect: the sign (on hand, reserved, confirmed) move by, times a stored
-// line's quantity. Stock events' lines are signed: a transfer's source line
-// is negative, a count's line is the change from the books.
+// Line effect: the sign (on hand, reserved, confirmed, backordered) move by,
+// times a stored line's quantity. Stock events' lines are signed: a
+// transfer's source line is negative, a count's line is the change from the
+// books. Dropped backorders count as released units in the reservation
+// totals, whatever dropped them: they were never held, so none expired.
 event_types! {
-//  type                         stream        places    closes  reservation          line effect   low stock
-    StockReceived             => Receipt,      First,    true,   NOTHING,             (1, 0, 0),    SAYS_NOTHING;
-    StockAdjusted             => Adjustment,   First,    true,   NOTHING,             (1, 0, 0),    SAYS_NOTHING;
-    StockTransferred          => Transfer,     First,    true,   NOTHING,             (1, 0, 0),    SAYS_NOTHING;
-    StockCounted              => Count,        First,    true,   NOTHING,             (1, 0, 0),    SAYS_NOTHING;
-    OrderLimitSet             => Limit,        First,    true,   NOTHING,             (0, 0, 0),    SAYS_NOTHING;
-    ReorderPointSet           => ReorderPoint, First,    true,   NOTHING,             (0, 0, 0),    SAYS_NOTHING;
-    StockLow                  => Alert,        First,    true,   NOTHING,             (0, 0, 0),    LOW;
-    StockRecovered            => Alert,        First,    true,   NOTHING,             (0, 0, 0),    RECOVERED;
-    ReceiptExpected           => Expected,     First,    false,  NOTHING,             (0, 0, 0),    SAYS_NOTHING;
-    ExpectedReceiptChanged    => Expected,     Between,  false,  NOTHING,             (0, 0, 0),    SAYS_NOTHING;
-    ExpectedReceiptDelivered  => Expected,     Between,  false,  NOTHING,             (0, 0, 0),    SAYS_NOTHING;
-    ExpectedReceiptCancelled  => Expected,     Later,    true,   NOTHING,             (0, 0, 0),    SAYS_NOTHING;
-    ReservationCreated        => Reservation,  First,    false,  OPENS,               (0, 1, 0),    SAYS_NOTHING;
-    ReservationConfirmed      => Reservation,  Later,    true,   settles(Confirmed),  (-1, -1, 1),  SAYS_NOTHING;
-    ReservationReleased       => Reservation,  Anywhere, true,   settles(Released),   (0, -1, 0),   SAYS_NOTHING;
-    ReservationExpired        => Reservation,  Later,    true,   settles(Expired),    (0, -1, 0),   SAYS_NOTHING;
-    ReservationLinesConfirmed => Reservation,  Between,  false,  part(Confirmed),     (-1, -1, 1),  SAYS_NOTHING;
-    ReservationLinesReleased  => Reservation,  Between,  false,  part(Released),      (0, -1, 0),   SAYS_NOTHING;
-    ReservationExtended       => Reservation,  Between,  false,  NOTHING,             (0, 0, 0),    SAYS_NOTHING;
+//  type                         stream        places    closes  reservation          line effect       low stock
+    StockReceived             => Receipt,      First,    true,   NOTHING,             (1, 0, 0, 0),     SAYS_NOTHING;
+    StockAdjusted             => Adjustment,   First,    true,   NOTHING,             (1, 0, 0, 0),     SAYS_NOTHING;
+    StockTransferred          => Transfer,     First,    true,   NOTHING,             (1, 0, 0, 0),     SAYS_NOTHING;
+    StockCounted              => Count,        First,    true,   NOTHING,             (1, 0, 0, 0),     SAYS_NOTHING;
+    OrderLimitSet             => Limit,        First,    true,   NOTHING,             (0, 0, 0, 0),     SAYS_NOTHING;
+    ReorderPointSet           => ReorderPoint, First,    true,   NOTHING,             (0, 0, 0, 0),     SAYS_NOTHING;
+    StockLow                  => Alert,        First,    true,   NOTHING,             (0, 0, 0, 0),     LOW;
+    StockRecovered            => Alert,        First,    true,   NOTHING,             (0, 0, 0, 0),     RECOVERED;
+    ReceiptExpected           => Expected,     First,    false,  NOTHING,             (0, 0, 0, 0),     SAYS_NOTHING;
+    ExpectedReceiptChanged    => Expected,     Between,  false,  NOTHING,             (0, 0, 0, 0),     SAYS_NOTHING;
+    ExpectedReceiptDelivered  => Expected,     Between,  false,  NOTHING,             (0, 0, 0, 0),     SAYS_NOTHING;
+    ExpectedReceiptCancelled  => Expected,     Later,    true,   NOTHING,             (0, 0, 0, 0),     SAYS_NOTHING;
+    ReservationCreated        => Reservation,  First,    false,  OPENS,               (0, 1, 0, 0),     SAYS_NOTHING;
+    ReservationConfirmed      => Reservation,  Later,    true,   settles(Confirmed),  (-1, -1, 1, 0),   SAYS_NOTHING;
+    ReservationReleased       => Reservation,  Anywhere, true,   settles(Released),   (0, -1, 0, 0),    SAYS_NOTHING;
+    ReservationExpired        => Reservation,  Later,    true,   settles(Expired),    (0, -1, 0, 0),    SAYS_NOTHING;
+    ReservationLinesConfirmed => Reservation,  Between,  false,  part(Confirmed),     (-1, -1, 1, 0),   SAYS_NOTHING;
+    ReservationLinesReleased  => Reservation,  Between,  false,  part(Released),      (0, -1, 0, 0),    SAYS_NOTHING;
+    ReservationExtended       => Reservation,  Between,  false,  NOTHING,             (0, 0, 0, 0),     SAYS_NOTHING;
+    BackorderPlaced           => Reservation,  Between,  false,  ADDS,                (0, 0, 0, 1),     SAYS_NOTHING;
+    BackorderFilled           => Reservation,  Between,  false,  NOTHING,             (0, 1, 0, -1),    SAYS_NOTHING;
+    BackorderDropped          => Reservation,  Between,  false,  dropped(),           (0, 0, 0, -1),    SAYS_NOTHING;
 }
 
 impl EventType {
@@ -156,11 +170,12 @@ impl EventType {
     /// `store::log_row::encode` stores it. The SQL folds read it from the
     /// `event_types` table; a test holds it to `Event::for_each_effect`.
     pub fn line_effect(self) -> StockDelta {
-        let (on_hand, reserved, confirmed) = self.row().line;
+        let (on_hand, reserved, confirmed, backordered) = self.row().line;
         StockDelta {
             on_hand,
             reserved,
             confirmed,
+            backordered,
         }
     }
 
@@ -177,6 +192,13 @@ impl EventType {
     /// `event_types`.
     pub fn incoming(self) -> bool {
         self.stream_kind() == StreamKind::Expected
+    }
+
+    /// Whether an event of this type changes its item's backlog (what
+    /// waits for it, what is expected of it): the store writes the
+    /// backlogs of those items (`domain::backorder::apply` folds them).
+    pub fn moves_backlog(self) -> bool {
+        self.incoming() || self.line_effect().backordered != 0
     }
 
     /// The event type stored as `name`, if there is one.
@@ -202,17 +224,23 @@ mod tests {
     #[test]
     fn every_row_is_consistent_with_itself() {
         for t in EventType::ALL.iter().copied() {
-            let reserved = t.line_effect().reserved;
+            // What the totals count as the order's: held or waiting.
+            let effect = t.line_effect();
+            let ordered = effect.reserved + effect.backordered;
             match t.reservation_move() {
                 ReservationMove::Opens => {
                     assert!(!t.closes() && t.places() == Places::First, "{t}");
-                    assert_eq!(reserved, 1, "{t}");
+                    assert_eq!(ordered, 1, "{t}");
+                }
+                ReservationMove::Adds => {
+                    assert!(!t.closes() && t.places() == Places::Between, "{t}");
+                    assert_eq!(ordered, 1, "{t}");
                 }
                 ReservationMove::Moves { settles, .. } => {
                     assert_eq!(t.closes(), settles, "{t}");
-                    assert_eq!(reserved, -1, "{t}");
+                    assert_eq!(ordered, -1, "{t}");
                 }
-                ReservationMove::Nothing => assert_eq!(reserved, 0, "{t}"),
+                ReservationMove::Nothing => assert_eq!(ordered, 0, "{t}"),
             }
             if t.stream_kind().last_seq() == 1 {
                 assert!(t.closes() && t.places() == Places::First, "{t}");

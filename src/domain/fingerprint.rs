@@ -81,26 +81,26 @@ mod tests {
     #[test]
     fn fingerprint_is_stable_and_sensitive() {
         let order = OrderId::parse("order_id", "o1").unwrap();
-        let a = Reserve::fingerprint_of(&order, &[line("a", 1), line("b", 2)]);
+        let a = Reserve::fingerprint_of(&order, &[line("a", 1), line("b", 2)], None);
         assert_eq!(a.len(), 64);
         assert_eq!(
             a,
-            Reserve::fingerprint_of(&order, &[line("a", 1), line("b", 2)])
+            Reserve::fingerprint_of(&order, &[line("a", 1), line("b", 2)], None)
         );
         assert_ne!(
             a,
-            Reserve::fingerprint_of(&order, &[line("a", 1), line("b", 3)])
+            Reserve::fingerprint_of(&order, &[line("a", 1), line("b", 3)], None)
         );
-        assert_ne!(a, Reserve::fingerprint_of(&order, &[line("a", 1)]));
+        assert_ne!(a, Reserve::fingerprint_of(&order, &[line("a", 1)], None));
         let other = OrderId::parse("order_id", "o2").unwrap();
         assert_ne!(
             a,
-            Reserve::fingerprint_of(&other, &[line("a", 1), line("b", 2)])
+            Reserve::fingerprint_of(&other, &[line("a", 1), line("b", 2)], None)
         );
         // Field boundaries matter: "ab"+"c" is not "a"+"bc".
         assert_ne!(
-            Reserve::fingerprint_of(&order, &[line("ab", 1)]),
-            Reserve::fingerprint_of(&order, &[line("a", 1)])
+            Reserve::fingerprint_of(&order, &[line("ab", 1)], None),
+            Reserve::fingerprint_of(&order, &[line("a", 1)], None)
         );
     }
 }

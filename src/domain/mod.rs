@@ -3,6 +3,7 @@
 //! and tested here; the store, the CLI and the server are shells around it.
 
 pub mod alerts;
+pub mod backorder;
 pub mod command;
 pub mod context;
 pub mod decide;

@@ -74,6 +74,7 @@ mod tests {
             on_hand,
             reserved,
             confirmed: 0,
+            backordered: 0,
         }
     }
 

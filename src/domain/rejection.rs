@@ -82,6 +82,8 @@ rejection_codes! {
     ExpectedReceiptCancelled => "EXPECTED_RECEIPT_CANCELLED",
     ExpectedReceiptFull => "EXPECTED_RECEIPT_FULL",
     ExpectedItemMismatch => "EXPECTED_ITEM_MISMATCH",
+    BackorderWaiting => "BACKORDER_WAITING",
+    BacklogFull => "BACKLOG_FULL",
 }
 
 impl std::fmt::Display for RejectionCode {
@@ -178,6 +180,23 @@ pub enum Rejection {
         sku: String,
         location: String,
     },
+
+    #[error(
+        "reservation {reservation_id} has {waiting} unit(s) still waiting for stock: confirm \
+         what is held by lines, or wait until the rest is filled"
+    )]
+    BackorderWaiting { reservation_id: String, waiting: u64 },
+
+    #[error(
+        "{sku} at {location} already has {limit} {what}: no more can wait or be expected \
+         until some are filled, delivered or cancelled"
+    )]
+    BacklogFull {
+        sku: String,
+        location: String,
+        what: &'static str,
+        limit: usize,
+    },
 }
 
 impl Rejection {
@@ -218,6 +237,8 @@ impl Rejection {
             Rejection::ExpectedReceiptCancelled { .. } => RejectionCode::ExpectedReceiptCancelled,
             Rejection::ExpectedReceiptFull { .. } => RejectionCode::ExpectedReceiptFull,
             Rejection::ExpectedItemMismatch { .. } => RejectionCode::ExpectedItemMismatch,
+            Rejection::BackorderWaiting { .. } => RejectionCode::BackorderWaiting,
+            Rejection::BacklogFull { .. } => RejectionCode::BacklogFull,
         }
     }
 
@@ -322,6 +343,22 @@ mod tests {
                     location: "default".into(),
                 },
                 json!({"expected_id": "po1", "sku": "a", "location": "default"}),
+            ),
+            (
+                Rejection::BackorderWaiting {
+                    reservation_id: r(),
+                    waiting: 3,
+                },
+                json!({"reservation_id": "r1", "waiting": 3}),
+            ),
+            (
+                Rejection::BacklogFull {
+                    sku: "a".into(),
+                    location: "default".into(),
+                    what: "waiting orders",
+                    limit: 1000,
+                },
+                json!({"sku": "a", "location": "default", "what": "waiting orders", "limit": 1000}),
             ),
         ]
     }

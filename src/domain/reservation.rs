@@ -10,10 +10,10 @@ use uuid::Uuid;
 
 use crate::domain::command::Line;
 use crate::domain::event::outside_reservations;
-use crate::domain::event::Event;
+use crate::domain::event::{DropReason, Event};
 use crate::domain::ids::{ConfirmationId, ExtensionId, Item, OrderId, ReleaseId, ReservationId};
 use crate::domain::stream::StreamKind;
-use crate::limits::MAX_TTL_SECONDS;
+use crate::limits::{MAX_RESERVATION_EVENTS, MAX_TTL_SECONDS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -68,10 +68,13 @@ pub struct Placed {
     pub reservation_id: ReservationId,
     pub order_id: OrderId,
     pub state: ReservationState,
-    /// The lines as reserved (seq 1).
+    /// The lines as ordered: held at seq 1, and waiting from seq 2 (a
+    /// backorder), merged per item and sorted.
     pub lines: Vec<Line>,
     /// What has become of each line, index for index with `lines`.
     pub progress: Vec<LineProgress>,
+    /// The units placed to wait for stock (seq 2), as placed.
+    pub backordered: Vec<Line>,
     pub expires_at: DateTime<Utc>,
     /// The expiry the reserve set, before any extension.
     pub first_expires_at: DateTime<Utc>,
@@ -85,13 +88,23 @@ pub struct Placed {
     pub steps: Vec<TakenStep>,
 }
 
-/// The units of one reserved line that were confirmed, released and expired;
-/// the rest is still held (`open`).
+/// The units of one ordered line that were confirmed, released and
+/// expired, that still wait for stock, and that waited and were dropped;
+/// the rest is held (`open`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LineProgress {
     pub confirmed: u32,
     pub released: u32,
     pub expired: u32,
+    pub waiting: u32,
+    pub dropped: u32,
+}
+
+impl LineProgress {
+    /// The units of a line of `quantity` still held.
+    pub fn open(&self, quantity: u32) -> u32 {
+        quantity - self.confirmed - self.released - self.expired - self.waiting - self.dropped
+    }
 }
 
 /// A caller's id for one step of a reservation. Each kind has its own ids.
@@ -124,9 +137,34 @@ impl Placed {
             .iter()
             .zip(&self.progress)
             .find(|(l, _)| l.item == *item)
-            .map_or(0, |(l, p)| {
-                l.quantity - p.confirmed - p.released - p.expired
+            .map_or(0, |(l, p)| p.open(l.quantity))
+    }
+
+    /// The units of `item` still waiting for stock.
+    pub fn waiting_of(&self, item: &Item) -> u32 {
+        self.lines
+            .iter()
+            .zip(&self.progress)
+            .find(|(l, _)| l.item == *item)
+            .map_or(0, |(_, p)| p.waiting)
+    }
+
+    /// The lines with units still waiting, and how many of each.
+    pub fn waiting_lines(&self) -> Vec<Line> {
+        self.lines
+            .iter()
+            .zip(&self.progress)
+            .filter(|(_, p)| p.waiting > 0)
+            .map(|(l, p)| Line {
+                item: l.item.clone(),
+                quantity: p.waiting,
             })
+            .collect()
+    }
+
+    /// Every unit still waiting, over all lines.
+    pub fn waiting(&self) -> u64 {
+        self.progress.iter().map(|p| u64::from(p.waiting)).sum()
     }
 
     /// The lines still held, with what is left of each (fully settled lines left out).
@@ -135,7 +173,7 @@ impl Placed {
             .iter()
             .zip(&self.progress)
             .filter_map(|(l, p)| {
-                let open = l.quantity - p.confirmed - p.released - p.expired;
+                let open = p.open(l.quantity);
                 (open > 0).then(|| Line {
                     item: l.item.clone(),
                     quantity: open,
@@ -152,7 +190,7 @@ impl Placed {
             .lines
             .iter()
             .zip(&self.progress)
-            .map(|(l, p)| (&l.item, l.quantity - p.confirmed - p.released - p.expired))
+            .map(|(l, p)| (&l.item, p.open(l.quantity)))
             .filter(|(_, q)| *q > 0);
         let mut given = lines.iter();
         loop {
@@ -190,6 +228,11 @@ pub enum StreamViolation {
     AfterExpiry { seq: u32, event: &'static str },
     #[error("a {event} event does not belong in a reservation stream")]
     ForeignEvent { event: &'static str },
+    #[error(
+        "{event} at seq {seq} leaves units waiting without the two places a drop and a \
+         settlement need"
+    )]
+    NoRoom { seq: u32, event: &'static str },
 }
 
 impl Reservation {
@@ -325,6 +368,12 @@ enum Move<'a> {
     /// Settles part of what is open.
     Part(Settled, &'a [Line], StepKey),
     Extend(&'a ExtensionId, u32, DateTime<Utc>),
+    /// Units that wait for stock (seq 2 only).
+    Wait(&'a [Line]),
+    /// Waiting units filled: held from now on.
+    Fill(&'a [Line]),
+    /// Waiting units dropped, and why.
+    Drop(&'a [Line], DropReason),
 }
 
 /// How units leave a reservation.
@@ -361,6 +410,7 @@ impl Step<'_> {
                 state: ReservationState::Reserved,
                 lines: lines.clone(),
                 progress: vec![LineProgress::default(); lines.len()],
+                backordered: Vec::new(),
                 expires_at: *expires_at,
                 first_expires_at: *expires_at,
                 request_hash: request_hash.clone(),
@@ -384,7 +434,10 @@ impl Step<'_> {
             | Event::ReservationExpired { .. }
             | Event::ReservationLinesConfirmed { .. }
             | Event::ReservationLinesReleased { .. }
-            | Event::ReservationExtended { .. } => Err(self.not_after("nothing")),
+            | Event::ReservationExtended { .. }
+            | Event::BackorderPlaced { .. }
+            | Event::BackorderFilled { .. }
+            | Event::BackorderDropped { .. } => Err(self.not_after("nothing")),
             outside_reservations!() => Err(self.foreign()),
         }
     }
@@ -439,6 +492,15 @@ impl Step<'_> {
                 Some(order_id),
                 Move::Extend(extension_id, *ttl_seconds, *expires_at),
             ),
+            Event::BackorderPlaced {
+                order_id, lines, ..
+            } => (Some(order_id), Move::Wait(lines)),
+            Event::BackorderFilled { order_id, lines } => (Some(order_id), Move::Fill(lines)),
+            Event::BackorderDropped {
+                order_id,
+                lines,
+                reason,
+            } => (Some(order_id), Move::Drop(lines, *reason)),
             Event::ReservationCreated { .. } => return Err(self.not_after(p.state.as_str())),
             outside_reservations!() => return Err(self.foreign()),
         };
@@ -449,11 +511,19 @@ impl Step<'_> {
     }
 
     /// An event after seq 1 of an open reservation: a partial step, an
-    /// extension, or the event that settles what is open.
+    /// extension, a backorder's wait, fill or drop, or the event that
+    /// settles what is open.
     fn advance(&self, mut p: Placed) -> Result<Placed, StreamViolation> {
-        let key = match self.movement(&p)? {
+        // A reservation made with nothing held is a pre-order: its seq 2
+        // says what waits.
+        let movement = self.movement(&p)?;
+        if p.lines.is_empty() && !matches!(movement, Move::Wait(_)) {
+            return Err(self.amounts_differ());
+        }
+        let key = match movement {
             Move::Settle(how, lines, key) => {
-                if !p.is_open(lines) {
+                // Waiting units are filled or dropped first.
+                if !p.is_open(lines) || p.waiting() > 0 {
                     return Err(self.amounts_differ());
                 }
                 settle_lines(&mut p, lines, how);
@@ -461,44 +531,50 @@ impl Step<'_> {
                 key.map(|k| (k, StepRequest::Lines(lines.to_vec())))
             }
             Move::Part(how, lines, key) => {
-                // A unit can be confirmed only while it is held; a release
-                // may come late (it frees what the expiry would).
-                if matches!(how, Settled::Confirmed) && self.recorded_at >= p.expires_at {
-                    return Err(StreamViolation::AfterExpiry {
-                        seq: self.seq,
-                        event: self.event.type_name(),
-                    });
-                }
-                let within = lines.windows(2).all(|w| w[0].item < w[1].item)
-                    && lines
-                        .iter()
-                        .all(|l| l.quantity > 0 && l.quantity <= p.open_of(&l.item));
-                // A step that takes everything open is written as the
-                // settling event, so a partial one always leaves some open.
-                let open: u64 = p.open_lines().iter().map(|l| u64::from(l.quantity)).sum();
-                let taken: u64 = lines.iter().map(|l| u64::from(l.quantity)).sum();
-                if lines.is_empty() || !within || taken >= open {
-                    return Err(self.amounts_differ());
-                }
-                settle_lines(&mut p, lines, how);
+                self.part(&mut p, how, lines)?;
                 Some((key, StepRequest::Lines(lines.to_vec())))
             }
             Move::Extend(id, ttl, expires_at) => {
-                let longest = p.created_at + Duration::seconds(i64::from(MAX_TTL_SECONDS));
-                let valid = expires_at > p.expires_at
-                    && self.recorded_at < p.expires_at
-                    && expires_at == self.recorded_at + Duration::seconds(i64::from(ttl))
-                    && expires_at <= longest;
-                if !valid {
-                    return Err(StreamViolation::BadExtension {
-                        seq: self.seq,
-                        event: self.event.type_name(),
-                    });
-                }
-                p.expires_at = expires_at;
+                self.extend(&mut p, ttl, expires_at)?;
                 Some((StepKey::Extension(id.clone()), StepRequest::Ttl(ttl)))
             }
+            Move::Wait(lines) => {
+                if self.seq != 2 || !sorted_positive(lines) {
+                    return Err(self.amounts_differ());
+                }
+                wait_lines(&mut p, lines);
+                p.backordered = lines.to_vec();
+                None
+            }
+            Move::Fill(lines) | Move::Drop(lines, DropReason::Unfillable) => {
+                let within = lines.iter().all(|l| l.quantity <= p.waiting_of(&l.item));
+                if !sorted_positive(lines) || !within {
+                    return Err(self.amounts_differ());
+                }
+                let drop = !matches!(movement, Move::Fill(_));
+                unwait_lines(&mut p, lines, drop);
+                None
+            }
+            // A release or an expiry drops every waiting unit, then settles.
+            Move::Drop(lines, DropReason::Released | DropReason::Expired) => {
+                if lines.is_empty() || lines != p.waiting_lines().as_slice() {
+                    return Err(self.amounts_differ());
+                }
+                unwait_lines(&mut p, lines, true);
+                None
+            }
         };
+        // While units wait, two places stay free: for their drop and for
+        // the settlement after it.
+        if p.state == ReservationState::Reserved
+            && p.waiting() > 0
+            && self.seq + 2 > MAX_RESERVATION_EVENTS
+        {
+            return Err(StreamViolation::NoRoom {
+                seq: self.seq,
+                event: self.event.type_name(),
+            });
+        }
         if let Some((key, request)) = key {
             if p.step(&key).is_some() {
                 return Err(StreamViolation::StepReused {
@@ -517,6 +593,52 @@ impl Step<'_> {
         Ok(p)
     }
 
+    /// A partial confirmation or release: part of what is held.
+    fn part(&self, p: &mut Placed, how: Settled, lines: &[Line]) -> Result<(), StreamViolation> {
+        // A unit can be confirmed only while it is held; a release
+        // may come late (it frees what the expiry would).
+        if matches!(how, Settled::Confirmed) && self.recorded_at >= p.expires_at {
+            return Err(StreamViolation::AfterExpiry {
+                seq: self.seq,
+                event: self.event.type_name(),
+            });
+        }
+        let within = sorted_positive(lines)
+            && lines.iter().all(|l| l.quantity <= p.open_of(&l.item));
+        // A step that takes everything open, with nothing waiting, is
+        // written as the settling event, so a partial one always leaves
+        // some units open or waiting.
+        let open: u64 = p.open_lines().iter().map(|l| u64::from(l.quantity)).sum();
+        let taken: u64 = lines.iter().map(|l| u64::from(l.quantity)).sum();
+        if lines.is_empty() || !within || taken >= open + p.waiting() {
+            return Err(self.amounts_differ());
+        }
+        settle_lines(p, lines, how);
+        Ok(())
+    }
+
+    /// An extension: the expiry moves later, within the longest hold.
+    fn extend(
+        &self,
+        p: &mut Placed,
+        ttl: u32,
+        expires_at: DateTime<Utc>,
+    ) -> Result<(), StreamViolation> {
+        let longest = p.created_at + Duration::seconds(i64::from(MAX_TTL_SECONDS));
+        let valid = expires_at > p.expires_at
+            && self.recorded_at < p.expires_at
+            && expires_at == self.recorded_at + Duration::seconds(i64::from(ttl))
+            && expires_at <= longest;
+        if !valid {
+            return Err(StreamViolation::BadExtension {
+                seq: self.seq,
+                event: self.event.type_name(),
+            });
+        }
+        p.expires_at = expires_at;
+        Ok(())
+    }
+
     fn amounts_differ(&self) -> StreamViolation {
         StreamViolation::AmountsDiffer {
             seq: self.seq,
@@ -533,7 +655,10 @@ impl Step<'_> {
             | Event::ReservationExpired { .. }
             | Event::ReservationLinesConfirmed { .. }
             | Event::ReservationLinesReleased { .. }
-            | Event::ReservationExtended { .. } => StreamViolation::BadTransition {
+            | Event::ReservationExtended { .. }
+            | Event::BackorderPlaced { .. }
+            | Event::BackorderFilled { .. }
+            | Event::BackorderDropped { .. } => StreamViolation::BadTransition {
                 after: after.to_owned(),
                 event: self.event.type_name(),
             },
@@ -543,6 +668,48 @@ impl Step<'_> {
     fn foreign(&self) -> StreamViolation {
         StreamViolation::ForeignEvent {
             event: self.event.type_name(),
+        }
+    }
+}
+
+/// Whether `lines` name each item once, in order, each with some units.
+fn sorted_positive(lines: &[Line]) -> bool {
+    lines.windows(2).all(|w| w[0].item < w[1].item) && lines.iter().all(|l| l.quantity > 0)
+}
+
+/// Adds waiting `lines` to the order: to the line of the same item if it
+/// has one (part held, part waiting), else as a line of their own, keeping
+/// the lines sorted.
+fn wait_lines(p: &mut Placed, lines: &[Line]) {
+    for l in lines {
+        match p.lines.binary_search_by(|r| r.item.cmp(&l.item)) {
+            Ok(i) => {
+                p.lines[i].quantity += l.quantity;
+                p.progress[i].waiting += l.quantity;
+            }
+            Err(i) => {
+                p.lines.insert(i, l.clone());
+                let waiting = LineProgress {
+                    waiting: l.quantity,
+                    ..Default::default()
+                };
+                p.progress.insert(i, waiting);
+            }
+        }
+    }
+}
+
+/// Takes `lines` (checked to be waiting) out of the waiting units: held
+/// from now on, or dropped.
+fn unwait_lines(p: &mut Placed, lines: &[Line], drop: bool) {
+    for l in lines {
+        let Some(i) = p.lines.iter().position(|r| r.item == l.item) else {
+            continue;
+        };
+        let progress = &mut p.progress[i];
+        progress.waiting -= l.quantity;
+        if drop {
+            progress.dropped += l.quantity;
         }
     }
 }

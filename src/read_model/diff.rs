@@ -98,6 +98,7 @@ pub(crate) fn merge_figures(into: &mut Figures, other: Figures) {
         m.on_hand += d.on_hand;
         m.reserved += d.reserved;
         m.confirmed += d.confirmed;
+        m.backordered += d.backordered;
     }
 }
 
@@ -108,7 +109,9 @@ pub(crate) async fn load_figures(
 ) -> Result<ActualFigures, StoreError> {
     let rows = client
         .query(
-            &format!("SELECT sku, location, on_hand, reserved, confirmed FROM {table}"),
+            &format!(
+                "SELECT sku, location, on_hand, reserved, confirmed, backordered FROM {table}"
+            ),
             &[],
         )
         .await?;
@@ -119,6 +122,7 @@ pub(crate) async fn load_figures(
                 on_hand: r.get(2),
                 reserved: r.get(3),
                 confirmed: r.get(4),
+                backordered: r.get(5),
             };
             ((r.get(0), r.get(1)), balance)
         })

@@ -189,7 +189,8 @@ pub(crate) async fn outlook(client: &ClientWrapper, item: &Item) -> Result<Outlo
                           ORDER BY i.expected_on),
                     ARRAY(SELECT i.outstanding FROM incoming AS i
                           WHERE i.sku = $3 AND i.location = $4 AND i.outstanding > 0
-                          ORDER BY i.expected_on)
+                          ORDER BY i.expected_on),
+                    s.backordered
              FROM projection_checkpoints AS cs
              JOIN projection_checkpoints AS ci ON ci.name = $2 AND ci.slot = $5
              LEFT JOIN stock_levels AS s ON s.sku = $3 AND s.location = $4
@@ -216,6 +217,7 @@ pub(crate) async fn outlook(client: &ClientWrapper, item: &Item) -> Result<Outlo
             on_hand,
             reserved: row.get(1),
             confirmed: row.get(2),
+            backordered: row.get(7),
         }),
         due: dates.into_iter().zip(units).collect(),
         position: row.get(3),

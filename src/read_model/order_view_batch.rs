@@ -58,6 +58,15 @@ struct LineRow {
     confirmed: i64,
     released: i64,
     expired: i64,
+    /// Left out while 0, as `LineView` leaves them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    waiting: i64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    dropped: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 /// One entry of `history`.
@@ -148,6 +157,8 @@ fn created(e: &WindowEvent) -> Row {
                 confirmed: 0,
                 released: 0,
                 expired: 0,
+                waiting: 0,
+                dropped: 0,
             })
             .collect(),
         expires_at: e.expires_at.unwrap_or(e.recorded_at),
@@ -228,6 +239,12 @@ fn fold_all(rows: &mut HashMap<String, Slot>, events: &[WindowEvent]) {
 fn fold_event(row: &mut Row, e: &WindowEvent) {
     let settles = |state| (e.seq >= 2).then_some(state);
     let (moves, state) = match e.kind {
+        Some(EventType::BackorderPlaced) => {
+            wait(row, &e.lines);
+            (None, None)
+        }
+        Some(EventType::BackorderFilled) => (Some(Moved::Filled), None),
+        Some(EventType::BackorderDropped) => (Some(Moved::Dropped), None),
         Some(EventType::ReservationLinesConfirmed) => (Some(Moved::Confirmed), None),
         Some(EventType::ReservationLinesReleased) => (Some(Moved::Released), None),
         Some(EventType::ReservationConfirmed) => {
@@ -254,8 +271,7 @@ fn fold_event(row: &mut Row, e: &WindowEvent) {
                 .iter_mut()
                 .find(|l| &l.sku == sku && &l.location == location);
             if let Some(line) = line {
-                *moved.count(line) += q;
-                line.open -= q;
+                moved.apply(line, *q);
             }
         }
     }
@@ -272,20 +288,57 @@ fn fold_event(row: &mut Row, e: &WindowEvent) {
     row.last_position = e.position;
 }
 
-/// Where an event moves open units.
+/// Where an event moves units: open ones out to where they went, waiting
+/// ones into the open (filled) or out (dropped).
 #[derive(Clone, Copy, Debug)]
 enum Moved {
     Confirmed,
     Released,
     Expired,
+    Filled,
+    Dropped,
 }
 
 impl Moved {
-    fn count(self, line: &mut LineRow) -> &mut i64 {
-        match self {
-            Moved::Confirmed => &mut line.confirmed,
-            Moved::Released => &mut line.released,
-            Moved::Expired => &mut line.expired,
+    fn apply(self, line: &mut LineRow, q: i64) {
+        let (from, to) = match self {
+            Moved::Confirmed => (&mut line.open, &mut line.confirmed),
+            Moved::Released => (&mut line.open, &mut line.released),
+            Moved::Expired => (&mut line.open, &mut line.expired),
+            Moved::Filled => (&mut line.waiting, &mut line.open),
+            Moved::Dropped => (&mut line.waiting, &mut line.dropped),
+        };
+        *from -= q;
+        *to += q;
+    }
+}
+
+/// Units placed to wait: added to the line of their item, or a line of
+/// their own, kept in the domain's order of lines (location, then SKU).
+fn wait(row: &mut Row, lines: &[(String, String, i64)]) {
+    for (sku, location, q) in lines {
+        let at = row
+            .lines
+            .binary_search_by(|l| (&l.location, &l.sku).cmp(&(location, sku)));
+        match at {
+            Ok(i) => {
+                row.lines[i].quantity += q;
+                row.lines[i].waiting += q;
+            }
+            Err(i) => row.lines.insert(
+                i,
+                LineRow {
+                    sku: sku.clone(),
+                    location: location.clone(),
+                    quantity: *q,
+                    open: 0,
+                    confirmed: 0,
+                    released: 0,
+                    expired: 0,
+                    waiting: *q,
+                    dropped: 0,
+                },
+            ),
         }
     }
 }
@@ -437,21 +490,53 @@ mod tests {
     }
 
     /// The stored lines are `LineView`'s JSON, the served form: a line
-    /// written by one reads as the other.
+    /// written by one reads as the other, with and without units that
+    /// waited for stock (left out of both while 0).
     #[test]
     fn a_line_row_is_laid_out_as_a_line_view() {
-        let view = crate::domain::LineView {
-            sku: crate::domain::Sku::parse("sku", "a").expect("a valid sku"),
-            location: crate::domain::Location::parse_or_default("location", None).unwrap(),
-            quantity: 5,
-            open: 1,
-            confirmed: 2,
-            released: 1,
-            expired: 1,
+        for (waiting, dropped) in [(0, 0), (2, 0), (0, 3), (1, 1)] {
+            let view = crate::domain::LineView {
+                sku: crate::domain::Sku::parse("sku", "a").expect("a valid sku"),
+                location: crate::domain::Location::parse_or_default("location", None).unwrap(),
+                quantity: 5 + waiting + dropped,
+                open: 1,
+                confirmed: 2,
+                released: 1,
+                expired: 1,
+                waiting,
+                dropped,
+            };
+            let json = serde_json::to_value(&view).unwrap();
+            assert_eq!(json.get("waiting").is_some(), waiting > 0);
+            let row: LineRow = serde_json::from_value(json.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&row).unwrap(), json);
+            let back: crate::domain::LineView =
+                serde_json::from_value(serde_json::to_value(&row).unwrap()).unwrap();
+            assert_eq!(back, view);
+        }
+    }
+
+    /// A pre-order's lines: a held line gains waiting units, an item not
+    /// on hand gets a line of its own in the domain's order; a fill moves
+    /// waiting units to open, a drop moves them to dropped.
+    #[test]
+    fn backorders_wait_fill_and_drop() {
+        let events = [
+            event(1, EventType::ReservationCreated, &[("b", 2)], 10),
+            event(2, EventType::BackorderPlaced, &[("a", 3), ("b", 1)], 11),
+            event(3, EventType::BackorderFilled, &[("a", 2)], 12),
+            event(4, EventType::BackorderDropped, &[("a", 1), ("b", 1)], 13),
+        ];
+        let mut rows = fold_new(&events);
+        fold_all(&mut rows, &events);
+        let Some(Slot::Row(row)) = rows.remove("o1") else {
+            panic!("a row for o1")
         };
-        let row: LineRow = serde_json::from_value(serde_json::to_value(&view).unwrap()).unwrap();
-        let back: crate::domain::LineView =
-            serde_json::from_value(serde_json::to_value(&row).unwrap()).unwrap();
-        assert_eq!(back, view);
+        let lines: Vec<(&str, i64, i64, i64, i64)> = row
+            .lines
+            .iter()
+            .map(|l| (l.sku.as_str(), l.quantity, l.open, l.waiting, l.dropped))
+            .collect();
+        assert_eq!(lines, vec![("a", 3, 2, 0, 1), ("b", 3, 2, 0, 1)]);
     }
 }

@@ -64,7 +64,7 @@ pub struct Level {
 pub(crate) async fn level(client: &ClientWrapper, item: &Item) -> Result<Level, StoreError> {
     let stmt = client
         .prepare_cached(
-            "SELECT s.on_hand, s.reserved, s.confirmed, c.position, c.last_event_at
+            "SELECT s.on_hand, s.reserved, s.confirmed, c.position, c.last_event_at, s.backordered
              FROM projection_checkpoints AS c
              LEFT JOIN stock_levels AS s ON s.sku = $2 AND s.location = $3
              WHERE c.name = $1 AND c.slot = $4",
@@ -88,6 +88,7 @@ pub(crate) async fn level(client: &ClientWrapper, item: &Item) -> Result<Level, 
             on_hand,
             reserved: row.get(1),
             confirmed: row.get(2),
+            backordered: row.get(5),
         }),
         position: row.get(3),
         recorded_at: row.get(4),

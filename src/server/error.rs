@@ -51,7 +51,9 @@ fn rejection_status(code: RejectionCode) -> StatusCode {
         | RejectionCode::StepLimit
         | RejectionCode::ExpectedReceiptCancelled
         | RejectionCode::ExpectedReceiptFull
-        | RejectionCode::ExpectedItemMismatch => StatusCode::CONFLICT,
+        | RejectionCode::ExpectedItemMismatch
+        | RejectionCode::BackorderWaiting
+        | RejectionCode::BacklogFull => StatusCode::CONFLICT,
     }
 }
 

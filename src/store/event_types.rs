@@ -18,6 +18,7 @@ struct Row {
     on_hand: i16,
     reserved: i16,
     confirmed: i16,
+    backordered: i16,
     opens_reservation: bool,
     moves_to: Option<String>,
     settles: bool,
@@ -35,6 +36,9 @@ fn defined() -> Vec<Row> {
             let sign = |n: i64| i16::try_from(n.signum()).expect("a sign");
             let (opens_reservation, moves_to, settles) = match t.reservation_move() {
                 ReservationMove::Opens => (true, None, false),
+                // Waiting units count as the order's held ones in the
+                // totals: they move nothing there until they are dropped.
+                ReservationMove::Adds => (false, None, false),
                 ReservationMove::Moves { to, settles } => {
                     (false, Some(to.as_str().to_owned()), settles)
                 }
@@ -45,6 +49,7 @@ fn defined() -> Vec<Row> {
                 on_hand: sign(effect.on_hand),
                 reserved: sign(effect.reserved),
                 confirmed: sign(effect.confirmed),
+                backordered: sign(effect.backordered),
                 opens_reservation,
                 moves_to,
                 settles,
@@ -61,7 +66,7 @@ fn defined() -> Vec<Row> {
 
 const READ: &str =
     "SELECT name, on_hand, reserved, confirmed, opens_reservation, moves_to, settles,
-                           low_stock, incoming
+                           low_stock, incoming, backordered
                     FROM event_types";
 
 /// A text that changes whenever this binary's definitions do: part of the
@@ -99,6 +104,7 @@ pub(crate) async fn sync(client: &impl GenericClient, may_write: bool) -> Result
                 settles: r.get(6),
                 low_stock: r.get(7),
                 incoming: r.get(8),
+                backordered: r.get(9),
             };
             (row.name.clone(), row)
         })
@@ -125,14 +131,15 @@ pub(crate) async fn sync(client: &impl GenericClient, may_write: bool) -> Result
             .execute(
                 "INSERT INTO event_types
                      (name, on_hand, reserved, confirmed, opens_reservation, moves_to, settles,
-                      low_stock, incoming)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                      low_stock, incoming, backordered)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
                  ON CONFLICT (name) DO UPDATE
                  SET on_hand = EXCLUDED.on_hand, reserved = EXCLUDED.reserved,
                      confirmed = EXCLUDED.confirmed,
                      opens_reservation = EXCLUDED.opens_reservation,
                      moves_to = EXCLUDED.moves_to, settles = EXCLUDED.settles,
-                     low_stock = EXCLUDED.low_stock, incoming = EXCLUDED.incoming",
+                     low_stock = EXCLUDED.low_stock, incoming = EXCLUDED.incoming,
+                     backordered = EXCLUDED.backordered",
                 &[
                     &r.name,
                     &r.on_hand,
@@ -143,6 +150,7 @@ pub(crate) async fn sync(client: &impl GenericClient, may_write: bool) -> Result
                     &r.settles,
                     &r.low_stock,
                     &r.incoming,
+                    &r.backordered,
                 ],
             )
             .await?;

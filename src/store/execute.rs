@@ -367,7 +367,8 @@ async fn transaction(
             return Ok(client.batch_execute("COMMIT").await.map(|()| Vec::new())?);
         }
         let net = write::net_effects(&events);
-        let writes = write::Writes::new(&events, &net, &existing, now);
+        let backlogs = write::changed_backlogs(&events, &state);
+        let writes = write::Writes::new(&events, &net, &backlogs, &existing, now);
         write::append_move_commit(client, &stmts, &writes).await
     })
     .await

@@ -22,6 +22,7 @@ use crate::domain::{
     Balance, Command, CommandContext, Item, ItemSettings, Items, LedgerState, Location, OrderId,
     RecordedEvent, Reservation, ReservationId, SingleRecord, Sku, StreamId, Touches,
 };
+use crate::domain::backorder::Backlog;
 use crate::store::error::{corrupt, Cause, Failure};
 use crate::store::locks::Lock;
 use crate::store::rows::recorded_event;
@@ -329,7 +330,13 @@ fn read_balances(rows: Vec<Row>, state: &mut LedgerState) -> Result<HashSet<Item
             on_hand: row.get(2),
             reserved: row.get(3),
             confirmed: row.get(4),
+            backordered: row.get(8),
         };
+        let backlog: Backlog = serde_json::from_value(row.get(9))
+            .map_err(|e| StoreError::Corrupt(format!("{item} has backlog: {e}").into()))?;
+        if !backlog.is_empty() {
+            state.backlogs.insert(item.clone(), backlog);
+        }
         let units = |i: usize, name: &str| {
             let v: Option<i64> = row.get(i);
             v.map(u32::try_from)

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::command::Line;
-use crate::domain::event::{expected_receipt_events, outside_reservations};
+use crate::domain::event::{expected_receipt_events, outside_reservations, DropReason};
 use crate::domain::expectation::outside_expectations;
 use crate::domain::{
     ChangeId, ConfirmationId, Event, EventType, ExtensionId, Item, Location, OrderId, ReceiptId,
@@ -86,6 +86,9 @@ pub(crate) struct Rest {
     /// The units a cancellation withdrew.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     withdrawn: Option<u32>,
+    /// The latest date a backorder accepted stock to arrive by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    latest_arrival: Option<chrono::NaiveDate>,
 }
 
 /// A field that is there, `null` or not: `Some(None)` for a `null`, and
@@ -160,7 +163,10 @@ pub fn encode(event: &Event) -> LogRow<'_> {
         | Event::ReservationLinesConfirmed { .. }
         | Event::ReservationLinesReleased { .. }
         | Event::ReservationExtended { .. }
-        | Event::ReservationExpired { .. } => reservation_row(event, &mut row, &mut rest),
+        | Event::ReservationExpired { .. }
+        | Event::BackorderPlaced { .. }
+        | Event::BackorderFilled { .. }
+        | Event::BackorderDropped { .. } => reservation_row(event, &mut row, &mut rest),
     }
     row.data = serde_json::to_value(&rest).expect("the rest of an event serialises");
     row
@@ -221,7 +227,10 @@ fn setting_or_alert_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut R
         | Event::ReservationLinesConfirmed { .. }
         | Event::ReservationLinesReleased { .. }
         | Event::ReservationExtended { .. }
-        | Event::ReservationExpired { .. } => unreachable!("encode lays these out elsewhere"),
+        | Event::ReservationExpired { .. }
+        | Event::BackorderPlaced { .. }
+        | Event::BackorderFilled { .. }
+        | Event::BackorderDropped { .. } => unreachable!("encode lays these out elsewhere"),
     }
 }
 
@@ -277,6 +286,19 @@ fn reservation_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) 
             push_lines(row, lines);
             rest.release_id = Some(release_id.clone());
             rest.reason = Some(reason.clone());
+        }
+        Event::BackorderPlaced {
+            lines,
+            latest_arrival,
+            ..
+        } => {
+            push_lines(row, lines);
+            rest.latest_arrival = *latest_arrival;
+        }
+        Event::BackorderFilled { lines, .. } => push_lines(row, lines),
+        Event::BackorderDropped { lines, reason, .. } => {
+            push_lines(row, lines);
+            rest.reason = Some(reason.as_str().to_owned());
         }
         // No lines: an extension moves no stock.
         Event::ReservationExtended {
@@ -422,7 +444,10 @@ pub(crate) fn decode(type_name: &str, c: Columns<'_>, rest: Rest) -> Result<Even
         | EventType::ReservationLinesConfirmed
         | EventType::ReservationLinesReleased
         | EventType::ReservationExtended
-        | EventType::ReservationExpired => reservation_event(kind, &c, rest)?,
+        | EventType::ReservationExpired
+        | EventType::BackorderPlaced
+        | EventType::BackorderFilled
+        | EventType::BackorderDropped => reservation_event(kind, &c, rest)?,
     };
     Ok(event)
 }
@@ -476,6 +501,20 @@ fn reservation_event(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Eve
         EventType::ReservationExpired => Event::ReservationExpired {
             order_id: need_order(order_id)?,
             lines: lines(c)?,
+        },
+        EventType::BackorderPlaced => Event::BackorderPlaced {
+            order_id: need_order(order_id)?,
+            lines: lines(c)?,
+            latest_arrival: rest.latest_arrival,
+        },
+        EventType::BackorderFilled => Event::BackorderFilled {
+            order_id: need_order(order_id)?,
+            lines: lines(c)?,
+        },
+        EventType::BackorderDropped => Event::BackorderDropped {
+            order_id: need_order(order_id)?,
+            lines: lines(c)?,
+            reason: drop_reason(need(rest.reason, type_name, "reason")?)?,
         },
         EventType::StockReceived
         | EventType::StockAdjusted
@@ -544,7 +583,10 @@ fn setting_or_alert(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Even
         | EventType::ReservationLinesConfirmed
         | EventType::ReservationLinesReleased
         | EventType::ReservationExtended
-        | EventType::ReservationExpired => {
+        | EventType::ReservationExpired
+        | EventType::BackorderPlaced
+        | EventType::BackorderFilled
+        | EventType::BackorderDropped => {
             return Err(format!("{type_name} is no setting or alert"))
         }
     };
@@ -608,11 +650,26 @@ fn expected_event(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Event,
         | EventType::ReservationLinesConfirmed
         | EventType::ReservationLinesReleased
         | EventType::ReservationExtended
-        | EventType::ReservationExpired => {
+        | EventType::ReservationExpired
+        | EventType::BackorderPlaced
+        | EventType::BackorderFilled
+        | EventType::BackorderDropped => {
             return Err(format!("{type_name} is no expected receipt's event"))
         }
     };
     Ok(event)
+}
+
+/// A dropped backorder's reason, as `DropReason::as_str` wrote it.
+fn drop_reason(text: String) -> Result<DropReason, String> {
+    [
+        DropReason::Released,
+        DropReason::Expired,
+        DropReason::Unfillable,
+    ]
+    .into_iter()
+    .find(|r| r.as_str() == text)
+    .ok_or_else(|| format!("BackorderDropped for no known reason: {text}"))
 }
 
 fn item(c: &Columns<'_>, i: usize) -> Result<Item, String> {
@@ -841,6 +898,30 @@ mod tests {
                 extension_id: ExtensionId::parse("id", "more-time").unwrap(),
                 ttl_seconds: 600,
                 expires_at: Utc::now(),
+            },
+            Event::BackorderPlaced {
+                order_id: order.clone(),
+                lines: lines.clone(),
+                latest_arrival: chrono::NaiveDate::from_ymd_opt(2026, 12, 10),
+            },
+            Event::BackorderPlaced {
+                order_id: order.clone(),
+                lines: lines.clone(),
+                latest_arrival: None,
+            },
+            Event::BackorderFilled {
+                order_id: order.clone(),
+                lines: lines.clone(),
+            },
+            Event::BackorderDropped {
+                order_id: order.clone(),
+                lines: lines.clone(),
+                reason: DropReason::Unfillable,
+            },
+            Event::BackorderDropped {
+                order_id: order.clone(),
+                lines: lines.clone(),
+                reason: DropReason::Expired,
             },
             Event::ReservationExpired {
                 order_id: order,

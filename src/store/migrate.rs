@@ -117,6 +117,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "incoming_types",
         sql: include_str!("../../schema/0018_incoming_types.sql"),
     },
+    Migration {
+        version: 19,
+        name: "backorders",
+        sql: include_str!("../../schema/0019_backorders.sql"),
+    },
 ];
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -340,7 +340,8 @@ pub async fn expected_receipt(
 pub async fn balance(client: &Client, item: &Item) -> Result<Option<Balance>, StoreError> {
     let stmt = client
         .prepare_cached(
-            "SELECT on_hand, reserved, confirmed FROM item_balances WHERE sku = $1 AND location = $2",
+            "SELECT on_hand, reserved, confirmed, backordered FROM item_balances
+             WHERE sku = $1 AND location = $2",
         )
         .await?;
     let row = client
@@ -350,5 +351,6 @@ pub async fn balance(client: &Client, item: &Item) -> Result<Option<Balance>, St
         on_hand: r.get(0),
         reserved: r.get(1),
         confirmed: r.get(2),
+        backordered: r.get(3),
     }))
 }

@@ -10,7 +10,9 @@ use tokio_postgres::Statement;
 use crate::store::error::Failure;
 use crate::store::locks::TRANSACTION_LOCKS_IN_ORDER;
 use crate::store::rows::EVENT_COLUMNS;
-use crate::store::write::{APPEND, INSERT_BALANCES, SET_SETTINGS, UPDATE_BALANCES};
+use crate::store::write::{
+    APPEND, INSERT_BALANCES, SET_BACKLOGS, SET_SETTINGS, UPDATE_BALANCES,
+};
 
 pub(crate) struct Statements {
     /// This backend and its transaction's start: who to end if we lose it.
@@ -29,6 +31,7 @@ pub(crate) struct Statements {
     pub update_balances: Statement,
     pub insert_balances: Statement,
     pub set_settings: Statement,
+    pub set_backlogs: Statement,
 }
 
 impl Statements {
@@ -56,7 +59,8 @@ impl Statements {
                                      OFFSET 0) AS e",
             ),
             client.prepare_cached(
-                "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed, b.max_per_order, b.reorder_point, b.alerted_low
+                "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed, b.max_per_order, b.reorder_point, b.alerted_low,
+                        b.backordered, b.backlog
                  FROM item_balances AS b
                  JOIN unnest($1::text[], $2::text[]) AS u(sku, location) USING (sku, location)
                  ORDER BY b.location, b.sku
@@ -66,11 +70,12 @@ impl Statements {
                 "SELECT clock_timestamp(), pg_current_xact_id()::text::bigint, stockledger_incarnation()",
             ),
         )?;
-        let (append, update_balances, insert_balances, set_settings) = tokio::try_join!(
+        let (append, update_balances, insert_balances, set_settings, set_backlogs) = tokio::try_join!(
             client.prepare_cached(APPEND),
             client.prepare_cached(UPDATE_BALANCES),
             client.prepare_cached(INSERT_BALANCES),
             client.prepare_cached(SET_SETTINGS),
+            client.prepare_cached(SET_BACKLOGS),
         )?;
         Ok(Statements {
             who,
@@ -83,6 +88,7 @@ impl Statements {
             update_balances,
             insert_balances,
             set_settings,
+            set_backlogs,
         })
     }
 }

@@ -2,13 +2,14 @@
 //! one statement, move the balances with at most two, and commit, all in one
 //! round trip.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::ClientWrapper as Client;
 use tokio_postgres::types::ToSql;
 
-use crate::domain::{EventMetadata, Item, NewEvent, Setting, StockDelta};
+use crate::domain::backorder::Backlog;
+use crate::domain::{EventMetadata, Item, LedgerState, NewEvent, Setting, StockDelta};
 use crate::store::error::Failure;
 use crate::store::log_row::encode;
 use crate::store::statements::Statements;
@@ -47,9 +48,10 @@ pub(crate) const UPDATE_BALANCES: &str = "
     UPDATE item_balances AS b
     SET on_hand = b.on_hand + u.on_hand,
         reserved = b.reserved + u.reserved,
-        confirmed = b.confirmed + u.confirmed
-    FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[])
-         AS u(sku, location, on_hand, reserved, confirmed)
+        confirmed = b.confirmed + u.confirmed,
+        backordered = b.backordered + u.backordered
+    FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::int8[])
+         AS u(sku, location, on_hand, reserved, confirmed, backordered)
     WHERE b.sku = u.sku AND b.location = u.location";
 
 /// Creates the rows of items seen for the first time. Only a receipt or an
@@ -59,14 +61,26 @@ pub(crate) const UPDATE_BALANCES: &str = "
 /// all rows: PostgreSQL checks CHECK constraints on the proposed row before
 /// it resolves a conflict, and a delta such as "reserved -2" is no valid row.
 pub(crate) const INSERT_BALANCES: &str = "
-    INSERT INTO item_balances AS b (sku, location, on_hand, reserved, confirmed)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[])
-         AS u(sku, location, on_hand, reserved, confirmed)
+    INSERT INTO item_balances AS b (sku, location, on_hand, reserved, confirmed, backordered)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::int8[])
+         AS u(sku, location, on_hand, reserved, confirmed, backordered)
     ORDER BY u.location, u.sku
     ON CONFLICT (sku, location) DO UPDATE
     SET on_hand = b.on_hand + EXCLUDED.on_hand,
         reserved = b.reserved + EXCLUDED.reserved,
-        confirmed = b.confirmed + EXCLUDED.confirmed";
+        confirmed = b.confirmed + EXCLUDED.confirmed,
+        backordered = b.backordered + EXCLUDED.backordered";
+
+/// Writes the backlogs (what waits for an item, what is expected of it)
+/// the batch changed, whole, as the decision left them, on rows that exist
+/// by now (an expected receipt's record creates its item's row with the
+/// balances). Runs after that insert.
+
+pub(crate) const SET_BACKLOGS: &str = "
+    UPDATE item_balances AS b
+    SET backlog = u.backlog
+    FROM unnest($1::text[], $2::text[], $3::jsonb[]) AS u(sku, location, backlog)
+    WHERE b.sku = u.sku AND b.location = u.location";
 
 /// Sets the settings the batch's events set, on rows that exist by now: a
 /// setting event names its item, so its row is created with the balances
@@ -93,6 +107,8 @@ pub(crate) struct Writes<'a> {
     insert: Columns<'a>,
     /// Each item's settings after the batch, for the items it set anything on.
     settings: SettingColumns,
+    /// Each item's backlog after the batch, for the items it changed one of.
+    backlogs: (Vec<&'a str>, Vec<&'a str>, Vec<serde_json::Value>),
 }
 
 /// Per item: sku, location, and for each setting whether it was set and to what.
@@ -136,6 +152,7 @@ impl<'a> Writes<'a> {
     pub(crate) fn new(
         events: &'a [(NewEvent, EventMetadata)],
         net: &'a [(Item, StockDelta)],
+        backlogs: &'a [(Item, Backlog)],
         existing: &HashSet<Item>,
         now: DateTime<Utc>,
     ) -> Writes<'a> {
@@ -169,8 +186,40 @@ impl<'a> Writes<'a> {
             update: columns(&old),
             insert: columns(&new),
             settings: settings(events),
+            backlogs: backlog_columns(backlogs),
         }
     }
+}
+
+/// The backlogs as bound columns.
+fn backlog_columns(backlogs: &[(Item, Backlog)]) -> (Vec<&str>, Vec<&str>, Vec<serde_json::Value>) {
+    let mut c = (Vec::new(), Vec::new(), Vec::new());
+    for (item, backlog) in backlogs {
+        c.0.push(item.sku.as_str());
+        c.1.push(item.location.as_str());
+        c.2.push(serde_json::to_value(backlog).expect("a backlog serialises"));
+    }
+    c
+}
+
+/// The items whose backlog the batch's events change, with the backlog
+/// the decision left them, in (location, sku) order.
+pub(crate) fn changed_backlogs(
+    events: &[(NewEvent, EventMetadata)],
+    state: &LedgerState,
+) -> Vec<(Item, Backlog)> {
+    let items: BTreeSet<Item> = events
+        .iter()
+        .filter(|(e, _)| e.event.event_type().moves_backlog())
+        .flat_map(|(e, _)| e.event.stock_effects().into_iter().map(|(item, _)| item))
+        .collect();
+    items
+        .into_iter()
+        .map(|item| {
+            let backlog = state.backlog(&item);
+            (item, backlog)
+        })
+        .collect()
 }
 
 /// The net effect of the batch's events per item, in (location, sku) order:
@@ -183,6 +232,7 @@ pub(crate) fn net_effects(events: &[(NewEvent, EventMetadata)]) -> Vec<(Item, St
             n.on_hand += d.on_hand;
             n.reserved += d.reserved;
             n.confirmed += d.confirmed;
+            n.backordered += d.backordered;
         });
     }
     net.into_iter().collect()
@@ -259,8 +309,10 @@ pub(crate) async fn append_move_commit(
         &e.quantities,
     ];
     let (u, i) = (&w.update, &w.insert);
-    let update: [&(dyn ToSql + Sync); 5] = [&u.0, &u.1, &u.2, &u.3, &u.4];
-    let insert: [&(dyn ToSql + Sync); 5] = [&i.0, &i.1, &i.2, &i.3, &i.4];
+    let update: [&(dyn ToSql + Sync); 6] = [&u.0, &u.1, &u.2, &u.3, &u.4, &u.5];
+    let insert: [&(dyn ToSql + Sync); 6] = [&i.0, &i.1, &i.2, &i.3, &i.4, &i.5];
+    let b = &w.backlogs;
+    let backlogs: [&(dyn ToSql + Sync); 3] = [&b.0, &b.1, &b.2];
     let s = &w.settings;
     let settings: [&(dyn ToSql + Sync); 8] = [
         &s.skus,
@@ -273,7 +325,7 @@ pub(crate) async fn append_move_commit(
         &s.alerted_low,
     ];
     let skip = || async { Ok::<u64, tokio_postgres::Error>(0) };
-    let (appended, updated, inserted, set, committed) = tokio::join!(
+    let (appended, updated, inserted, set, waiting, committed) = tokio::join!(
         client.query(&stmts.append, &append),
         async {
             match u.0.is_empty() {
@@ -293,13 +345,25 @@ pub(crate) async fn append_move_commit(
                 false => client.execute(&stmts.set_settings, &settings).await,
             }
         },
+        async {
+            match b.0.is_empty() {
+                true => skip().await,
+                false => client.execute(&stmts.set_backlogs, &backlogs).await,
+            }
+        },
         client.batch_execute("COMMIT"),
     );
     let rows = appended?;
     updated?;
     inserted?;
     let set = set?;
+    let waiting = waiting?;
     committed?;
+    if waiting != b.0.len() as u64 {
+        return Err(Failure::Fatal(StoreError::Invariant(
+            format!("{} backlogs written to {waiting} rows", b.0.len()).into(),
+        )));
+    }
     // Every item a setting names has a row by now: its event names the item,
     // so the insert above created a new one, and an existing one is locked
     // by the load (nothing deletes balance rows). This is a tripwire for a
@@ -332,7 +396,7 @@ fn stamps(rows: &[tokio_postgres::Row], expected: usize) -> Result<Vec<Stamped>,
     Ok(positions)
 }
 
-type Columns<'a> = (Vec<&'a str>, Vec<&'a str>, Vec<i64>, Vec<i64>, Vec<i64>);
+type Columns<'a> = (Vec<&'a str>, Vec<&'a str>, Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>);
 
 fn columns<'a>(rows: &[&'a (Item, StockDelta)]) -> Columns<'a> {
     let mut c: Columns<'a> = Default::default();
@@ -342,6 +406,7 @@ fn columns<'a>(rows: &[&'a (Item, StockDelta)]) -> Columns<'a> {
         c.2.push(d.on_hand);
         c.3.push(d.reserved);
         c.4.push(d.confirmed);
+        c.5.push(d.backordered);
     }
     c
 }

@@ -259,6 +259,8 @@ pub fn reserve(id: &str, order: &str, lines: &[(&str, i64)], ttl: Option<i64>) -
             })
             .collect(),
         ttl_seconds: ttl,
+        backorder: false,
+        latest_arrival: None,
     }
     .validate()
     .unwrap()

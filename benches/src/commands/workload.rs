@@ -155,6 +155,8 @@ fn reserve(id: &str, sku: &str) -> Command {
             quantity: 1,
         }],
         ttl_seconds: None,
+        backorder: false,
+        latest_arrival: None,
     }
     .validate()
     .expect("valid")

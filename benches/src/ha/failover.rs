@@ -92,6 +92,8 @@ fn reservation(id: &str, item: u64) -> stockledger::domain::Command {
             quantity: 1,
         }],
         ttl_seconds: None,
+        backorder: false,
+        latest_arrival: None,
     }
     .validate()
     .expect("a valid reservation")

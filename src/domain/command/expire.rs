@@ -5,10 +5,10 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::step::step;
+use super::step::settle;
 use super::{Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState, Outcome};
-use crate::domain::event::Event;
+use crate::domain::event::{DropReason, Event};
 use crate::domain::ids::ReservationId;
 use crate::domain::reservation::Reservation;
 use crate::domain::{Command, Rejection};
@@ -40,8 +40,9 @@ impl Rule for Expire {
     ) -> Result<Decision, Rejection> {
         let res = state.reservations.get(&self.reservation_id);
         Ok(match res {
-            Some(r @ Reservation::Placed(p)) if r.is_due(now) => step(
+            Some(r @ Reservation::Placed(p)) if r.is_due(now) => settle(
                 p,
+                DropReason::Expired,
                 Event::ReservationExpired {
                     order_id: p.order_id.clone(),
                     lines: p.open_lines(),

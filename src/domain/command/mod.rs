@@ -19,6 +19,7 @@ mod expect;
 mod expected;
 mod expire;
 mod extend;
+mod fill;
 mod input;
 mod limit;
 mod receive;
@@ -47,13 +48,14 @@ pub use count::{Count, CountRequest};
 pub use expect::{Expect, ExpectRequest};
 pub use expire::{expire, Expire};
 pub use extend::{Extend, ExtendRequest};
+pub use fill::{fill, Fill};
 pub use input::{Line, LineRequest, DEFAULT_RELEASE_REASON};
 pub use limit::{Limit, LimitRequest};
 pub use receive::{Receive, ReceiveRequest};
 pub use release::{release, Release};
 pub use release_lines::{ReleaseLines, ReleaseLinesRequest};
 pub use reorder_point::{ReorderPoint, ReorderPointRequest};
-pub use reserve::{Reserve, ReserveRequest};
+pub use reserve::{Backorder, Reserve, ReserveRequest};
 pub use transfer::{Transfer, TransferRequest};
 
 /// What each command's module says about it.
@@ -130,6 +132,8 @@ commands! {
     Release(Release),
     /// Sent by the expiry worker: expires the reservation if it is due.
     Expire(Expire),
+    /// Sent by the backorder worker: fills or drops what waits, in turn.
+    Fill(Fill),
     ConfirmLines(ConfirmLines),
     ReleaseLines(ReleaseLines),
     Extend(Extend),

@@ -6,10 +6,10 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::input::{reason, DEFAULT_RELEASE_REASON};
-use super::step::{replay, step};
+use super::step::{replay, settle};
 use super::{Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState, NewEvent, Outcome, ReservationView};
-use crate::domain::event::{Event, TOMBSTONE_REASON};
+use crate::domain::event::{DropReason, Event, TOMBSTONE_REASON};
 use crate::domain::ids::ReservationId;
 use crate::domain::reservation::{Reservation, ReservationState};
 use crate::domain::stream::StreamId;
@@ -57,8 +57,9 @@ impl Rule for Release {
             ReservationState::Confirmed => Err(Rejection::AlreadyConfirmed {
                 reservation_id: p.reservation_id.to_string(),
             }),
-            ReservationState::Reserved => Ok(step(
+            ReservationState::Reserved => Ok(settle(
                 p,
+                DropReason::Released,
                 Event::ReservationReleased {
                     order_id: Some(p.order_id.clone()),
                     lines: p.open_lines(),

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::input::Line;
 use crate::domain::decide::{Decision, LedgerState, NewEvent, Outcome};
-use crate::domain::event::Event;
+use crate::domain::event::{DropReason, Event};
 use crate::domain::ids::ReservationId;
 use crate::domain::rejection::{Excess, Rejection};
 use crate::domain::reservation::{Placed, Reservation, StepKey, StepRequest};
@@ -49,28 +49,66 @@ pub(crate) fn replay(res: &Reservation, seq: u32, command_id: Uuid) -> Decision 
 /// Appends the next event of an open reservation; the answer is the
 /// reservation with that event folded in.
 pub(crate) fn step(p: &Placed, event: Event, command_id: Uuid, now: DateTime<Utc>) -> Decision {
-    let seq = p.step_commands.len() as u32 + 1;
-    let next = Reservation::fold(
-        Some(Reservation::Placed(p.clone())),
-        &p.reservation_id,
-        seq,
-        &event,
-        command_id,
-        now,
-    )
-    .expect("decide only produces valid transitions");
-    Decision {
-        events: vec![NewEvent {
+    steps(p, vec![event], command_id, now)
+}
+
+/// Appends the next events of an open reservation, in order; the answer is
+/// the reservation with them folded in.
+pub(crate) fn steps(
+    p: &Placed,
+    events: Vec<Event>,
+    command_id: Uuid,
+    now: DateTime<Utc>,
+) -> Decision {
+    let mut current = Reservation::Placed(p.clone());
+    let mut appended = Vec::with_capacity(events.len());
+    for event in events {
+        let seq = current.seq() + 1;
+        current = Reservation::fold(
+            Some(current),
+            &p.reservation_id,
+            seq,
+            &event,
+            command_id,
+            now,
+        )
+        .expect("decide only produces valid transitions");
+        appended.push(NewEvent {
             stream: StreamId::Reservation(p.reservation_id.clone()),
             seq,
             event,
             fingerprint: None,
-        }],
+        });
+    }
+    Decision {
+        events: appended,
         outcome: Outcome::Reservation {
-            view: (&next).into(),
+            view: (&current).into(),
             replayed: false,
         },
     }
+}
+
+/// Settles an open reservation with `settling`, first dropping the units
+/// that still wait (for `why`): a settled reservation waits for nothing.
+pub(crate) fn settle(
+    p: &Placed,
+    why: DropReason,
+    settling: Event,
+    command_id: Uuid,
+    now: DateTime<Utc>,
+) -> Decision {
+    let mut events = Vec::with_capacity(2);
+    let waiting = p.waiting_lines();
+    if !waiting.is_empty() {
+        events.push(Event::BackorderDropped {
+            order_id: p.order_id.clone(),
+            lines: waiting,
+            reason: why,
+        });
+    }
+    events.push(settling);
+    steps(p, events, command_id, now)
 }
 
 /// What a step named by its caller's id (`key`, asking for `request`)
@@ -164,17 +202,20 @@ pub(crate) fn take_lines(
 }
 
 /// Whether `lines` (each within what is open of its item, one per item)
-/// take every open unit: then the step settles the reservation.
+/// take every open unit and nothing waits: then the step settles the
+/// reservation. Units that wait keep it open.
 fn takes_all(p: &Placed, lines: &[Line]) -> bool {
     let units = |lines: &[Line]| lines.iter().map(|l| u64::from(l.quantity)).sum::<u64>();
-    units(lines) == units(&p.open_lines())
+    p.waiting() == 0 && units(lines) == units(&p.open_lines())
 }
 
 /// A partial step or an extension needs a place in the stream that leaves
-/// the last one free for the event that settles it.
+/// the last one free for the event that settles it, and while units wait,
+/// the one before it for their drop.
 pub(crate) fn room_for_a_step(p: &Placed) -> Result<(), Rejection> {
     let next = p.step_commands.len() as u32 + 1;
-    if next < MAX_RESERVATION_EVENTS {
+    let kept = if p.waiting() > 0 { 2 } else { 1 };
+    if next + kept <= MAX_RESERVATION_EVENTS {
         return Ok(());
     }
     Err(Rejection::StepLimit {

@@ -1,0 +1,106 @@
+//! Fill a backorder: sent by the backorder worker, never by callers. The
+//! units of a reservation that wait for stock are filled from stock on hand
+//! in their turn (first come, first served), and the ones nothing expected
+//! can cover any more are dropped as unfillable (`backorder::plan`).
+//! Anything else is left alone and answered "nothing to do", so a late or
+//! repeated fill is harmless.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::step::steps;
+use super::{Rule, Touches};
+use crate::domain::backorder::plan;
+use crate::domain::decide::{Decision, LedgerState, Outcome};
+use crate::domain::event::{DropReason, Event};
+use crate::domain::ids::ReservationId;
+use crate::domain::reservation::{Placed, Reservation, ReservationState};
+use crate::domain::{Command, Rejection};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fill {
+    pub reservation_id: ReservationId,
+}
+
+/// Fills (or drops) what a reservation's waiting units come to now.
+pub fn fill(reservation_id: &str) -> Result<Command, Rejection> {
+    Ok(Command::Fill(Fill {
+        reservation_id: ReservationId::parse("reservation_id", reservation_id)?,
+    }))
+}
+
+impl Rule for Fill {
+    const KIND: &'static str = "fill";
+
+    fn touches(&self) -> Touches {
+        Touches::held_by(&self.reservation_id)
+    }
+
+    fn decide(
+        &self,
+        state: &LedgerState,
+        command_id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Decision, Rejection> {
+        let res = state.reservations.get(&self.reservation_id);
+        let nothing = || {
+            Decision::answer(Outcome::NotDue {
+                reservation_id: self.reservation_id.clone(),
+                state: res.map(Reservation::state),
+            })
+        };
+        // A due reservation is the expiry's to settle.
+        let p = match res {
+            Some(r @ Reservation::Placed(p))
+                if p.state == ReservationState::Reserved && !r.is_due(now) =>
+            {
+                p
+            }
+            Some(Reservation::Placed(_) | Reservation::Tombstone(_)) | None => {
+                return Ok(nothing())
+            }
+        };
+        let events = fitting(p, state, command_id, now);
+        if events.is_empty() {
+            return Ok(nothing());
+        }
+        Ok(steps(p, events, command_id, now))
+    }
+}
+
+/// The fill and the drop the plan asks for, each only if the stream has
+/// room for it: while units still wait after an event, the two last places
+/// stay free (for their drop and the settlement). An event left out waits
+/// for a later pass, its units keeping their turn.
+fn fitting(p: &Placed, state: &LedgerState, command_id: Uuid, now: DateTime<Utc>) -> Vec<Event> {
+    let plan = plan(state, p);
+    let candidates = [
+        (!plan.fill.is_empty()).then(|| Event::BackorderFilled {
+            order_id: p.order_id.clone(),
+            lines: plan.fill,
+        }),
+        (!plan.drop.is_empty()).then(|| Event::BackorderDropped {
+            order_id: p.order_id.clone(),
+            lines: plan.drop,
+            reason: DropReason::Unfillable,
+        }),
+    ];
+    let mut current = Reservation::Placed(p.clone());
+    let mut events = Vec::new();
+    for event in candidates.into_iter().flatten() {
+        let seq = current.seq() + 1;
+        let next = Reservation::fold(
+            Some(current.clone()),
+            &p.reservation_id,
+            seq,
+            &event,
+            command_id,
+            now,
+        );
+        if let Ok(next) = next {
+            current = next;
+            events.push(event);
+        }
+    }
+    events
+}
