@@ -35,7 +35,8 @@ pub struct ServeArgs {
     /// Do not run the projection workers here (run `stockledger project` elsewhere).
     #[arg(long, env = "STOCKLEDGER_NO_PROJECTIONS")]
     no_projections: bool,
-    /// Do not run the expiry worker here.
+    /// Do not run the expiry worker here, nor the backorder worker (which
+    /// fills waiting orders as stock arrives, at the same interval).
     #[arg(long, env = "STOCKLEDGER_NO_EXPIRY")]
     no_expiry: bool,
     /// Do not run the sealer here (run `stockledger seal` elsewhere, or

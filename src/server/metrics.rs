@@ -91,6 +91,7 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     latency: Family<RouteLabel, Histogram, fn() -> Histogram>,
     expiries: Counter,
+    fills: Counter,
     pool: Family<StateLabel, Gauge>,
     pool_waiting: Gauge,
     lag_events: Family<ProjectionLabel, Gauge>,
@@ -137,6 +138,7 @@ impl Default for Metrics {
             requests: Family::default(),
             latency: Family::new_with_constructor(latency_histogram),
             expiries: Counter::default(),
+            fills: Counter::default(),
             pool: Family::default(),
             pool_waiting: Gauge::default(),
             lag_events: Family::default(),
@@ -178,6 +180,11 @@ impl Metrics {
             "expiries",
             "Reservations expired by this process's expiry worker",
             self.expiries.clone(),
+        );
+        r.register(
+            "backorder_fills",
+            "Reservations whose waiting units this process's backorder worker filled or dropped",
+            self.fills.clone(),
         );
         r.register(
             "pool_connections",
@@ -280,6 +287,10 @@ impl Metrics {
 
     pub fn expired(&self, n: u64) {
         self.expiries.inc_by(n);
+    }
+
+    pub fn filled(&self, n: u64) {
+        self.fills.inc_by(n);
     }
 
     /// The OpenMetrics text exposition, with the scrape-time gauges set first.

@@ -145,6 +145,16 @@ fn spawn_workers(
             })
         }));
     }
+    if config.run_expiry {
+        let (store, metrics, cancel) = (store.clone(), supervisor.metrics.clone(), workers.clone());
+        let interval = config.expiry_interval;
+        tasks.spawn(supervisor.clone().run("backorders", move || {
+            let metrics = metrics.clone();
+            crate::app::backorders::run(store.clone(), interval, cancel.clone(), move |n| {
+                metrics.filled(n)
+            })
+        }));
+    }
     if let Some((url, relay_config)) = config.relay.clone() {
         let (store, cancel) = (store.clone(), workers.clone());
         tasks.spawn(supervisor.clone().run("relay", move || {

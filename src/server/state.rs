@@ -28,6 +28,8 @@ pub struct ServerConfig {
     pub rate_limit_burst: u32,
     pub key_cache: Duration,
     pub run_projections: bool,
+    /// Run the expiry worker and the backorder worker (both send the
+    /// ledger's own commands, at `expiry_interval`).
     pub run_expiry: bool,
     /// Run the sealer (tamper evidence) in this process.
     pub run_sealer: bool,
