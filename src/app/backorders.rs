@@ -70,9 +70,7 @@ impl Store {
     pub async fn fill_due(&self, actor: &str) -> Result<usize, StoreError> {
         let client = pool::get(self.pool()).await?;
         let stmt = client.prepare_cached(WAITING_ITEMS).await?;
-        let rows = client
-            .query(&stmt, &[&(MAX_FILLS_PER_PASS as i64)])
-            .await?;
+        let rows = client.query(&stmt, &[&(MAX_FILLS_PER_PASS as i64)]).await?;
         drop(client);
         let mut due: Vec<ReservationId> = Vec::new();
         for r in rows {

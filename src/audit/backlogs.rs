@@ -48,7 +48,8 @@ impl Backlogs {
     /// Names every item whose backlog differs from the log's (also one the
     /// table holds that no event explains).
     pub fn compare(mut self, mut actual: ActualBacklogs, diffs: &mut Diffs) {
-        self.events.sort_unstable_by_key(|(position, _, _)| *position);
+        self.events
+            .sort_unstable_by_key(|(position, _, _)| *position);
         let mut want: BTreeMap<Item, Backlog> = BTreeMap::new();
         for (_, stream, event) in &self.events {
             backorder::apply(&mut want, stream, event);
@@ -71,7 +72,13 @@ impl Backlogs {
 
 fn compare_one(item: &str, want: &Backlog, got: &Backlog, diffs: &mut Diffs) {
     if want.queue != got.queue {
-        diffs.push(TABLE, item, "backlog.queue", show(&want.queue), show(&got.queue));
+        diffs.push(
+            TABLE,
+            item,
+            "backlog.queue",
+            show(&want.queue),
+            show(&got.queue),
+        );
     }
     if want.incoming != got.incoming {
         let (w, g) = (show(&want.incoming), show(&got.incoming));

@@ -7,8 +7,8 @@ use futures_util::TryStreamExt;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Client;
 
-use crate::audit::deliveries::Deliveries;
 use crate::audit::backlogs::{self, ActualBacklogs, Backlogs};
+use crate::audit::deliveries::Deliveries;
 use crate::audit::settings::{self, ActualSettings, Settings};
 use crate::domain::reservation::StreamViolation;
 use crate::domain::stream::prefixes;

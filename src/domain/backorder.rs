@@ -29,8 +29,10 @@ use crate::domain::command::Line;
 use crate::domain::decide::LedgerState;
 use crate::domain::event::{Balance, Event};
 use crate::domain::ids::{ExpectedId, Item, ReservationId};
+use crate::domain::rejection::Rejection;
 use crate::domain::reservation::Placed;
 use crate::domain::stream::StreamId;
+use crate::limits::MAX_EXPECTED_PER_ITEM;
 
 /// What waits for one item, and what is expected of it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,6 +108,21 @@ impl Backlog {
             _ => self.incoming.insert(id.clone(), Due { on, units }),
         };
     }
+}
+
+/// Whether `item` may have `id` among its open expected receipts: it is
+/// already, or there is room for one more (`MAX_EXPECTED_PER_ITEM`).
+pub fn room_to_expect(state: &LedgerState, item: &Item, id: &ExpectedId) -> Result<(), Rejection> {
+    let backlog = state.backlog(item);
+    if backlog.incoming.len() < MAX_EXPECTED_PER_ITEM || backlog.incoming.contains_key(id) {
+        return Ok(());
+    }
+    Err(Rejection::BacklogFull {
+        sku: item.sku.to_string(),
+        location: item.location.to_string(),
+        what: "open expected receipts",
+        limit: MAX_EXPECTED_PER_ITEM,
+    })
 }
 
 /// What one waiting line comes to now: the units stock on hand fills, and

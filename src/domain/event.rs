@@ -188,7 +188,10 @@ pub enum Event {
     /// Stock arrived (or was freed) for waiting units: they are held now,
     /// as if reserved. Written by the ledger in the order backorders were
     /// placed (first come, first served).
-    BackorderFilled { order_id: OrderId, lines: Vec<Line> },
+    BackorderFilled {
+        order_id: OrderId,
+        lines: Vec<Line>,
+    },
     /// Waiting units that no longer wait: the order was released or expired
     /// (written just before its settling event), or the stock they waited
     /// for will not come (`unfillable`: an expected receipt was cut or

@@ -185,7 +185,10 @@ pub enum Rejection {
         "reservation {reservation_id} has {waiting} unit(s) still waiting for stock: confirm \
          what is held by lines, or wait until the rest is filled"
     )]
-    BackorderWaiting { reservation_id: String, waiting: u64 },
+    BackorderWaiting {
+        reservation_id: String,
+        waiting: u64,
+    },
 
     #[error(
         "{sku} at {location} already has {limit} {what}: no more can wait or be expected \

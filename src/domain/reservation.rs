@@ -603,8 +603,8 @@ impl Step<'_> {
                 event: self.event.type_name(),
             });
         }
-        let within = sorted_positive(lines)
-            && lines.iter().all(|l| l.quantity <= p.open_of(&l.item));
+        let within =
+            sorted_positive(lines) && lines.iter().all(|l| l.quantity <= p.open_of(&l.item));
         // A step that takes everything open, with nothing waiting, is
         // written as the settling event, so a partial one always leaves
         // some units open or waiting.

@@ -18,11 +18,11 @@ use deadpool_postgres::ClientWrapper as Client;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
+use crate::domain::backorder::Backlog;
 use crate::domain::{
     Balance, Command, CommandContext, Item, ItemSettings, Items, LedgerState, Location, OrderId,
     RecordedEvent, Reservation, ReservationId, SingleRecord, Sku, StreamId, Touches,
 };
-use crate::domain::backorder::Backlog;
 use crate::store::error::{corrupt, Cause, Failure};
 use crate::store::locks::Lock;
 use crate::store::rows::recorded_event;

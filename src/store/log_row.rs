@@ -586,9 +586,7 @@ fn setting_or_alert(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Even
         | EventType::ReservationExpired
         | EventType::BackorderPlaced
         | EventType::BackorderFilled
-        | EventType::BackorderDropped => {
-            return Err(format!("{type_name} is no setting or alert"))
-        }
+        | EventType::BackorderDropped => return Err(format!("{type_name} is no setting or alert")),
     };
     Ok(event)
 }

@@ -396,7 +396,14 @@ fn stamps(rows: &[tokio_postgres::Row], expected: usize) -> Result<Vec<Stamped>,
     Ok(positions)
 }
 
-type Columns<'a> = (Vec<&'a str>, Vec<&'a str>, Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>);
+type Columns<'a> = (
+    Vec<&'a str>,
+    Vec<&'a str>,
+    Vec<i64>,
+    Vec<i64>,
+    Vec<i64>,
+    Vec<i64>,
+);
 
 fn columns<'a>(rows: &[&'a (Item, StockDelta)]) -> Columns<'a> {
     let mut c: Columns<'a> = Default::default();

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::expected::{append, find, open_with_room};
 use super::input::{date, quantity};
 use super::{Rule, Touches};
+use crate::domain::backorder::room_to_expect;
 use crate::domain::decide::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
 use crate::domain::expectation::ExpectationView;
@@ -79,6 +80,9 @@ impl Rule for ChangeExpected {
             }));
         }
         open_with_room(e)?;
+        if e.outstanding_if(self.quantity) > 0 {
+            room_to_expect(state, &e.item, &self.expected_id)?;
+        }
         let event = Event::ExpectedReceiptChanged {
             change_id: self.change_id.clone(),
             sku: e.item.sku.clone(),

@@ -8,10 +8,10 @@ use uuid::Uuid;
 use super::input::Line;
 use super::step::{expired, found, released, replay, steps};
 use super::{Rule, Touches};
+use crate::domain::backorder::plan;
 use crate::domain::decide::{Decision, LedgerState};
 use crate::domain::event::Event;
 use crate::domain::ids::ReservationId;
-use crate::domain::backorder::plan;
 use crate::domain::reservation::{Placed, Reservation, ReservationState};
 use crate::domain::{Command, Rejection};
 
@@ -66,7 +66,11 @@ fn confirm_all(
 ) -> Result<Decision, Rejection> {
     let filled: u64 = match p.waiting() {
         0 => 0,
-        _ => plan(state, p).fill.iter().map(|l| u64::from(l.quantity)).sum(),
+        _ => plan(state, p)
+            .fill
+            .iter()
+            .map(|l| u64::from(l.quantity))
+            .sum(),
     };
     let waiting = p.waiting() - filled;
     if waiting > 0 {

@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::input::{date, item, quantity};
 use super::single::first_event;
 use super::{Rule, Touches};
+use crate::domain::backorder::room_to_expect;
 use crate::domain::decide::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
 use crate::domain::expectation::ExpectationView;
@@ -98,6 +99,7 @@ impl Rule for Expect {
                 replayed: e.command_id != command_id,
             }));
         }
+        room_to_expect(state, &self.item, &self.expected_id)?;
         let event = Event::ReceiptExpected {
             sku: self.item.sku.clone(),
             location: self.item.location.clone(),

@@ -56,9 +56,7 @@ impl Rule for Fill {
             {
                 p
             }
-            Some(Reservation::Placed(_) | Reservation::Tombstone(_)) | None => {
-                return Ok(nothing())
-            }
+            Some(Reservation::Placed(_) | Reservation::Tombstone(_)) | None => return Ok(nothing()),
         };
         let events = fitting(p, state, command_id, now);
         if events.is_empty() {

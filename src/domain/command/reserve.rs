@@ -182,8 +182,9 @@ impl Rule for Reserve {
         }
         let mut made = None;
         for e in &events {
-            let next = Reservation::fold(made, &self.reservation_id, e.seq, &e.event, command_id, now)
-                .expect("a reserve writes a valid start");
+            let next =
+                Reservation::fold(made, &self.reservation_id, e.seq, &e.event, command_id, now)
+                    .expect("a reserve writes a valid start");
             made = Some(next);
         }
         let made = made.expect("a reserve writes its first event");
