@@ -28,3 +28,8 @@ CREATE INDEX item_balances_waiting ON item_balances (location, sku) WHERE backor
 -- inserts, which do not name the column, valid.
 ALTER TABLE event_types
     ADD COLUMN backordered smallint NOT NULL DEFAULT 0 CHECK (backordered BETWEEN -1 AND 1);
+
+-- Whether the event adds units to an open reservation (its units placed to
+-- wait): `reservation_totals` counts them as RESERVED, the order's, from
+-- Rust's `ReservationMove::Adds`.
+ALTER TABLE event_types ADD COLUMN adds_units boolean NOT NULL DEFAULT false;

@@ -121,9 +121,39 @@ async fn every_event_type(db: &TestDb) {
     db.run(expect("po-4", "fig", 2, "2026-01-01"))
         .await
         .unwrap();
+    backorders(db).await;
     tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
     let expired = db.run(expire("r-expire")).await.unwrap();
     assert_eq!(state_of(&expired), "EXPIRED");
+    // The pre-order that expires drops what waits first; the backorder
+    // worker then finds r-pre's last unit unfillable (po-5 was cancelled).
+    let expired = db.run(expire("r-pre-exp")).await.unwrap();
+    assert_eq!(state_of(&expired), "EXPIRED");
+    assert_eq!(db.store.fill_due("test").await.unwrap(), 1);
+}
+
+/// Pre-orders of figs, which are only expected: one filled in part by a
+/// delivery and left with a unit that will not come, one released while
+/// it waits, one that expires while it waits (at the end of the log).
+async fn backorders(db: &TestDb) {
+    db.run(expect("po-5", "fig", 6, "2027-03-01"))
+        .await
+        .unwrap();
+    db.run(backorder_of("r-pre", "o8", "fig", 3, None))
+        .await
+        .unwrap();
+    db.run(backorder_of("r-pre2", "o9", "fig", 2, None))
+        .await
+        .unwrap();
+    db.run(backorder_of("r-pre-exp", "o10", "fig", 1, Some(1)))
+        .await
+        .unwrap();
+    db.run(receive_against("in-po-4", "fig", 2, "po-4"))
+        .await
+        .unwrap();
+    assert_eq!(db.store.fill_due("test").await.unwrap(), 1);
+    db.run(release("r-pre2")).await.unwrap();
+    db.run(cancel_expected("po-5")).await.unwrap();
 }
 
 async fn whole_log(db: &TestDb) -> Vec<RecordedEvent> {
@@ -156,13 +186,17 @@ async fn every_read_model_folds_every_event_type_as_its_replay_does() {
     // The totals say what the log holds: reservations by state (the
     // tombstone is none), units by where they went. Confirmed: r-confirm's
     // 3, r-parts' 4, one each of r-part-open and r-part-cancel. Released:
-    // r-release's 1, a pear of r-parts, the rest of r-part-cancel.
+    // r-release's 1, a pear of r-parts, the rest of r-part-cancel, and the
+    // figs that waited and were dropped: r-pre's last, r-pre2's 2 (released
+    // while they waited) and r-pre-exp's 1 (expired while it waited: never
+    // held, so counted as released). Held: r-open's 2, r-part-open's 1 and
+    // the 2 figs filled for r-pre.
     let totals = db.store.reservation_totals().await.unwrap();
     let want: Vec<(&str, (i64, i64))> = vec![
         ("CONFIRMED", (2, 9)),
-        ("EXPIRED", (1, 2)),
-        ("RELEASED", (2, 3)),
-        ("RESERVED", (2, 3)),
+        ("EXPIRED", (2, 2)),
+        ("RELEASED", (3, 7)),
+        ("RESERVED", (3, 5)),
     ];
     let got: Vec<(&str, (i64, i64))> = totals.iter().map(|(s, t)| (s.as_str(), *t)).collect();
     assert_eq!(got, want);

@@ -270,6 +270,7 @@ pub fn stock(item: &Item, b: Balance, moment: bodies::AsOf) -> StockResponse {
         location: item.location.as_str().to_owned(),
         on_hand: b.on_hand,
         reserved: b.reserved,
+        backordered: b.backordered,
         available: b.available(),
         confirmed: b.confirmed,
         as_of: moment,
@@ -402,6 +403,8 @@ fn line(l: &LineView) -> ReservationLine {
         confirmed: l.confirmed,
         released: l.released,
         expired: l.expired,
+        waiting: l.waiting,
+        dropped: l.dropped,
     }
 }
 

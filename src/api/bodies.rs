@@ -8,8 +8,9 @@ use utoipa::ToSchema;
 use crate::api::contract;
 use crate::domain::ReservationState;
 
-/// A reserved line, and what has become of its units:
-/// `open + confirmed + released + expired = quantity`.
+/// An ordered line, and what has become of its units:
+/// `open + confirmed + released + expired + waiting + dropped = quantity`
+/// (`waiting` and `dropped` are left out while 0).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReservationLine {
     #[schema(schema_with = contract::id)]
@@ -31,6 +32,20 @@ pub struct ReservationLine {
     /// Freed when the reservation expired.
     #[schema(minimum = 0)]
     pub expired: u32,
+    /// Backordered: waiting for stock that is expected, filled first come,
+    /// first served as it arrives. Left out while 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schema(minimum = 0)]
+    pub waiting: u32,
+    /// Waited for stock and were dropped: the reservation was released or
+    /// expired, or the stock they waited for will not come. Left out while 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    #[schema(minimum = 0)]
+    pub dropped: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -88,7 +103,8 @@ pub struct PromiseResponse {
     pub location: String,
     pub on_hand: i64,
     pub reserved: i64,
-    /// On hand less reserved.
+    /// On hand less reserved, less what waits for stock (backorders): negative
+    /// while more waits than is on the shelf.
     pub available_now: i64,
     /// Every unit still expected, on any date (late ones included).
     pub incoming: i64,
@@ -247,9 +263,20 @@ pub struct StockResponse {
     pub location: String,
     pub on_hand: i64,
     pub reserved: i64,
+    /// Units ordered that wait for stock to arrive (backorders and
+    /// pre-orders). Left out while 0.
+    #[serde(skip_serializing_if = "is_zero_units")]
+    #[schema(minimum = 0)]
+    pub backordered: i64,
+    /// On hand less reserved, less what waits: what a new reservation may
+    /// take now. Negative while more waits than is on the shelf.
     pub available: i64,
     pub confirmed: i64,
     pub as_of: AsOf,
+}
+
+fn is_zero_units(n: &i64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -25,8 +25,8 @@ impl Store {
 
 /// Applies the pending migrations up to and including version `last`, then
 /// installs the read models' missing live tables: how a test builds a
-/// database as an older release left it. (Not quite, for `last` 14 to 16:
-/// `event_types` is filled from schema 17 on, when it has every column this
+/// database as an older release left it. (Not quite, for `last` 14 to 18:
+/// `event_types` is filled from schema 19 on, when it has every column this
 /// binary writes, so there it stays empty.)
 pub async fn migrate_through(client: &mut Client, last: i32) -> Result<Vec<i32>, StoreError> {
     migrate::migrate_through(client, last, install_read_models).await

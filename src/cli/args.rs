@@ -57,7 +57,7 @@ pub enum Cmd {
     /// to come, read from the log.
     ShowExpected { expected_id: String },
     /// What can be promised of an item now and by each date stock is due
-    /// (on hand − reserved + what is expected by then), from the
+    /// (on hand − reserved − backordered + what is expected by then), from the
     /// stock_levels and incoming read models.
     Promise(PromiseArgs),
     /// Run every projection worker until stopped (ctrl-c finishes the batch).

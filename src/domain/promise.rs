@@ -3,7 +3,8 @@
 //! figures and what its open expected receipts still bring; the read path
 //! hands both in from the read models.
 //!
-//! now = on hand − reserved; by a date = now + every unit still expected on
+//! now = on hand − reserved − backordered (what waits for stock is promised
+//! already); by a date = now + every unit still expected on
 //! or before it. A date in the past counts as late, not gone: its units are
 //! still coming, so they count from their date on like any other.
 
@@ -15,7 +16,8 @@ use crate::domain::event::Balance;
 /// What can be promised of one item, now and by each date stock is due.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Promise {
-    /// On hand less reserved.
+    /// On hand less reserved, less what waits for stock (backorders): negative
+    /// while more waits than is on the shelf.
     pub available_now: i64,
     /// Every unit still expected, on any date.
     pub incoming: i64,

@@ -36,7 +36,8 @@ impl Rows for ReservationTotals {
     type Actual = Totals;
 
     /// A placed reservation counts once, in the state the copy has seen it
-    /// reach; its units count where they went: held, confirmed, released or
+    /// reach; its units count where they went: held (or waiting for
+    /// stock), confirmed, released (or dropped while they waited) or
     /// expired. A tombstone is no reservation.
     fn fold(expected: &mut Totals, seen: &StreamSeen<'_>) {
         let p = match seen.reservation {
@@ -46,9 +47,9 @@ impl Rows for ReservationTotals {
         // Summed here first: a key is allocated only the first time a state is seen.
         let mut units = [0i64; 4];
         for (l, g) in p.lines.iter().zip(&p.progress) {
-            units[0] += i64::from(l.quantity - g.confirmed - g.released - g.expired);
+            units[0] += i64::from(g.open(l.quantity) + g.waiting);
             units[1] += i64::from(g.confirmed);
-            units[2] += i64::from(g.released);
+            units[2] += i64::from(g.released + g.dropped);
             units[3] += i64::from(g.expired);
         }
         let mut add = |state: ReservationState, reservations: i64, n: i64| {

@@ -20,6 +20,7 @@ struct Row {
     confirmed: i16,
     backordered: i16,
     opens_reservation: bool,
+    adds_units: bool,
     moves_to: Option<String>,
     settles: bool,
     /// 1: the item is low from this event on; -1: no longer low; 0: says nothing.
@@ -34,15 +35,13 @@ fn defined() -> Vec<Row> {
         .map(|&t| {
             let effect = t.line_effect();
             let sign = |n: i64| i16::try_from(n.signum()).expect("a sign");
+            let adds_units = t.reservation_move() == ReservationMove::Adds;
             let (opens_reservation, moves_to, settles) = match t.reservation_move() {
                 ReservationMove::Opens => (true, None, false),
-                // Waiting units count as the order's held ones in the
-                // totals: they move nothing there until they are dropped.
-                ReservationMove::Adds => (false, None, false),
                 ReservationMove::Moves { to, settles } => {
                     (false, Some(to.as_str().to_owned()), settles)
                 }
-                ReservationMove::Nothing => (false, None, false),
+                ReservationMove::Adds | ReservationMove::Nothing => (false, None, false),
             };
             Row {
                 name: t.as_str().to_owned(),
@@ -51,6 +50,7 @@ fn defined() -> Vec<Row> {
                 confirmed: sign(effect.confirmed),
                 backordered: sign(effect.backordered),
                 opens_reservation,
+                adds_units,
                 moves_to,
                 settles,
                 low_stock: match t.low_stock() {
@@ -66,7 +66,7 @@ fn defined() -> Vec<Row> {
 
 const READ: &str =
     "SELECT name, on_hand, reserved, confirmed, opens_reservation, moves_to, settles,
-                           low_stock, incoming, backordered
+                           low_stock, incoming, backordered, adds_units
                     FROM event_types";
 
 /// A text that changes whenever this binary's definitions do: part of the
@@ -105,6 +105,7 @@ pub(crate) async fn sync(client: &impl GenericClient, may_write: bool) -> Result
                 low_stock: r.get(7),
                 incoming: r.get(8),
                 backordered: r.get(9),
+                adds_units: r.get(10),
             };
             (row.name.clone(), row)
         })
@@ -131,15 +132,15 @@ pub(crate) async fn sync(client: &impl GenericClient, may_write: bool) -> Result
             .execute(
                 "INSERT INTO event_types
                      (name, on_hand, reserved, confirmed, opens_reservation, moves_to, settles,
-                      low_stock, incoming, backordered)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                      low_stock, incoming, backordered, adds_units)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                  ON CONFLICT (name) DO UPDATE
                  SET on_hand = EXCLUDED.on_hand, reserved = EXCLUDED.reserved,
                      confirmed = EXCLUDED.confirmed,
                      opens_reservation = EXCLUDED.opens_reservation,
                      moves_to = EXCLUDED.moves_to, settles = EXCLUDED.settles,
                      low_stock = EXCLUDED.low_stock, incoming = EXCLUDED.incoming,
-                     backordered = EXCLUDED.backordered",
+                     backordered = EXCLUDED.backordered, adds_units = EXCLUDED.adds_units",
                 &[
                     &r.name,
                     &r.on_hand,
@@ -151,6 +152,7 @@ pub(crate) async fn sync(client: &impl GenericClient, may_write: bool) -> Result
                     &r.low_stock,
                     &r.incoming,
                     &r.backordered,
+                    &r.adds_units,
                 ],
             )
             .await?;

@@ -16,9 +16,10 @@ use crate::store::{event_types, roles};
 pub use crate::store::locks::MIGRATION_LOCK_KEY;
 
 /// The last migration that shapes `event_types` (schema 14 creates it, 17
-/// adds `low_stock`, 18 `incoming`): from it on, the table is kept equal to
-/// this binary's definitions, which need every column.
-const EVENT_TYPES_MIGRATION: i32 = 18;
+/// adds `low_stock`, 18 `incoming`, 19 `backordered`): from it on, the
+/// table is kept equal to this binary's definitions, which need every
+/// column.
+const EVENT_TYPES_MIGRATION: i32 = 19;
 
 pub struct Migration {
     pub version: i32,

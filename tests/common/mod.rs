@@ -266,6 +266,21 @@ pub fn reserve(id: &str, order: &str, lines: &[(&str, i64)], ttl: Option<i64>) -
     .unwrap()
 }
 
+/// A reservation of `quantity` of `sku` that may wait for expected stock
+/// (a backorder; a pre-order when nothing is on hand).
+pub fn backorder_of(id: &str, order: &str, sku: &str, quantity: i64, ttl: Option<i64>) -> Command {
+    ReserveRequest {
+        reservation_id: id.into(),
+        order_id: order.into(),
+        lines: line_requests(&[(sku, quantity)]),
+        ttl_seconds: ttl,
+        backorder: true,
+        latest_arrival: None,
+    }
+    .validate()
+    .unwrap()
+}
+
 pub fn confirm(id: &str) -> Command {
     command::confirm(id).unwrap()
 }
