@@ -493,40 +493,15 @@ impl Event {
             | Event::ExpectedReceiptCancelled { sku, location, .. } => {
                 on_hand(&mut f, sku, location, 0)
             }
-            Event::ReservationCreated { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
-                reserved: q,
-                ..Default::default()
-            }),
+            Event::ReservationCreated { lines: l, .. } => lines(l, &mut f, held),
             Event::ReservationConfirmed { lines: l, .. }
-            | Event::ReservationLinesConfirmed { lines: l, .. } => {
-                lines(l, &mut f, |q| StockDelta {
-                    on_hand: -q,
-                    reserved: -q,
-                    confirmed: q,
-                    backordered: 0,
-                })
-            }
-            Event::BackorderPlaced { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
-                backordered: q,
-                ..Default::default()
-            }),
-            Event::BackorderFilled { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
-                reserved: q,
-                backordered: -q,
-                ..Default::default()
-            }),
-            Event::BackorderDropped { lines: l, .. } => lines(l, &mut f, |q| StockDelta {
-                backordered: -q,
-                ..Default::default()
-            }),
+            | Event::ReservationLinesConfirmed { lines: l, .. } => lines(l, &mut f, shipped),
             Event::ReservationReleased { lines: l, .. }
             | Event::ReservationExpired { lines: l, .. }
-            | Event::ReservationLinesReleased { lines: l, .. } => {
-                lines(l, &mut f, |q| StockDelta {
-                    reserved: -q,
-                    ..Default::default()
-                })
-            }
+            | Event::ReservationLinesReleased { lines: l, .. } => lines(l, &mut f, freed),
+            Event::BackorderPlaced { lines: l, .. } => lines(l, &mut f, waits),
+            Event::BackorderFilled { lines: l, .. } => lines(l, &mut f, filled),
+            Event::BackorderDropped { lines: l, .. } => lines(l, &mut f, unwaits),
             // An extension moves the expiry, never stock.
             Event::ReservationExtended { .. } => {}
         }
@@ -600,6 +575,55 @@ fn on_hand_by(f: &mut dyn FnMut(&Item, StockDelta), sku: &Sku, location: &Locati
             ..Default::default()
         },
     );
+}
+
+/// What a line of `q` units does to its item's figures, by what happens to
+/// them: held by a reserve, shipped by a confirm, freed by a release or an
+/// expiry, placed to wait for stock, filled from stock, or no longer
+/// waiting (dropped).
+fn held(q: i64) -> StockDelta {
+    StockDelta {
+        reserved: q,
+        ..Default::default()
+    }
+}
+
+fn shipped(q: i64) -> StockDelta {
+    StockDelta {
+        on_hand: -q,
+        reserved: -q,
+        confirmed: q,
+        backordered: 0,
+    }
+}
+
+fn freed(q: i64) -> StockDelta {
+    StockDelta {
+        reserved: -q,
+        ..Default::default()
+    }
+}
+
+fn waits(q: i64) -> StockDelta {
+    StockDelta {
+        backordered: q,
+        ..Default::default()
+    }
+}
+
+fn filled(q: i64) -> StockDelta {
+    StockDelta {
+        reserved: q,
+        backordered: -q,
+        ..Default::default()
+    }
+}
+
+fn unwaits(q: i64) -> StockDelta {
+    StockDelta {
+        backordered: -q,
+        ..Default::default()
+    }
 }
 
 /// Calls `f` with each line's item and `d` of its quantity.

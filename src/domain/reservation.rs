@@ -564,17 +564,7 @@ impl Step<'_> {
                 None
             }
         };
-        // While units wait, two places stay free: for their drop and for
-        // the settlement after it.
-        if p.state == ReservationState::Reserved
-            && p.waiting() > 0
-            && self.seq + 2 > MAX_RESERVATION_EVENTS
-        {
-            return Err(StreamViolation::NoRoom {
-                seq: self.seq,
-                event: self.event.type_name(),
-            });
-        }
+        self.leaves_room(&p)?;
         if let Some((key, request)) = key {
             if p.step(&key).is_some() {
                 return Err(StreamViolation::StepReused {
@@ -591,6 +581,21 @@ impl Step<'_> {
         p.updated_at = self.recorded_at;
         p.step_commands.push(self.command_id);
         Ok(p)
+    }
+
+    /// While units wait, two places stay free after an event: for their
+    /// drop and for the settlement after it.
+    fn leaves_room(&self, p: &Placed) -> Result<(), StreamViolation> {
+        if p.state == ReservationState::Reserved
+            && p.waiting() > 0
+            && self.seq + 2 > MAX_RESERVATION_EVENTS
+        {
+            return Err(StreamViolation::NoRoom {
+                seq: self.seq,
+                event: self.event.type_name(),
+            });
+        }
+        Ok(())
     }
 
     /// A partial confirmation or release: part of what is held.

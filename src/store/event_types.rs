@@ -128,34 +128,40 @@ pub(crate) async fn sync(client: &impl GenericClient, may_write: bool) -> Result
         ));
     }
     for r in &missing {
-        client
-            .execute(
-                "INSERT INTO event_types
-                     (name, on_hand, reserved, confirmed, opens_reservation, moves_to, settles,
-                      low_stock, incoming, backordered, adds_units)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-                 ON CONFLICT (name) DO UPDATE
-                 SET on_hand = EXCLUDED.on_hand, reserved = EXCLUDED.reserved,
-                     confirmed = EXCLUDED.confirmed,
-                     opens_reservation = EXCLUDED.opens_reservation,
-                     moves_to = EXCLUDED.moves_to, settles = EXCLUDED.settles,
-                     low_stock = EXCLUDED.low_stock, incoming = EXCLUDED.incoming,
-                     backordered = EXCLUDED.backordered, adds_units = EXCLUDED.adds_units",
-                &[
-                    &r.name,
-                    &r.on_hand,
-                    &r.reserved,
-                    &r.confirmed,
-                    &r.opens_reservation,
-                    &r.moves_to,
-                    &r.settles,
-                    &r.low_stock,
-                    &r.incoming,
-                    &r.backordered,
-                    &r.adds_units,
-                ],
-            )
-            .await?;
+        write(client, r).await?;
     }
+    Ok(())
+}
+
+/// Writes one row as this binary defines it, over whatever is there.
+async fn write(client: &impl GenericClient, r: &Row) -> Result<(), StoreError> {
+    client
+        .execute(
+            "INSERT INTO event_types
+                 (name, on_hand, reserved, confirmed, opens_reservation, moves_to, settles,
+                  low_stock, incoming, backordered, adds_units)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+             ON CONFLICT (name) DO UPDATE
+             SET on_hand = EXCLUDED.on_hand, reserved = EXCLUDED.reserved,
+                 confirmed = EXCLUDED.confirmed,
+                 opens_reservation = EXCLUDED.opens_reservation,
+                 moves_to = EXCLUDED.moves_to, settles = EXCLUDED.settles,
+                 low_stock = EXCLUDED.low_stock, incoming = EXCLUDED.incoming,
+                 backordered = EXCLUDED.backordered, adds_units = EXCLUDED.adds_units",
+            &[
+                &r.name,
+                &r.on_hand,
+                &r.reserved,
+                &r.confirmed,
+                &r.opens_reservation,
+                &r.moves_to,
+                &r.settles,
+                &r.low_stock,
+                &r.incoming,
+                &r.backordered,
+                &r.adds_units,
+            ],
+        )
+        .await?;
     Ok(())
 }

@@ -287,6 +287,28 @@ fn reservation_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) 
             rest.release_id = Some(release_id.clone());
             rest.reason = Some(reason.clone());
         }
+        Event::BackorderPlaced { .. }
+        | Event::BackorderFilled { .. }
+        | Event::BackorderDropped { .. } => backorder_row(event, row, rest),
+        // No lines: an extension moves no stock.
+        Event::ReservationExtended {
+            extension_id,
+            ttl_seconds,
+            expires_at,
+            ..
+        } => {
+            rest.extension_id = Some(extension_id.clone());
+            rest.ttl_seconds = Some(*ttl_seconds);
+            rest.expires_at = Some(*expires_at);
+        }
+        outside_reservations!() => unreachable!("encode lays out stock events itself"),
+    }
+}
+
+/// Lays a backorder's event out: its lines (placed, filled or dropped),
+/// the latest arrival it accepted, why it was dropped.
+fn backorder_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) {
+    match event {
         Event::BackorderPlaced {
             lines,
             latest_arrival,
@@ -300,18 +322,14 @@ fn reservation_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) 
             push_lines(row, lines);
             rest.reason = Some(reason.as_str().to_owned());
         }
-        // No lines: an extension moves no stock.
-        Event::ReservationExtended {
-            extension_id,
-            ttl_seconds,
-            expires_at,
-            ..
-        } => {
-            rest.extension_id = Some(extension_id.clone());
-            rest.ttl_seconds = Some(*ttl_seconds);
-            rest.expires_at = Some(*expires_at);
-        }
-        outside_reservations!() => unreachable!("encode lays out stock events itself"),
+        outside_reservations!()
+        | Event::ReservationCreated { .. }
+        | Event::ReservationConfirmed { .. }
+        | Event::ReservationReleased { .. }
+        | Event::ReservationLinesConfirmed { .. }
+        | Event::ReservationLinesReleased { .. }
+        | Event::ReservationExtended { .. }
+        | Event::ReservationExpired { .. } => unreachable!("encode lays these out elsewhere"),
     }
 }
 
@@ -502,20 +520,9 @@ fn reservation_event(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Eve
             order_id: need_order(order_id)?,
             lines: lines(c)?,
         },
-        EventType::BackorderPlaced => Event::BackorderPlaced {
-            order_id: need_order(order_id)?,
-            lines: lines(c)?,
-            latest_arrival: rest.latest_arrival,
-        },
-        EventType::BackorderFilled => Event::BackorderFilled {
-            order_id: need_order(order_id)?,
-            lines: lines(c)?,
-        },
-        EventType::BackorderDropped => Event::BackorderDropped {
-            order_id: need_order(order_id)?,
-            lines: lines(c)?,
-            reason: drop_reason(need(rest.reason, type_name, "reason")?)?,
-        },
+        EventType::BackorderPlaced | EventType::BackorderFilled | EventType::BackorderDropped => {
+            backorder_event(kind, need_order(order_id)?, lines(c)?, rest)?
+        }
         EventType::StockReceived
         | EventType::StockAdjusted
         | EventType::StockTransferred
@@ -658,6 +665,53 @@ fn expected_event(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Event,
     Ok(event)
 }
 
+/// A backorder's event from its order, its lines and the rest of its row.
+fn backorder_event(
+    kind: EventType,
+    order_id: OrderId,
+    lines: Vec<Line>,
+    rest: Rest,
+) -> Result<Event, String> {
+    let type_name = kind.as_str();
+    Ok(match kind {
+        EventType::BackorderPlaced => Event::BackorderPlaced {
+            order_id,
+            lines,
+            latest_arrival: rest.latest_arrival,
+        },
+        EventType::BackorderFilled => Event::BackorderFilled { order_id, lines },
+        EventType::BackorderDropped => Event::BackorderDropped {
+            order_id,
+            lines,
+            reason: drop_reason(
+                rest.reason
+                    .ok_or_else(|| format!("{type_name} without reason"))?,
+            )?,
+        },
+        EventType::StockReceived
+        | EventType::StockAdjusted
+        | EventType::StockTransferred
+        | EventType::StockCounted
+        | EventType::OrderLimitSet
+        | EventType::ReorderPointSet
+        | EventType::StockLow
+        | EventType::StockRecovered
+        | EventType::ReceiptExpected
+        | EventType::ExpectedReceiptChanged
+        | EventType::ExpectedReceiptDelivered
+        | EventType::ExpectedReceiptCancelled
+        | EventType::ReservationCreated
+        | EventType::ReservationConfirmed
+        | EventType::ReservationReleased
+        | EventType::ReservationExpired
+        | EventType::ReservationLinesConfirmed
+        | EventType::ReservationLinesReleased
+        | EventType::ReservationExtended => {
+            return Err(format!("{type_name} is no backorder event"))
+        }
+    })
+}
+
 /// A dropped backorder's reason, as `DropReason::as_str` wrote it.
 fn drop_reason(text: String) -> Result<DropReason, String> {
     [
@@ -742,7 +796,39 @@ mod tests {
         let mut all = stock_events();
         all.extend(expected_events());
         all.extend(reservation_events());
+        all.extend(backorder_events());
         all
+    }
+
+    fn backorder_events() -> Vec<Event> {
+        let lines = vec![line("a", "x", 2), line("b", "y", 1)];
+        let order = OrderId::parse("order_id", "o-1").unwrap();
+        vec![
+            Event::BackorderPlaced {
+                order_id: order.clone(),
+                lines: lines.clone(),
+                latest_arrival: chrono::NaiveDate::from_ymd_opt(2026, 12, 10),
+            },
+            Event::BackorderPlaced {
+                order_id: order.clone(),
+                lines: lines.clone(),
+                latest_arrival: None,
+            },
+            Event::BackorderFilled {
+                order_id: order.clone(),
+                lines: lines.clone(),
+            },
+            Event::BackorderDropped {
+                order_id: order.clone(),
+                lines: lines.clone(),
+                reason: DropReason::Unfillable,
+            },
+            Event::BackorderDropped {
+                order_id: order.clone(),
+                lines: lines.clone(),
+                reason: DropReason::Expired,
+            },
+        ]
     }
 
     fn stock_events() -> Vec<Event> {
@@ -896,30 +982,6 @@ mod tests {
                 extension_id: ExtensionId::parse("id", "more-time").unwrap(),
                 ttl_seconds: 600,
                 expires_at: Utc::now(),
-            },
-            Event::BackorderPlaced {
-                order_id: order.clone(),
-                lines: lines.clone(),
-                latest_arrival: chrono::NaiveDate::from_ymd_opt(2026, 12, 10),
-            },
-            Event::BackorderPlaced {
-                order_id: order.clone(),
-                lines: lines.clone(),
-                latest_arrival: None,
-            },
-            Event::BackorderFilled {
-                order_id: order.clone(),
-                lines: lines.clone(),
-            },
-            Event::BackorderDropped {
-                order_id: order.clone(),
-                lines: lines.clone(),
-                reason: DropReason::Unfillable,
-            },
-            Event::BackorderDropped {
-                order_id: order.clone(),
-                lines: lines.clone(),
-                reason: DropReason::Expired,
             },
             Event::ReservationExpired {
                 order_id: order,

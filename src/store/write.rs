@@ -75,7 +75,6 @@ pub(crate) const INSERT_BALANCES: &str = "
 /// the batch changed, whole, as the decision left them, on rows that exist
 /// by now (an expected receipt's record creates its item's row with the
 /// balances). Runs after that insert.
-
 pub(crate) const SET_BACKLOGS: &str = "
     UPDATE item_balances AS b
     SET backlog = u.backlog
@@ -324,56 +323,50 @@ pub(crate) async fn append_move_commit(
         &s.set_low,
         &s.alerted_low,
     ];
-    let skip = || async { Ok::<u64, tokio_postgres::Error>(0) };
     let (appended, updated, inserted, set, waiting, committed) = tokio::join!(
         client.query(&stmts.append, &append),
-        async {
-            match u.0.is_empty() {
-                true => skip().await,
-                false => client.execute(&stmts.update_balances, &update).await,
-            }
-        },
-        async {
-            match i.0.is_empty() {
-                true => skip().await,
-                false => client.execute(&stmts.insert_balances, &insert).await,
-            }
-        },
-        async {
-            match s.skus.is_empty() {
-                true => skip().await,
-                false => client.execute(&stmts.set_settings, &settings).await,
-            }
-        },
-        async {
-            match b.0.is_empty() {
-                true => skip().await,
-                false => client.execute(&stmts.set_backlogs, &backlogs).await,
-            }
-        },
+        unless_empty(client, &stmts.update_balances, &update, u.0.is_empty()),
+        unless_empty(client, &stmts.insert_balances, &insert, i.0.is_empty()),
+        unless_empty(client, &stmts.set_settings, &settings, s.skus.is_empty()),
+        unless_empty(client, &stmts.set_backlogs, &backlogs, b.0.is_empty()),
         client.batch_execute("COMMIT"),
     );
     let rows = appended?;
     updated?;
     inserted?;
-    let set = set?;
-    let waiting = waiting?;
+    let (set, waiting) = (set?, waiting?);
     committed?;
-    if waiting != b.0.len() as u64 {
-        return Err(Failure::Fatal(StoreError::Invariant(
-            format!("{} backlogs written to {waiting} rows", b.0.len()).into(),
-        )));
-    }
-    // Every item a setting names has a row by now: its event names the item,
-    // so the insert above created a new one, and an existing one is locked
-    // by the load (nothing deletes balance rows). This is a tripwire for a
-    // bug, reported after the fact: the audit names such a row too.
-    if set != s.skus.len() as u64 {
-        return Err(Failure::Fatal(StoreError::Invariant(
-            format!("{} settings written to {set} rows", s.skus.len()).into(),
-        )));
-    }
+    // Every item a setting or a backlog names has a row by now: its event
+    // names the item, so the insert above created a new one, and an
+    // existing one is locked by the load (nothing deletes balance rows).
+    // This is a tripwire for a bug, reported after the fact: the audit
+    // names such a row too.
+    rows_written("settings", s.skus.len(), set)?;
+    rows_written("backlogs", b.0.len(), waiting)?;
     stamps(&rows, e.streams.len())
+}
+
+/// Runs `stmt` unless it has nothing to write (`empty`): 0 rows then.
+async fn unless_empty(
+    client: &Client,
+    stmt: &tokio_postgres::Statement,
+    params: &[&(dyn ToSql + Sync)],
+    empty: bool,
+) -> Result<u64, tokio_postgres::Error> {
+    match empty {
+        true => Ok(0),
+        false => client.execute(stmt, params).await,
+    }
+}
+
+/// The tripwire of a statement that must write one row per value sent.
+fn rows_written(what: &str, sent: usize, written: u64) -> Result<(), Failure> {
+    if written == sent as u64 {
+        return Ok(());
+    }
+    Err(Failure::Fatal(StoreError::Invariant(
+        format!("{sent} {what} written to {written} rows").into(),
+    )))
 }
 
 /// The appended events' stamps in log order, `expected` of them.
