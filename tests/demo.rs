@@ -57,6 +57,30 @@ async fn the_demo_tells_a_flash_sale_a_transfer_and_a_partial_shipment() {
     );
     assert_eq!(coming["after"]["available_now"], 13, "{coming}");
     assert_eq!(coming["after"]["dates"], serde_json::json!([]), "{coming}");
+    let pre = chapter("pre-order");
+    assert_eq!(
+        (
+            pre["grace"].clone(),
+            pre["too_many"].clone(),
+            pre["henry"].clone()
+        ),
+        (
+            serde_json::json!("RESERVED"),
+            serde_json::json!("INSUFFICIENT_STOCK"),
+            serde_json::json!("RESERVED")
+        ),
+        "{pre}"
+    );
+    assert_eq!(pre["early_confirm"], "BACKORDER_WAITING", "{pre}");
+    assert_eq!(
+        pre["henry_after_delivery"], "5 held, 2 waiting, 0 dropped",
+        "{pre}"
+    );
+    assert_eq!(
+        pre["henry_at_the_end"], "5 held, 0 waiting, 2 dropped",
+        "{pre}"
+    );
+    assert_eq!(pre["grace_ships"], "CONFIRMED", "{pre}");
     db.project_all().await;
     db.assert_audit_clean().await;
 }

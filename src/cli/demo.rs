@@ -17,6 +17,8 @@ use stockledger::store::Store;
 use super::output::{stock_json, stock_text, Printer};
 use super::Failure;
 
+mod preorder;
+
 /// How many buyers chase the limited item at once, and how many units exist.
 const BUYERS: usize = 250;
 const UNITS: i64 = 100;
@@ -125,6 +127,7 @@ pub async fn run(store: &Store, printer: &Printer) -> Result<(), Failure> {
     s.transfer().await?;
     s.partial_shipment().await?;
     s.coming_next_week().await?;
+    s.pre_order_sale().await?;
     s.finale().await?;
     if printer.json {
         printer.value(&json!({"run": s.run, "chapters": s.chapters}), "");
@@ -491,11 +494,11 @@ impl Story<'_> {
         Ok(())
     }
 
-    /// 11. The final figures and one order's timeline.
+    /// 12. The final figures and one order's timeline.
     async fn finale(&mut self) -> Result<(), Failure> {
         let (sneakers, sneaker_json) = self.figures("sneaker").await?;
         let (tshirts, tshirt_json) = self.figures("tshirt").await?;
-        self.say(&format!("11. Final figures:\n   {sneakers}\n   {tshirts}"));
+        self.say(&format!("12. Final figures:\n   {sneakers}\n   {tshirts}"));
         let alice = ReservationId::parse("id", &self.id("alice")).expect("valid");
         let details = self.store.reservation(&alice).await?.expect("alice exists");
         self.say("   Alice's order, as the log tells it:");
