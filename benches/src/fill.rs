@@ -10,8 +10,12 @@
 //! starts with, so the log has low-stock alerts both ways). Of the reservations settled by
 //! hand, some ship in parts (a partial confirm, then the rest) or lose a
 //! line first (a partial release, then the rest released), and some have
-//! their hold extended first. Everything goes through
-//! `Store::execute_batch`, the command path callers use.
+//! their hold extended first; and every `preorder::EVENTS_PER_EPISODE`
+//! events, a pre-order episode (`preorder.rs`): backorders placed, filled
+//! in placing order, and dropped where the supplier falls short.
+//! Everything goes through `Store::execute_batch` (the episodes through
+//! `Store::execute` and the backorder worker's pass), the command path
+//! callers use.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -130,7 +134,12 @@ pub async fn fill(
     let before = logged(store).await?;
     let mut generator = Generator::new(cfg);
     let mut commands = 0u64;
+    let mut episodes = 0u64;
     while !generator.finished() {
+        if generator.events / crate::preorder::EVENTS_PER_EPISODE > episodes {
+            episodes += 1;
+            crate::preorder::episode(store, &cfg.prefix, episodes).await?;
+        }
         let batch = generator.next_batch();
         if batch.is_empty() {
             tokio::time::sleep(EXPIRY_POLL).await;

@@ -9,4 +9,5 @@
 pub mod baselines;
 pub mod fill;
 pub mod load;
+pub mod preorder;
 pub mod svg;

@@ -134,6 +134,9 @@ async fn a_generated_log_audits_clean() {
         "ReceiptExpected",
         "ExpectedReceiptDelivered",
         "ExpectedReceiptCancelled",
+        "BackorderPlaced",
+        "BackorderFilled",
+        "BackorderDropped",
     ] {
         assert!(
             kinds.iter().any(|(k, n)| k == kind && *n > 0),
