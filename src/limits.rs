@@ -59,6 +59,12 @@ pub const MAX_EXPECTED_PER_ITEM: usize = 256;
 /// pass's batch as `MAX_EXPIRIES_PER_PASS` does.
 pub const MAX_FILLS_PER_PASS: usize = 500;
 
+/// The most pages of waiting items (`MAX_FILLS_PER_PASS` items each) the
+/// backorder worker reads in one pass; the next pass goes on from where it
+/// stopped, so a long list of items is read across passes rather than all
+/// at every wake-up.
+pub const MAX_WAITING_PAGES_PER_PASS: usize = 20;
+
 /// Earliest and latest expected date, as `YYYY-MM-DD`: the years PostgreSQL's
 /// `date` and the contract's four-digit years share. Domain rule.
 pub const MIN_EXPECTED_DATE: &str = "0001-01-01";

@@ -213,8 +213,8 @@ async fn a_delivery_racing_a_cancellation_with_orders_waiting() {
             Err(r) => {
                 assert_eq!(r.code(), RejectionCode::ExpectedReceiptCancelled);
                 assert_eq!((ha, hb), ((0, 0), (0, 0)), "round {round}");
-                let dropped = db.count_stream(&format!("reservation:{b}")).await;
-                assert_eq!(dropped, 3, "placed, dropped: round {round}");
+                let events = db.count_stream(&format!("reservation:{b}")).await;
+                assert_eq!(events, 4, "placed, dropped, released: round {round}");
             }
         }
     }
@@ -313,4 +313,78 @@ async fn backorders_over_http_and_the_cli() {
     assert_eq!(status, 200);
     server.db.assert_audit_clean().await;
     server.stop().await;
+}
+
+/// A database as schema 18 left it, with an open expected receipt, one
+/// cancelled and one delivered in full: after the migration the open one is
+/// on its item's backlog (a backorder can draw on it), the others are not,
+/// the live `stock_levels` has the new figure, and the audit is clean.
+#[tokio::test]
+async fn upgrading_past_schema_19_puts_open_expected_receipts_on_the_backlog() {
+    let db = TestDb::at_schema(4, 18).await;
+    let mut client = db.client().await;
+    // The rows release 18 keeps in `event_types` for the expected receipts'
+    // events (this binary fills the table only from schema 19 on).
+    for name in [
+        "ReceiptExpected",
+        "ExpectedReceiptChanged",
+        "ExpectedReceiptDelivered",
+        "ExpectedReceiptCancelled",
+    ] {
+        client
+            .execute(
+                "INSERT INTO event_types (name, on_hand, reserved, confirmed, opens_reservation,
+                                          moves_to, settles, low_stock, incoming)
+                 VALUES ($1, 0, 0, 0, false, NULL, false, 0, true)",
+                &[&name],
+            )
+            .await
+            .unwrap();
+    }
+    let meta = json!({"command_id": uuid::Uuid::new_v4(), "actor": "test"});
+    let on = |d| chrono::NaiveDate::from_ymd_opt(2027, 1, d).unwrap();
+    let expected = |q, d| stockledger::domain::Event::ReceiptExpected {
+        sku: item("lamp").sku,
+        location: item("lamp").location,
+        quantity: q,
+        expected_on: on(d),
+    };
+    let cancelled = stockledger::domain::Event::ExpectedReceiptCancelled {
+        sku: item("lamp").sku,
+        location: item("lamp").location,
+        expected_on: on(12),
+        withdrawn: 4,
+    };
+    let tx = client.transaction().await.unwrap();
+    insert_event(&tx, "expected:po-open", 1, &expected(6, 10), &meta).await;
+    insert_event(&tx, "expected:po-gone", 1, &expected(4, 12), &meta).await;
+    insert_event(&tx, "expected:po-gone", 2, &cancelled, &meta).await;
+    tx.execute(
+        "INSERT INTO item_balances (sku, location) VALUES ('lamp', 'default')",
+        &[],
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
+    db.owner_store().migrate().await.unwrap();
+    let backlog: Vec<serde_json::Value> = db
+        .column("SELECT backlog FROM item_balances WHERE sku = 'lamp'")
+        .await;
+    assert_eq!(
+        backlog,
+        [json!({"queue": [], "incoming": {"po-open": {"on": "2027-01-10", "units": 6}}})]
+    );
+    let columns: Vec<String> = db
+        .column(
+            "SELECT column_name::text FROM information_schema.columns
+             WHERE table_schema = 'public' AND table_name = 'stock_levels'
+               AND column_name IN ('backordered', 'available') ORDER BY 1",
+        )
+        .await;
+    assert_eq!(columns, ["available", "backordered"]);
+    let got = db.run(backorder("r1", "lamp", 6, None)).await.unwrap();
+    assert_eq!(only_line(&got).waiting, 6);
+    db.project_all().await;
+    db.assert_audit_clean().await;
 }

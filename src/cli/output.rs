@@ -18,9 +18,15 @@ fn lines_text(view: &ReservationView) -> String {
             let mut row = format!("  {:>7} × {} @ {}", l.quantity, l.sku, l.location);
             if l.open != l.quantity {
                 row.push_str(&format!(
-                    " (open {}, confirmed {}, released {}, expired {})",
+                    " (open {}, confirmed {}, released {}, expired {}",
                     l.open, l.confirmed, l.released, l.expired
                 ));
+                // Only for a line that waited for stock, as the API leaves
+                // them out.
+                if l.waiting + l.dropped > 0 {
+                    row.push_str(&format!(", waiting {}, dropped {}", l.waiting, l.dropped));
+                }
+                row.push(')');
             }
             row
         })
@@ -57,8 +63,14 @@ pub fn stock_json(item: &Item, b: Balance) -> Value {
 }
 
 pub fn stock_text(item: &Item, b: Balance) -> String {
+    // What waits for stock is shown only when something does, as the API
+    // leaves it out.
+    let waiting = match b.backordered {
+        0 => String::new(),
+        n => format!(", backordered {n}"),
+    };
     format!(
-        "{} @ {}: on_hand {}, reserved {}, available {}, confirmed {}",
+        "{} @ {}: on_hand {}, reserved {}{waiting}, available {}, confirmed {}",
         item.sku,
         item.location,
         b.on_hand,

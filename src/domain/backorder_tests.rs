@@ -283,7 +283,7 @@ fn fill_rows() -> Vec<(&'static str, Setup, Vec<Command>, Want)> {
             "a cancellation leaves both unfillable",
             TwoWaiting,
             vec![cancel_po(), fill("r1"), fill("r2")],
-            Wrote(&[Dropped], (3, 3, 0)),
+            Wrote(&[Dropped, Released], (3, 3, 0)),
         ),
         (
             "a fill and a drop together: some came, the rest will not",
@@ -560,6 +560,14 @@ fn placed(q: u32) -> Event {
     }
 }
 
+fn waits_for(lines: Vec<Line>) -> Event {
+    Event::BackorderPlaced {
+        order_id: order(),
+        lines,
+        latest_arrival: None,
+    }
+}
+
 fn fold_all(events: &[Event]) -> Result<Reservation, StreamViolation> {
     let id = ReservationId::parse("id", "r1").unwrap();
     let mut current = None;
@@ -617,6 +625,31 @@ fn the_fold_refuses_backorder_streams_the_core_never_writes() {
         (
             "a second wait",
             vec![created(vec![line(1)]), placed(2), placed(1)],
+        ),
+        (
+            "a wait of nothing",
+            vec![created(vec![]), waits_for(vec![])],
+        ),
+        (
+            "a fill of nothing",
+            vec![created(vec![]), placed(2), filled(0)],
+        ),
+        (
+            "a release's drop followed by anything but the release",
+            vec![
+                created(vec![line(1)]),
+                placed(2),
+                dropped(2, DropReason::Released),
+                filled(1),
+            ],
+        ),
+        (
+            "an expiry's drop before the hold ran out",
+            vec![
+                created(vec![line(1)]),
+                placed(2),
+                dropped(2, DropReason::Expired),
+            ],
         ),
     ];
     for (name, events) in broken {

@@ -75,6 +75,9 @@ pub struct Placed {
     pub progress: Vec<LineProgress>,
     /// The units placed to wait for stock (seq 2), as placed.
     pub backordered: Vec<Line>,
+    /// Set by a drop of every waiting unit for a release or an expiry: the
+    /// settlement it comes before must follow at once.
+    pub settling: Option<DropReason>,
     pub expires_at: DateTime<Utc>,
     /// The expiry the reserve set, before any extension.
     pub first_expires_at: DateTime<Utc>,
@@ -411,6 +414,7 @@ impl Step<'_> {
                 lines: lines.clone(),
                 progress: vec![LineProgress::default(); lines.len()],
                 backordered: Vec::new(),
+                settling: None,
                 expires_at: *expires_at,
                 first_expires_at: *expires_at,
                 request_hash: request_hash.clone(),
@@ -520,6 +524,15 @@ impl Step<'_> {
         if p.lines.is_empty() && !matches!(movement, Move::Wait(_)) {
             return Err(self.amounts_differ());
         }
+        // A drop for a release or an expiry is followed by that settlement.
+        let settles_as = match &movement {
+            Move::Settle(Settled::Released, ..) => Some(DropReason::Released),
+            Move::Settle(Settled::Expired, ..) => Some(DropReason::Expired),
+            _ => None,
+        };
+        if p.settling.is_some_and(|r| Some(r) != settles_as) {
+            return Err(self.amounts_differ());
+        }
         let key = match movement {
             Move::Settle(how, lines, key) => {
                 // Waiting units are filled or dropped first.
@@ -528,6 +541,7 @@ impl Step<'_> {
                 }
                 settle_lines(&mut p, lines, how);
                 p.state = how.state();
+                p.settling = None;
                 key.map(|k| (k, StepRequest::Lines(lines.to_vec())))
             }
             Move::Part(how, lines, key) => {
@@ -539,7 +553,9 @@ impl Step<'_> {
                 Some((StepKey::Extension(id.clone()), StepRequest::Ttl(ttl)))
             }
             Move::Wait(lines) => {
-                if self.seq != 2 || !sorted_positive(lines) {
+                // Written with the reserve, by the same command.
+                let with_reserve = p.step_commands.first() == Some(&self.command_id);
+                if self.seq != 2 || !with_reserve || !sorted_positive(lines) {
                     return Err(self.amounts_differ());
                 }
                 wait_lines(&mut p, lines);
@@ -547,6 +563,8 @@ impl Step<'_> {
                 None
             }
             Move::Fill(lines) | Move::Drop(lines, DropReason::Unfillable) => {
+                // Only while the hold lasts: a due reservation is the expiry's.
+                self.before_expiry(&p)?;
                 let within = lines.iter().all(|l| l.quantity <= p.waiting_of(&l.item));
                 if !sorted_positive(lines) || !within {
                     return Err(self.amounts_differ());
@@ -556,11 +574,15 @@ impl Step<'_> {
                 None
             }
             // A release or an expiry drops every waiting unit, then settles.
-            Move::Drop(lines, DropReason::Released | DropReason::Expired) => {
+            Move::Drop(lines, why @ (DropReason::Released | DropReason::Expired)) => {
                 if lines.is_empty() || lines != p.waiting_lines().as_slice() {
                     return Err(self.amounts_differ());
                 }
+                if why == DropReason::Expired && self.recorded_at < p.expires_at {
+                    return Err(self.amounts_differ());
+                }
                 unwait_lines(&mut p, lines, true);
+                p.settling = Some(why);
                 None
             }
         };
@@ -598,15 +620,23 @@ impl Step<'_> {
         Ok(())
     }
 
-    /// A partial confirmation or release: part of what is held.
-    fn part(&self, p: &mut Placed, how: Settled, lines: &[Line]) -> Result<(), StreamViolation> {
-        // A unit can be confirmed only while it is held; a release
-        // may come late (it frees what the expiry would).
-        if matches!(how, Settled::Confirmed) && self.recorded_at >= p.expires_at {
+    /// Refuses an event recorded once the hold ran out.
+    fn before_expiry(&self, p: &Placed) -> Result<(), StreamViolation> {
+        if self.recorded_at >= p.expires_at {
             return Err(StreamViolation::AfterExpiry {
                 seq: self.seq,
                 event: self.event.type_name(),
             });
+        }
+        Ok(())
+    }
+
+    /// A partial confirmation or release: part of what is held.
+    fn part(&self, p: &mut Placed, how: Settled, lines: &[Line]) -> Result<(), StreamViolation> {
+        // A unit can be confirmed only while it is held; a release
+        // may come late (it frees what the expiry would).
+        if matches!(how, Settled::Confirmed) {
+            self.before_expiry(p)?;
         }
         let within =
             sorted_positive(lines) && lines.iter().all(|l| l.quantity <= p.open_of(&l.item));
@@ -677,9 +707,12 @@ impl Step<'_> {
     }
 }
 
-/// Whether `lines` name each item once, in order, each with some units.
+/// Whether `lines` name at least one item, each once, in order, each with
+/// some units.
 fn sorted_positive(lines: &[Line]) -> bool {
-    lines.windows(2).all(|w| w[0].item < w[1].item) && lines.iter().all(|l| l.quantity > 0)
+    !lines.is_empty()
+        && lines.windows(2).all(|w| w[0].item < w[1].item)
+        && lines.iter().all(|l| l.quantity > 0)
 }
 
 /// Adds waiting `lines` to the order: to the line of the same item if it

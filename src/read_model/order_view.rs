@@ -22,7 +22,7 @@ pub static ORDER_VIEW: Model<OrderView> = Model {
     // (`order_view_batch.rs` says why).
     apply: &[],
     batch: Some(BatchFold {
-        version: "order_view batch fold 1",
+        version: "order_view batch fold 2",
         apply: crate::read_model::order_view_batch::apply,
     }),
     rows: PhantomData,

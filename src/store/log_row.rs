@@ -1005,7 +1005,12 @@ mod tests {
     /// domain's one definition of an event's effects says.
     #[test]
     fn line_effects_are_the_events_effects() {
-        for e in stock_events().into_iter().chain(reservation_events()) {
+        let every = stock_events()
+            .into_iter()
+            .chain(expected_events())
+            .chain(reservation_events())
+            .chain(backorder_events());
+        for e in every {
             let row = encode(&e);
             let sign = e.event_type().line_effect();
             let mut by_lines = std::collections::BTreeMap::new();
@@ -1016,6 +1021,7 @@ mod tests {
                 d.on_hand += sign.on_hand * q;
                 d.reserved += sign.reserved * q;
                 d.confirmed += sign.confirmed * q;
+                d.backordered += sign.backordered * q;
             }
             let mut by_effects = std::collections::BTreeMap::new();
             e.for_each_effect(|item, delta| {
@@ -1028,6 +1034,7 @@ mod tests {
                 d.on_hand += delta.on_hand;
                 d.reserved += delta.reserved;
                 d.confirmed += delta.confirmed;
+                d.backordered += delta.backordered;
             });
             by_lines.retain(|_, d| *d != StockDelta::default());
             by_effects.retain(|_, d| *d != StockDelta::default());

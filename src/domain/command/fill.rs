@@ -69,9 +69,16 @@ impl Rule for Fill {
 /// The fill and the drop the plan asks for, each only if the stream has
 /// room for it: while units still wait after an event, the two last places
 /// stay free (for their drop and the settlement). An event left out waits
-/// for a later pass, its units keeping their turn.
+/// for a later pass, its units keeping their turn. An order the drop
+/// leaves with nothing held and nothing waiting is over: it is released
+/// (reason `unfillable`) in the same command, so it does not stay open
+/// with nothing in it.
 fn fitting(p: &Placed, state: &LedgerState, command_id: Uuid, now: DateTime<Utc>) -> Vec<Event> {
     let plan = plan(state, p);
+    let emptied = plan.fill.is_empty()
+        && !plan.drop.is_empty()
+        && p.open_lines().is_empty()
+        && plan.drop.iter().map(|l| u64::from(l.quantity)).sum::<u64>() == p.waiting();
     let candidates = [
         (!plan.fill.is_empty()).then(|| Event::BackorderFilled {
             order_id: p.order_id.clone(),
@@ -81,6 +88,12 @@ fn fitting(p: &Placed, state: &LedgerState, command_id: Uuid, now: DateTime<Utc>
             order_id: p.order_id.clone(),
             lines: plan.drop,
             reason: DropReason::Unfillable,
+        }),
+        emptied.then(|| Event::ReservationReleased {
+            order_id: Some(p.order_id.clone()),
+            lines: Vec::new(),
+            reason: DropReason::Unfillable.as_str().to_owned(),
+            release_id: None,
         }),
     ];
     let mut current = Reservation::Placed(p.clone());
