@@ -112,19 +112,11 @@ impl Store {
             .collect();
         // Each fill is answered on its own, as expiries are: one bad
         // reservation must not keep the others waiting.
-        let answers = self.execute_each(&batch).await;
-        let mut wrote = 0;
-        for (answer, command) in answers.into_iter().zip(&batch) {
-            match answer.map(|a| a.result) {
-                Ok(Ok(Outcome::Reservation { .. })) => wrote += 1,
-                Ok(_) => {}
-                Err(e) => tracing::error!(
-                    error = %e,
-                    stream = %command.0.stream(),
-                    "cannot fill this backorder"
-                ),
-            }
-        }
+        let results = super::background::run_each(self, &batch, "fill").await?;
+        let wrote = results
+            .iter()
+            .filter(|r| matches!(r, Ok(Outcome::Reservation { .. })))
+            .count();
         Ok((wrote, next))
     }
 

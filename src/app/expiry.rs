@@ -64,30 +64,11 @@ impl Store {
                 )
             })
             .collect();
-        // Each expiry is answered on its own (`execute_each`): one bad
-        // reservation (a corrupt stream, a bug) or one held lock must not keep
-        // every other due reservation holding stock.
-        let answers = self.execute_each(&batch).await;
-        // Every expiry failed, each for a retryable reason: the pass failed,
-        // and the next one tries them again.
-        let all_retryable = answers
-            .iter()
-            .all(|a| a.as_ref().is_err_and(StoreError::is_retryable));
-        if let (true, Some(Err(e))) = (all_retryable, answers.first()) {
-            return Err(e.clone());
-        }
-        let mut results = Vec::with_capacity(answers.len());
-        for (answer, command) in answers.into_iter().zip(&batch) {
-            match answer {
-                Ok(one) => results.push(one.result),
-                // Still due: the next pass tries it again.
-                Err(e) => tracing::error!(
-                    error = %e,
-                    stream = %command.0.stream(),
-                    "cannot expire this reservation"
-                ),
-            }
-        }
+        // Each expiry is answered on its own: one bad reservation (a corrupt
+        // stream, a bug) or one held lock must not keep every other due
+        // reservation holding stock. One that fails is still due: the next
+        // pass tries it again.
+        let results = super::background::run_each(self, &batch, "expire").await?;
         Ok(results
             .iter()
             .filter(|r| {

@@ -9,6 +9,7 @@
 //! module), so that a shell keeps one handle and the floor below stays
 //! unaware of what is built on it.
 
+mod background;
 pub mod backorders;
 pub mod expiry;
 mod migrate;
