@@ -130,5 +130,23 @@ mod tests {
             "sl.ExpectedReceiptDelivered.apple"
         );
         assert_eq!(message_id(&delivered), "expected:PO-1:2");
+        // A backorder's events are its reservation's: a consumer that
+        // follows an order hears its units filled or dropped.
+        let dropped = event(
+            StreamId::Reservation(crate::domain::ReservationId::parse("r", "R.1").unwrap()),
+            Event::BackorderDropped {
+                order_id: crate::domain::OrderId::parse("o", "O-1").unwrap(),
+                lines: vec![crate::domain::Line {
+                    item: crate::domain::Item {
+                        sku: Sku::parse("s", "apple").unwrap(),
+                        location: Location::parse("l", "north").unwrap(),
+                    },
+                    quantity: 2,
+                }],
+                reason: crate::domain::event::DropReason::Unfillable,
+            },
+        );
+        assert_eq!(subject("sl", &dropped), "sl.BackorderDropped.R%2E1");
+        assert_eq!(payload(&dropped)["data"]["reason"], "unfillable");
     }
 }
