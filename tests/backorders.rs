@@ -388,3 +388,25 @@ async fn upgrading_past_schema_19_puts_open_expected_receipts_on_the_backlog() {
     db.project_all().await;
     db.assert_audit_clean().await;
 }
+
+/// Before the read models have an item, its promise comes from its balance
+/// row alone: what waits and what is expected, at one moment, never "2
+/// promised and nothing coming".
+#[tokio::test]
+async fn a_promise_before_the_read_models_have_the_item_is_one_moment() {
+    let db = TestDb::new().await;
+    db.run(expect("po-1", "lamp", 5, "2027-01-01"))
+        .await
+        .unwrap();
+    db.run(backorder("r1", "lamp", 2, None)).await.unwrap();
+    let p = db.store.promise(&item("lamp")).await.unwrap().unwrap();
+    assert_eq!(p.promise.available_now, -2);
+    assert_eq!(p.promise.incoming, 5);
+    let dates: Vec<(String, i64)> = p
+        .promise
+        .dates
+        .iter()
+        .map(|d| (d.date.to_string(), d.available))
+        .collect();
+    assert_eq!(dates, [("2027-01-01".to_owned(), 3)]);
+}

@@ -48,18 +48,26 @@ impl Store {
                         .into(),
                 ));
             }
-            let figures = match o.figures {
-                Some(f) => f,
-                // Known moments ago: the read models have not caught up, so
-                // nothing they hold is due yet either.
-                None => match read::balance(c, item).await? {
-                    Some(b) => b,
+            let (figures, due) = match o.figures {
+                Some(f) => (f, o.due),
+                // Known moments ago: the read models have not caught up.
+                // The item's balance row says both halves at one moment:
+                // its figures (with what waits) and what is expected of it.
+                None => match read::balance_and_backlog(c, item).await? {
+                    Some((b, backlog)) => {
+                        let due = backlog
+                            .incoming
+                            .values()
+                            .map(|d| (d.on, i64::from(d.units)))
+                            .collect();
+                        (b, due)
+                    }
                     None => return Ok(None),
                 },
             };
             Ok(Some(PromiseNow {
                 figures,
-                promise: promise(figures, &o.due),
+                promise: promise(figures, &due),
                 position: o.position,
             }))
         })

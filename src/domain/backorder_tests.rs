@@ -83,6 +83,29 @@ fn cut_to(qty: i64) -> Command {
     .unwrap()
 }
 
+fn adjust(delta: i64) -> Command {
+    command::AdjustRequest {
+        adjustment_id: format!("adj{delta}"),
+        sku: "apple".into(),
+        location: None,
+        delta,
+        reason: "lost".into(),
+    }
+    .validate()
+    .unwrap()
+}
+
+fn count(counted: i64) -> Command {
+    command::CountRequest {
+        count_id: format!("count{counted}"),
+        sku: "apple".into(),
+        location: None,
+        counted,
+    }
+    .validate()
+    .unwrap()
+}
+
 fn cancel_po() -> Command {
     command::CancelExpected::validate("po1").unwrap()
 }
@@ -294,6 +317,39 @@ fn fill_rows() -> Vec<(&'static str, Setup, Vec<Command>, Want)> {
     ]
 }
 
+/// Adjustments and counts against stock that waiting orders claim: the
+/// same answer before the fill is written as after it.
+fn claim_rows() -> Vec<(&'static str, Setup, Vec<Command>, Want)> {
+    use Setup::*;
+    use Want::*;
+    vec![
+        (
+            "stock that arrived for a waiting order cannot be adjusted away, filled or not",
+            Waiting,
+            vec![receive("in-2", 2), adjust(-1)],
+            Refused(RejectionCode::InsufficientStock),
+        ),
+        (
+            "the same after the fill",
+            Waiting,
+            vec![receive("in-2", 2), fill("r1"), adjust(-1)],
+            Refused(RejectionCode::InsufficientStock),
+        ),
+        (
+            "what nothing holds or claims can be adjusted away",
+            Waiting,
+            vec![receive("in-2", 3), adjust(-1)],
+            Wrote(&[EventType::StockAdjusted], (5, 3, 2)),
+        ),
+        (
+            "a count cannot find fewer than is held and claimed",
+            Waiting,
+            vec![receive("in-2", 2), count(4)],
+            Refused(RejectionCode::InsufficientStock),
+        ),
+    ]
+}
+
 /// The other commands on a reservation whose units wait.
 fn step_rows() -> Vec<(&'static str, Setup, Vec<Command>, Want)> {
     use Setup::*;
@@ -361,6 +417,7 @@ fn the_backorders_table() {
     let rows = reserve_rows()
         .into_iter()
         .chain(fill_rows())
+        .chain(claim_rows())
         .chain(step_rows());
     for (name, s, commands, want) in rows {
         let mut st = setup(s);
@@ -528,6 +585,15 @@ fn two_places_are_kept_while_units_wait() {
     }
     // Seq 1 and 2 are the reserve; the last two places stay free.
     assert_eq!(extended, MAX_RESERVATION_EVENTS - 4);
+    // At the edge, part of what waits cannot be dropped and the rest kept
+    // waiting: there is no room left to wait, so all of it is dropped.
+    run(&mut st, &cut_to(1), t(at)).unwrap();
+    let d = run(&mut st, &fill("r1"), t(at)).unwrap();
+    let Event::BackorderDropped { lines, reason, .. } = &d.events[0].event else {
+        panic!("a drop: {:?}", d.events)
+    };
+    assert_eq!((lines[0].quantity, *reason), (2, DropReason::Unfillable));
+    assert_eq!(d.events.len(), 1, "3 still held: the order stays open");
     let d = run(&mut st, &command::release("r1", None).unwrap(), t(at)).unwrap();
     assert_eq!(d.events.last().unwrap().seq, MAX_RESERVATION_EVENTS);
 }

@@ -328,6 +328,14 @@ impl Balance {
         self.on_hand - self.reserved
     }
 
+    /// On hand, and neither held nor claimed by waiting orders: what an
+    /// adjustment or a count may take away. Stock on hand is the queue's
+    /// the moment it arrives, filled or not yet (docs/domain.md), so what
+    /// may go is the same before the backorder worker's fill and after.
+    pub fn free(&self) -> i64 {
+        self.available().max(0)
+    }
+
     pub fn apply(&mut self, d: StockDelta) {
         self.on_hand += d.on_hand;
         self.reserved += d.reserved;

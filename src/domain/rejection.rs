@@ -191,8 +191,8 @@ pub enum Rejection {
     },
 
     #[error(
-        "{sku} at {location} already has {limit} {what}: no more can wait or be expected \
-         until some are filled, delivered or cancelled"
+        "{sku} at {location} already has {limit} {what}: no more until some of them are \
+         filled, delivered or cancelled"
     )]
     BacklogFull {
         sku: String,

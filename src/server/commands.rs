@@ -221,7 +221,7 @@ pub async fn adjust(
     params(CommandHeaders),
     responses((status = 201, description = "reserved", body = ReservationResponse),
               (status = 200, description = "a replay: the reservation as it is now", body = ReservationResponse),
-              (status = 409, description = "IDEMPOTENCY_CONFLICT, RESERVATION_RELEASED, ORDER_ALREADY_RESERVED", body = ErrorBody),
+              (status = 409, description = "IDEMPOTENCY_CONFLICT, RESERVATION_RELEASED, ORDER_ALREADY_RESERVED; BACKLOG_FULL: with `backorder`, the most orders already wait for an item", body = ErrorBody),
               (status = 422, description = "ORDER_LIMIT_EXCEEDED with details.lines (checked first), INSUFFICIENT_STOCK with details.shortfalls", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn reserve(
@@ -238,7 +238,7 @@ pub async fn reserve(
     params(ReservationPath, CommandHeaders),
     responses((status = 200, description = "confirmed (or already confirmed: replayed)", body = ReservationResponse),
               (status = 404, description = "RESERVATION_NOT_FOUND", body = ErrorBody),
-              (status = 409, description = "RESERVATION_EXPIRED, RESERVATION_RELEASED", body = ErrorBody)),
+              (status = 409, description = "RESERVATION_EXPIRED, RESERVATION_RELEASED; BACKORDER_WAITING: units still wait for stock (confirm what is held by lines, or wait until they are filled)", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn confirm(
     State(s): State<AppState>,

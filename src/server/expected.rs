@@ -31,7 +31,7 @@ pub struct CancelBody {}
     params(CommandHeaders),
     responses((status = 201, description = "recorded: its units are incoming from now on", body = ExpectedReceiptResponse),
               (status = 200, description = "a replay of the same expected receipt, as it stands now", body = ExpectedReceiptResponse),
-              (status = 409, description = "IDEMPOTENCY_CONFLICT: the id was used for another expected receipt", body = ErrorBody)),
+              (status = 409, description = "IDEMPOTENCY_CONFLICT: the id was used for another expected receipt; BACKLOG_FULL: the item has the most open expected receipts already", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn expect(
     State(s): State<AppState>,
@@ -47,7 +47,7 @@ pub async fn expect(
     responses((status = 201, description = "changed: quantity is now the units expected in all, delivered ones included", body = ExpectedReceiptResponse),
               (status = 200, description = "a replay of the same change", body = ExpectedReceiptResponse),
               (status = 404, description = "NOT_FOUND: no such expected receipt", body = ErrorBody),
-              (status = 409, description = "EXPECTED_RECEIPT_CANCELLED, EXPECTED_RECEIPT_FULL, IDEMPOTENCY_CONFLICT (the change id was used for other figures)", body = ErrorBody)),
+              (status = 409, description = "EXPECTED_RECEIPT_CANCELLED, EXPECTED_RECEIPT_FULL, IDEMPOTENCY_CONFLICT (the change id was used for other figures); BACKLOG_FULL: the change would open it again while the item has the most open expected receipts", body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn change(
     State(s): State<AppState>,

@@ -18,6 +18,7 @@ use deadpool_postgres::ClientWrapper as Client;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::domain::backorder::Backlog;
 use crate::domain::{
     Balance, Expectation, ExpectedId, Item, RecordedEvent, Rejection, ReservationId,
     ReservationView, StreamId,
@@ -334,6 +335,35 @@ pub async fn expected_receipt(
     )
     .map_err(|v| StoreError::Corrupt(Cause::with_source(format!("expected receipt {id}"), v)))?;
     Ok(folded.map(|e| (e, events)))
+}
+
+/// The write-side balance of one item and its backlog (what waits for it,
+/// what is expected of it), read from its one row: one moment.
+pub async fn balance_and_backlog(
+    client: &Client,
+    item: &Item,
+) -> Result<Option<(Balance, Backlog)>, StoreError> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT on_hand, reserved, confirmed, backordered, backlog FROM item_balances
+             WHERE sku = $1 AND location = $2",
+        )
+        .await?;
+    let row = client
+        .query_opt(&stmt, &[&item.sku.as_str(), &item.location.as_str()])
+        .await?;
+    let Some(r) = row else {
+        return Ok(None);
+    };
+    let balance = Balance {
+        on_hand: r.get(0),
+        reserved: r.get(1),
+        confirmed: r.get(2),
+        backordered: r.get(3),
+    };
+    let backlog = serde_json::from_value(r.get(4))
+        .map_err(|e| StoreError::Corrupt(format!("{item} has backlog: {e}").into()))?;
+    Ok(Some((balance, backlog)))
 }
 
 /// The write-side balance of one item, if it was ever received.

@@ -102,13 +102,15 @@ impl Rule for Adjust {
             outcome,
             || {
                 let balance = state.balance(&self.item);
-                if balance.on_hand + i64::from(self.delta) < balance.reserved {
+                // Held units, and units on hand that waiting orders claim,
+                // cannot be adjusted away.
+                if -i64::from(self.delta) > balance.free() {
                     return Err(Rejection::InsufficientStock {
                         shortfalls: vec![Shortfall {
                             sku: self.item.sku.to_string(),
                             location: self.item.location.to_string(),
                             requested: -i64::from(self.delta),
-                            available: balance.available(),
+                            available: balance.free(),
                         }],
                     });
                 }

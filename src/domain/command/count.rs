@@ -103,13 +103,16 @@ impl Rule for Count {
             command_id,
             outcome,
             || {
-                if i64::from(self.counted) < balance.reserved {
+                // A count may not find fewer than what is held or claimed
+                // by waiting orders on the shelf.
+                let missing = balance.on_hand - i64::from(self.counted);
+                if missing > balance.free() {
                     return Err(Rejection::InsufficientStock {
                         shortfalls: vec![Shortfall {
                             sku: self.item.sku.to_string(),
                             location: self.item.location.to_string(),
-                            requested: balance.on_hand - i64::from(self.counted),
-                            available: balance.available(),
+                            requested: missing,
+                            available: balance.free(),
                         }],
                     });
                 }

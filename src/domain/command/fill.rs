@@ -68,34 +68,59 @@ impl Rule for Fill {
 
 /// The fill and the drop the plan asks for, each only if the stream has
 /// room for it: while units still wait after an event, the two last places
-/// stay free (for their drop and the settlement). An event left out waits
-/// for a later pass, its units keeping their turn. An order the drop
-/// leaves with nothing held and nothing waiting is over: it is released
-/// (reason `unfillable`) in the same command, so it does not stay open
-/// with nothing in it.
+/// stay free (for their drop and the settlement). A fill left out waits for
+/// a later pass, its units keeping their turn.
+///
+/// At the edge of the stream (only those two places left) nothing that
+/// leaves units waiting fits: an order with units that cannot come then
+/// has all its waiting units dropped as unfillable at once, since it has
+/// no room left to wait for part of them. An order a drop leaves with
+/// nothing held and nothing waiting is over: it is released (reason
+/// `unfillable`) in the same command, so it does not stay open with
+/// nothing in it.
 fn fitting(p: &Placed, state: &LedgerState, command_id: Uuid, now: DateTime<Utc>) -> Vec<Event> {
     let plan = plan(state, p);
-    let emptied = plan.fill.is_empty()
-        && !plan.drop.is_empty()
-        && p.open_lines().is_empty()
-        && plan.drop.iter().map(|l| u64::from(l.quantity)).sum::<u64>() == p.waiting();
-    let candidates = [
-        (!plan.fill.is_empty()).then(|| Event::BackorderFilled {
-            order_id: p.order_id.clone(),
-            lines: plan.fill,
-        }),
-        (!plan.drop.is_empty()).then(|| Event::BackorderDropped {
-            order_id: p.order_id.clone(),
-            lines: plan.drop,
-            reason: DropReason::Unfillable,
-        }),
-        emptied.then(|| Event::ReservationReleased {
+    let filled = |lines| Event::BackorderFilled {
+        order_id: p.order_id.clone(),
+        lines,
+    };
+    let dropped = |lines| Event::BackorderDropped {
+        order_id: p.order_id.clone(),
+        lines,
+        reason: DropReason::Unfillable,
+    };
+    let planned = [
+        (!plan.fill.is_empty()).then(|| filled(plan.fill.clone())),
+        (!plan.drop.is_empty()).then(|| dropped(plan.drop.clone())),
+    ];
+    let (mut current, mut events) = append_fitting(p, planned, command_id, now);
+    if events.is_empty() && !plan.drop.is_empty() {
+        let all = [Some(dropped(p.waiting_lines())), None];
+        (current, events) = append_fitting(p, all, command_id, now);
+    }
+    let emptied = current
+        .placed()
+        .is_some_and(|q| q.waiting() == 0 && q.open_lines().is_empty() && !events.is_empty());
+    if emptied {
+        let release = Event::ReservationReleased {
             order_id: Some(p.order_id.clone()),
             lines: Vec::new(),
             reason: DropReason::Unfillable.as_str().to_owned(),
             release_id: None,
-        }),
-    ];
+        };
+        events.push(release);
+    }
+    events
+}
+
+/// The `candidates` that fit, in order, each folded onto the one before;
+/// and the reservation as they leave it.
+fn append_fitting(
+    p: &Placed,
+    candidates: [Option<Event>; 2],
+    command_id: Uuid,
+    now: DateTime<Utc>,
+) -> (Reservation, Vec<Event>) {
     let mut current = Reservation::Placed(p.clone());
     let mut events = Vec::new();
     for event in candidates.into_iter().flatten() {
@@ -113,5 +138,5 @@ fn fitting(p: &Placed, state: &LedgerState, command_id: Uuid, now: DateTime<Utc>
             events.push(event);
         }
     }
-    events
+    (current, events)
 }

@@ -17,7 +17,12 @@ pub struct ErrorBody {
     /// `{reservation_id, lines: [{sku, location, requested, reserved}]}`;
     /// EXPIRY_NOT_LATER: `{reservation_id, expires_at, requested}`; HOLD_TOO_LONG:
     /// `{reservation_id, latest}`; STEP_LIMIT: `{reservation_id, limit}`;
-    /// ORDER_LIMIT_EXCEEDED: `{lines: [{sku, location, requested, max_per_order}]}`; PAYLOAD_TOO_LARGE:
+    /// ORDER_LIMIT_EXCEEDED: `{lines: [{sku, location, requested, max_per_order}]}`;
+    /// EXPECTED_RECEIPT_CANCELLED: `{expected_id}`; EXPECTED_RECEIPT_FULL:
+    /// `{expected_id, limit}`; EXPECTED_ITEM_MISMATCH: `{expected_id, sku, location}`;
+    /// BACKORDER_WAITING: `{reservation_id, waiting}` (the units that would
+    /// still wait after filling what stock on hand can fill now);
+    /// BACKLOG_FULL: `{sku, location, what, limit}`; PAYLOAD_TOO_LARGE:
     /// `{limit_bytes}`; RATE_LIMITED: `{retry_after_seconds}`; UNAVAILABLE and
     /// INTERNAL: `{correlation_id}`; otherwise `{}`.
     pub details: serde_json::Map<String, serde_json::Value>,
