@@ -650,23 +650,32 @@ fn fold_all(events: &[Event]) -> Result<Reservation, StreamViolation> {
     Ok(current.expect("events"))
 }
 
-/// The strict fold refuses backorder streams the core never writes.
-#[test]
-fn the_fold_refuses_backorder_streams_the_core_never_writes() {
-    let filled = |q| Event::BackorderFilled {
+fn filled(q: u32) -> Event {
+    Event::BackorderFilled {
         order_id: order(),
         lines: vec![line(q)],
-    };
-    let dropped = |q, reason| Event::BackorderDropped {
+    }
+}
+
+fn dropped(q: u32, reason: DropReason) -> Event {
+    Event::BackorderDropped {
         order_id: order(),
         lines: vec![line(q)],
         reason,
-    };
-    let confirmed = |q| Event::ReservationConfirmed {
+    }
+}
+
+fn confirmed(q: u32) -> Event {
+    Event::ReservationConfirmed {
         order_id: order(),
         lines: if q == 0 { vec![] } else { vec![line(q)] },
         confirmation_id: None,
-    };
+    }
+}
+
+/// The strict fold refuses backorder streams the core never writes.
+#[test]
+fn the_fold_refuses_backorder_streams_the_core_never_writes() {
     let broken: Vec<(&str, Vec<Event>)> = vec![
         (
             "a wait after seq 2",
@@ -721,6 +730,12 @@ fn the_fold_refuses_backorder_streams_the_core_never_writes() {
     for (name, events) in broken {
         assert!(fold_all(&events).is_err(), "{name}");
     }
+}
+
+/// A pre-order filled in part, the rest dropped, the filled part confirmed:
+/// the fold follows every step.
+#[test]
+fn the_fold_follows_a_pre_order_filled_in_part() {
     let fine = vec![
         created(vec![]),
         placed(2),

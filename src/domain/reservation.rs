@@ -521,18 +521,7 @@ impl Step<'_> {
         // A reservation made with nothing held is a pre-order: its seq 2
         // says what waits.
         let movement = self.movement(&p)?;
-        if p.lines.is_empty() && !matches!(movement, Move::Wait(_)) {
-            return Err(self.amounts_differ());
-        }
-        // A drop for a release or an expiry is followed by that settlement.
-        let settles_as = match &movement {
-            Move::Settle(Settled::Released, ..) => Some(DropReason::Released),
-            Move::Settle(Settled::Expired, ..) => Some(DropReason::Expired),
-            _ => None,
-        };
-        if p.settling.is_some_and(|r| Some(r) != settles_as) {
-            return Err(self.amounts_differ());
-        }
+        self.follows(&p, &movement)?;
         let key = match movement {
             Move::Settle(how, lines, key) => {
                 // Waiting units are filled or dropped first.
@@ -603,6 +592,24 @@ impl Step<'_> {
         p.updated_at = self.recorded_at;
         p.step_commands.push(self.command_id);
         Ok(p)
+    }
+
+    /// What must come next, if anything: a pre-order (nothing held) says
+    /// at seq 2 what waits, and a drop for a release or an expiry is
+    /// followed by that settlement.
+    fn follows(&self, p: &Placed, movement: &Move<'_>) -> Result<(), StreamViolation> {
+        if p.lines.is_empty() && !matches!(movement, Move::Wait(_)) {
+            return Err(self.amounts_differ());
+        }
+        let settles_as = match movement {
+            Move::Settle(Settled::Released, ..) => Some(DropReason::Released),
+            Move::Settle(Settled::Expired, ..) => Some(DropReason::Expired),
+            _ => None,
+        };
+        if p.settling.is_some_and(|r| Some(r) != settles_as) {
+            return Err(self.amounts_differ());
+        }
+        Ok(())
     }
 
     /// While units wait, two places stay free after an event: for their

@@ -130,8 +130,12 @@ mod tests {
             "sl.ExpectedReceiptDelivered.apple"
         );
         assert_eq!(message_id(&delivered), "expected:PO-1:2");
-        // A backorder's events are its reservation's: a consumer that
-        // follows an order hears its units filled or dropped.
+    }
+
+    /// A backorder's events are its reservation's: a consumer that follows
+    /// an order hears its units filled or dropped.
+    #[test]
+    fn a_backorder_event_is_its_reservations() {
         let dropped = event(
             StreamId::Reservation(crate::domain::ReservationId::parse("r", "R.1").unwrap()),
             Event::BackorderDropped {

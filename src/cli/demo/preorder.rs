@@ -1,6 +1,6 @@
-//! 11. A pre-order sale: lanterns that arrive next week are sold before
-//! they are here, first come, first served, and the one order the supplier
-//! cannot cover is told so.
+//! The demo's eleventh chapter, a pre-order sale: lanterns that arrive next
+//! week are sold before they are here, first come, first served, and the
+//! one order the supplier cannot cover is told so.
 
 use serde_json::json;
 use stockledger::app::backorders::BACKORDER_ACTOR;
