@@ -213,42 +213,17 @@ pub fn apply(backlogs: &mut BTreeMap<Item, Backlog>, stream: &StreamId, event: &
     }
 }
 
-/// An expected receipt's event: what it still brings, as the event states.
+/// An expected receipt's event: what it still brings, as the event states
+/// it (`expectation::stated`).
 fn expected(backlogs: &mut BTreeMap<Item, Backlog>, id: &ExpectedId, event: &Event) {
-    let item = |sku: &crate::domain::Sku, location: &crate::domain::Location| Item {
+    let Some((sku, location, on, units)) = crate::domain::expectation::stated(event) else {
+        return;
+    };
+    let item = Item {
         sku: sku.clone(),
         location: location.clone(),
     };
-    let (at, on, units) = match event {
-        Event::ReceiptExpected {
-            sku,
-            location,
-            quantity,
-            expected_on,
-        } => (item(sku, location), *expected_on, *quantity),
-        Event::ExpectedReceiptChanged {
-            sku,
-            location,
-            expected_on,
-            outstanding,
-            ..
-        }
-        | Event::ExpectedReceiptDelivered {
-            sku,
-            location,
-            expected_on,
-            outstanding,
-            ..
-        } => (item(sku, location), *expected_on, *outstanding),
-        Event::ExpectedReceiptCancelled {
-            sku,
-            location,
-            expected_on,
-            ..
-        } => (item(sku, location), *expected_on, 0),
-        _ => return,
-    };
-    backlogs.entry(at).or_default().expect(id, on, units);
+    backlogs.entry(item).or_default().expect(id, on, units);
 }
 
 #[cfg(test)]

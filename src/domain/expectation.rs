@@ -18,6 +18,42 @@ use crate::domain::stream::StreamKind;
 
 pub(crate) use crate::domain::event::outside_expectations;
 
+/// What an expected receipt's event says it still brings: its item, date
+/// and outstanding units (0 after a cancellation). `None` for every other
+/// event. Every event of the stream states it, so the `incoming` read
+/// model's replay and each item's backlog (`backorder::apply`) read it here.
+pub fn stated(event: &Event) -> Option<(&Sku, &Location, NaiveDate, u32)> {
+    match event {
+        Event::ReceiptExpected {
+            sku,
+            location,
+            quantity,
+            expected_on,
+        } => Some((sku, location, *expected_on, *quantity)),
+        Event::ExpectedReceiptChanged {
+            sku,
+            location,
+            expected_on,
+            outstanding,
+            ..
+        }
+        | Event::ExpectedReceiptDelivered {
+            sku,
+            location,
+            expected_on,
+            outstanding,
+            ..
+        } => Some((sku, location, *expected_on, *outstanding)),
+        Event::ExpectedReceiptCancelled {
+            sku,
+            location,
+            expected_on,
+            ..
+        } => Some((sku, location, *expected_on, 0)),
+        outside_expectations!() => None,
+    }
+}
+
 /// Whether an expected receipt still brings anything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -8,7 +8,7 @@ use deadpool_postgres::ClientWrapper;
 use rustc_hash::FxHashMap as HashMap;
 use tokio_postgres::Client;
 
-use crate::domain::{Event, Item};
+use crate::domain::Item;
 use crate::read_model::{Diffs, Model, Rows, StreamSeen};
 use crate::store::StoreError;
 
@@ -42,47 +42,6 @@ type ByStream = HashMap<String, IncomingRow>;
 /// The label of its differences: the model's name.
 const LABEL: &str = INCOMING.name;
 
-/// What an expected receipt's event says it still brings: its item, date
-/// and outstanding units. `None` for every other event.
-fn stated(
-    event: &Event,
-) -> Option<(
-    &crate::domain::Sku,
-    &crate::domain::Location,
-    NaiveDate,
-    u32,
-)> {
-    match event {
-        Event::ReceiptExpected {
-            sku,
-            location,
-            quantity,
-            expected_on,
-        } => Some((sku, location, *expected_on, *quantity)),
-        Event::ExpectedReceiptChanged {
-            sku,
-            location,
-            expected_on,
-            outstanding,
-            ..
-        }
-        | Event::ExpectedReceiptDelivered {
-            sku,
-            location,
-            expected_on,
-            outstanding,
-            ..
-        } => Some((sku, location, *expected_on, *outstanding)),
-        Event::ExpectedReceiptCancelled {
-            sku,
-            location,
-            expected_on,
-            ..
-        } => Some((sku, location, *expected_on, 0)),
-        crate::domain::expectation::outside_expectations!() => None,
-    }
-}
-
 impl Rows for Incoming {
     type Expected = ByStream;
     type Actual = ByStream;
@@ -90,7 +49,9 @@ impl Rows for Incoming {
     /// The stream's last event seen holds.
     fn fold(expected: &mut ByStream, seen: &StreamSeen<'_>) {
         for e in seen.events {
-            let Some((sku, location, expected_on, outstanding)) = stated(e.event) else {
+            let Some((sku, location, expected_on, outstanding)) =
+                crate::domain::expectation::stated(e.event)
+            else {
                 continue;
             };
             let row = IncomingRow {
