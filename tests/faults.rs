@@ -459,6 +459,7 @@ async fn an_expiry_pass_survives_one_bad_reservation() {
             quantity: 2,
         }],
         expires_at: chrono::Utc::now() + chrono::Duration::seconds(1),
+        ttl_seconds: 1,
         request_hash: "bad".into(),
     };
     let pear = item("pear");

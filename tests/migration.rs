@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use chrono::{Duration, SubsecRound, Utc};
 use common::*;
 use stockledger::domain::command::Line;
+use stockledger::domain::shape;
 use stockledger::domain::{
     Event, EventMetadata, Item, Location, OrderId, RecordedEvent, Sku, StockDelta,
 };
@@ -47,6 +48,7 @@ fn old_log() -> Vec<(String, i32, Event)> {
         order_id: order(o),
         lines: lines.clone(),
         expires_at: expires,
+        ttl_seconds: 3600,
         request_hash: format!("hash-{o}"),
     };
     vec![
@@ -145,7 +147,14 @@ async fn write_old_log(db: &TestDb, log: &[(String, i32, Event)]) {
         .unwrap();
         tx.execute(
             "INSERT INTO events (stream, seq, type, data, metadata) VALUES ($1, $2, $3, $4, $5)",
-            &[stream, seq, &event.type_name(), &event.data(), &meta],
+            // As the old release wrote it: version 1 of its shape.
+            &[
+                stream,
+                seq,
+                &event.type_name(),
+                &shape::written_data(event, 1),
+                &meta,
+            ],
         )
         .await
         .unwrap();
@@ -194,11 +203,18 @@ async fn a_log_written_by_the_old_schema_reads_back_the_same_after_the_migration
     assert_eq!(after.len(), log.len());
     let positions: Vec<i64> = after.iter().map(|e| e.position).collect();
     assert_eq!(positions, old_positions);
+    // Each is still version 1, shows as it was written, and reads in the
+    // current shape: a reservation's hold from its expiry and recording.
     for (e, (stream, seq, event)) in after.iter().zip(&log) {
         assert_eq!(
-            (&e.stream.to_string(), e.seq as i32, &e.event),
-            (stream, *seq, event)
+            (&e.stream.to_string(), e.seq as i32, e.version),
+            (stream, *seq, 1)
         );
+        assert_eq!(e.written_data(), shape::written_data(event, 1));
+        assert_eq!(e.event.type_name(), event.type_name());
+        if let Event::ReservationCreated { ttl_seconds, .. } = &e.event {
+            assert!((3598..=3600).contains(ttl_seconds), "{ttl_seconds}");
+        }
     }
 
     // The typed columns hold the order and the lines; `data` only the rest.

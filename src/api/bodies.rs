@@ -216,6 +216,12 @@ pub struct Event {
     pub seq: u32,
     #[serde(rename = "type")]
     pub event_type: String,
+    /// The version of the type's shape the event was written in: `data` is
+    /// as it was written then, and the log never changes. docs/events.md
+    /// lists what each version added and how an older one reads as the
+    /// current one.
+    #[schema(minimum = 1)]
+    pub version: u16,
     pub data: serde_json::Map<String, serde_json::Value>,
     /// command_id, correlation_id, causation_id, actor, fingerprint: who sent
     /// the command. Empty (`{}`) in a reservation read with a `reader` key.

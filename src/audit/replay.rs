@@ -70,7 +70,7 @@ pub struct Replay {
 /// same partition. Streams are put together in memory (see `read_log`).
 const LOG: &str =
     "SELECT stream, seq, type, data::text, recorded_at, tx_id::text::bigint, position,
-                          order_id, skus, locations, quantities
+                          order_id, skus, locations, quantities, version
                    FROM events WHERE (hashtext(stream) & 2147483647) % $2::int4 = $1::int4";
 
 impl Replay {
@@ -124,11 +124,16 @@ impl Replay {
                 locations: r.get(9),
                 quantities: r.get(10),
             };
+            let version: i16 = r.get(11);
+            let written = log_row::Written {
+                version: i64::from(version),
+                recorded_at: r.get(4),
+            };
             let row = Row {
                 seq: seq as u32,
                 closes: EventType::parse(type_name).is_some_and(StreamKind::closes),
                 event: log_row::rest_from_str(data)
-                    .and_then(|rest| log_row::decode(type_name, columns, rest))
+                    .and_then(|rest| log_row::decode(type_name, written, columns, rest))
                     .map_err(|e| format!("{type_name}: {e}")),
                 recorded_at: r.get(4),
                 cursor: Cursor {

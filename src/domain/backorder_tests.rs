@@ -614,6 +614,7 @@ fn created(lines: Vec<Line>) -> Event {
         order_id: order(),
         lines,
         expires_at: t(3600),
+        ttl_seconds: 3600,
         request_hash: "h".into(),
     }
 }

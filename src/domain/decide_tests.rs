@@ -696,6 +696,7 @@ fn created_and_partly_confirmed() -> (Reservation, Reservation) {
         order_id: OrderId::parse("id", "o1").unwrap(),
         lines: apples(2),
         expires_at: t(60),
+        ttl_seconds: 60,
         request_hash: "h".into(),
     };
     let r = Reservation::fold(None, &id, 1, &created, Uuid::nil(), t(0)).unwrap();

@@ -122,10 +122,15 @@ pub enum Event {
         expected_on: NaiveDate,
         withdrawn: u32,
     },
+    /// An order's reservation: its `lines` are held until `expires_at`,
+    /// `ttl_seconds` after it was recorded. Version 2 of its shape added
+    /// `ttl_seconds` (`shape.rs`); version 1 events read as their expiry less
+    /// their recording.
     ReservationCreated {
         order_id: OrderId,
         lines: Vec<Line>,
         expires_at: DateTime<Utc>,
+        ttl_seconds: u32,
         request_hash: String,
     },
     /// The three settling events (confirmed, released, expired) carry the
@@ -445,12 +450,32 @@ impl Event {
             .unwrap_or_default()
     }
 
-    /// Rebuilds an event from its type and its fields (the inverse of `data`).
+    /// Rebuilds an event from its type and its fields in the current shape
+    /// (the inverse of `data`).
     pub fn from_parts(
         type_name: &str,
         data: serde_json::Value,
     ) -> Result<Event, serde_json::Error> {
         serde_json::from_value(serde_json::json!({"type": type_name, "data": data}))
+    }
+
+    /// Rebuilds an event from its fields as they were written in `version`
+    /// of its type's shape, recorded at `recorded_at` (the inverse of
+    /// `shape::written_data`): older shapes are brought up to the current one.
+    pub fn from_written(
+        type_name: &str,
+        version: i64,
+        data: serde_json::Value,
+        recorded_at: DateTime<Utc>,
+    ) -> Result<Event, String> {
+        let kind =
+            EventType::parse(type_name).ok_or_else(|| format!("unknown event type {type_name}"))?;
+        let version = crate::domain::shape::check(kind, version).map_err(|e| e.to_string())?;
+        let serde_json::Value::Object(mut fields) = data else {
+            return Err(format!("{type_name}: its data is not an object"));
+        };
+        crate::domain::shape::upcast_data(kind, version, &mut fields, recorded_at);
+        Event::from_parts(type_name, fields.into()).map_err(|e| format!("{type_name}: {e}"))
     }
 
     /// How this event moves stock: calls `f` with each item and its change.
@@ -656,18 +681,26 @@ pub struct EventMetadata {
     pub fingerprint: Option<String>,
 }
 
-/// An event as read back from the log.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// An event as read back from the log: `event` in the current shape, and
+/// the `version` of its type's shape it was written in.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordedEvent {
     pub position: i64,
     pub stream: StreamId,
     pub seq: u32,
-    #[serde(flatten)]
     pub event: Event,
+    pub version: crate::domain::shape::Version,
     pub metadata: EventMetadata,
     pub recorded_at: DateTime<Utc>,
     /// The writing transaction; with `position`, the safe-reading cursor.
     pub tx_id: i64,
+}
+
+impl RecordedEvent {
+    /// The event's data as it was written (`shape::written_data`).
+    pub fn written_data(&self) -> serde_json::Value {
+        crate::domain::shape::written_data(&self.event, self.version)
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ pub mod read_query;
 pub mod rejection;
 pub mod reservation;
 pub mod settings;
+pub mod shape;
 pub mod stream;
 
 pub use command::{

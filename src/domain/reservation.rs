@@ -407,6 +407,7 @@ impl Step<'_> {
                 lines,
                 expires_at,
                 request_hash,
+                ..
             } => Ok(Reservation::Placed(Placed {
                 reservation_id: self.reservation_id.clone(),
                 order_id: order_id.clone(),

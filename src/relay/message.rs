@@ -56,6 +56,7 @@ mod tests {
             position: 7,
             stream,
             seq: 2,
+            version: crate::domain::shape::current(event.event_type()),
             event,
             metadata: EventMetadata {
                 command_id: uuid::Uuid::nil(),

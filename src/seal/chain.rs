@@ -2,7 +2,8 @@
 //! them, so that anyone can re-implement the check. Pure functions: no I/O,
 //! no clock.
 //!
-//! - leaf = SHA-256(0x00 ‖ canonical JSON of the event)
+//! - leaf = SHA-256(0x00 ‖ canonical JSON of the event as it was written:
+//!   the seven `LEAF_FIELDS`, and `version` when it is not 1)
 //! - chain: c₀ = 32 zero bytes, cᵢ = SHA-256(0x02 ‖ cᵢ₋₁ ‖ leafᵢ)
 //! - Merkle root of a block's leaves: RFC 6962's Merkle Tree Hash (interior
 //!   nodes SHA-256(0x01 ‖ left ‖ right), the split at the largest power of
@@ -37,7 +38,9 @@ const SEAL_V1: u8 = 0x03;
 const SEAL_V2: u8 = 0x04;
 
 /// The fields of an event that its leaf covers, as `GET /v1/events` serves
-/// them.
+/// them. An event also has `version`, the version of its type's shape it
+/// was written in (`domain::shape`): the leaf covers it too when it is not
+/// 1, so every event written before versions existed hashes as it did.
 pub const LEAF_FIELDS: [&str; 7] = [
     "data",
     "metadata",
@@ -57,7 +60,14 @@ pub enum EncodeError {
     BadTime,
     #[error("a number in the event is not a whole number")]
     NotWhole,
+    #[error("`version` is not a whole number from 1")]
+    BadVersion,
 }
+
+/// The field that says an event's shape version, and the version a leaf
+/// leaves unsaid.
+const VERSION: &str = "version";
+const FIRST_VERSION: u16 = 1;
 
 /// The canonical encoding of `event` (an object with at least
 /// `LEAF_FIELDS`): those fields alone, `recorded_at` rewritten as UTC with
@@ -67,6 +77,15 @@ pub fn canonical_event(event: &Value) -> Result<Vec<u8>, EncodeError> {
     for field in LEAF_FIELDS {
         let v = event.get(field).ok_or(EncodeError::Missing(field))?;
         kept.insert(field.to_owned(), v.clone());
+    }
+    if let Some(v) = event.get(VERSION) {
+        let version = v
+            .as_u64()
+            .filter(|v| *v >= 1)
+            .ok_or(EncodeError::BadVersion)?;
+        if version != u64::from(FIRST_VERSION) {
+            kept.insert(VERSION.to_owned(), v.clone());
+        }
     }
     let time = kept["recorded_at"].as_str().ok_or(EncodeError::BadTime)?;
     let time = DateTime::parse_from_rfc3339(time).map_err(|_| EncodeError::BadTime)?;
@@ -82,6 +101,7 @@ pub struct EventFields<'a> {
     pub stream: &'a str,
     pub seq: u32,
     pub event_type: &'a str,
+    pub version: u16,
     pub data: &'a Value,
     pub metadata: &'a Value,
     pub recorded_at: DateTime<Utc>,
@@ -105,6 +125,10 @@ pub fn canonical_fields(f: &EventFields<'_>, out: &mut Vec<u8>) -> Result<(), En
     write_string(f.stream, out);
     out.extend_from_slice(b",\"type\":");
     write_string(f.event_type, out);
+    if f.version != FIRST_VERSION {
+        out.extend_from_slice(b",\"version\":");
+        write_integer(i128::from(f.version), out);
+    }
     out.push(b'}');
     Ok(())
 }
@@ -446,6 +470,7 @@ mod tests {
             stream: "receipt:IN-1",
             seq: 1,
             event_type: "StockReceived",
+            version: 1,
             data: &served["data"],
             metadata: &served["metadata"],
             recorded_at: DateTime::parse_from_rfc3339("2026-12-01T19:44:21.8757Z")
@@ -455,6 +480,30 @@ mod tests {
         let mut direct = Vec::new();
         canonical_fields(&fields, &mut direct).unwrap();
         assert_eq!(direct, canonical_event(&served).unwrap());
+        // Version 1 is left unsaid, so an event served with it hashes as it
+        // did before versions; any other version is covered, both ways.
+        let mut v1 = served.clone();
+        v1["version"] = json!(1);
+        assert_eq!(canonical_event(&v1).unwrap(), direct);
+        let mut v2 = served.clone();
+        v2["version"] = json!(2);
+        let (mut direct_v2, f2) = (
+            Vec::new(),
+            EventFields {
+                version: 2,
+                ..fields
+            },
+        );
+        canonical_fields(&f2, &mut direct_v2).unwrap();
+        assert_eq!(canonical_event(&v2).unwrap(), direct_v2);
+        assert_ne!(direct_v2, direct);
+        assert!(String::from_utf8(direct_v2)
+            .unwrap()
+            .ends_with(r#""version":2}"#));
+        for bad in [json!(0), json!(-1), json!("2"), json!(1.5)] {
+            v2["version"] = bad;
+            assert_eq!(canonical_event(&v2), Err(EncodeError::BadVersion));
+        }
     }
 
     #[test]

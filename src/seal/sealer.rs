@@ -68,13 +68,14 @@ async fn head(client: &ClientWrapper) -> Result<Head, StoreError> {
 /// the event as `GET /v1/events` serves it (`read::event_json`).
 pub fn leaf_of(e: &RecordedEvent) -> Result<Hash, StoreError> {
     let stream = e.stream.to_string();
-    let (data, metadata) = (e.event.data(), serde_json::to_value(&e.metadata));
+    let (data, metadata) = (e.written_data(), serde_json::to_value(&e.metadata));
     let metadata = metadata.map_err(|err| corrupt(e, err))?;
     let fields = chain::EventFields {
         position: e.position,
         stream: &stream,
         seq: e.seq,
         event_type: e.event.type_name(),
+        version: e.version,
         data: &data,
         metadata: &metadata,
         recorded_at: e.recorded_at,

@@ -495,6 +495,7 @@ fn recorded(e: &NewEvent, metadata: &EventMetadata, stamped: write::Stamped) -> 
         stream: e.stream.clone(),
         seq: e.seq,
         event: e.event.clone(),
+        version: crate::domain::shape::current(e.event.event_type()),
         metadata: metadata.clone(),
         recorded_at: stamped.recorded_at,
         tx_id: stamped.tx_id,

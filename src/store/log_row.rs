@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::command::Line;
 use crate::domain::event::{expected_receipt_events, outside_reservations, DropReason};
 use crate::domain::expectation::outside_expectations;
+use crate::domain::shape;
 use crate::domain::{
     ChangeId, ConfirmationId, Event, EventType, ExtensionId, Item, Location, OrderId, ReceiptId,
     ReleaseId, Sku,
@@ -107,7 +108,23 @@ pub(crate) struct Columns<'a> {
     pub quantities: Vec<i64>,
 }
 
-/// Lays `event` out as its row.
+/// Lays `event` out as its row would have been in `version` of its type's
+/// shape: without the fields later versions added (`shape::CHANGES`). For
+/// logs written as an older release wrote them: fixtures and upgrade tests.
+pub fn encode_in(event: &Event, version: shape::Version) -> LogRow<'_> {
+    let mut row = encode(event);
+    if let serde_json::Value::Object(data) = &mut row.data {
+        for change in shape::CHANGES
+            .iter()
+            .filter(|c| c.event == event.event_type() && c.version > version)
+        {
+            data.remove(change.adds);
+        }
+    }
+    row
+}
+
+/// Lays `event` out as its row, in its type's current shape.
 pub fn encode(event: &Event) -> LogRow<'_> {
     let mut row = LogRow {
         order_id: None,
@@ -241,11 +258,13 @@ fn reservation_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) 
         Event::ReservationCreated {
             lines,
             expires_at,
+            ttl_seconds,
             request_hash,
             ..
         } => {
             push_lines(row, lines);
             rest.expires_at = Some(*expires_at);
+            rest.ttl_seconds = Some(*ttl_seconds);
             rest.request_hash = Some(request_hash.clone());
         }
         Event::ReservationConfirmed {
@@ -410,9 +429,56 @@ pub(crate) fn rest_from_value(data: serde_json::Value) -> Result<Rest, String> {
     serde_json::from_value(data).map_err(|e| format!("data: {e}"))
 }
 
-/// Rebuilds the event a row holds; says what is wrong with a row that holds none.
-pub(crate) fn decode(type_name: &str, c: Columns<'_>, rest: Rest) -> Result<Event, String> {
+/// What a row says of how it was written: its shape's version (the
+/// `version` column) and when (`recorded_at`), which an upcast may need.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Written {
+    pub version: i64,
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// Decodes `row` as the log would give it back for `e` (its version and
+/// its recording): what a fixture of an older release checks its rows by.
+pub fn decode_row(row: &LogRow<'_>, e: &crate::domain::RecordedEvent) -> Result<Event, String> {
+    let written = Written {
+        version: i64::from(e.version),
+        recorded_at: e.recorded_at,
+    };
+    let columns = Columns {
+        order_id: row.order_id,
+        skus: row.skus.clone(),
+        locations: row.locations.clone(),
+        quantities: row.quantities.clone(),
+    };
+    decode(
+        e.event.type_name(),
+        written,
+        columns,
+        rest_from_value(row.data.clone())?,
+    )
+}
+
+/// Brings a row written in an older shape up to the current one: the
+/// row's side of `shape::upcast_data`, one arm per row of `shape::CHANGES`.
+fn upcast(kind: EventType, version: shape::Version, rest: &mut Rest, written: Written) {
+    if kind == EventType::ReservationCreated && version < 2 && rest.ttl_seconds.is_none() {
+        rest.ttl_seconds = rest
+            .expires_at
+            .map(|expires_at| shape::hold_of_version_1(expires_at, written.recorded_at));
+    }
+}
+
+/// Rebuilds the event a row holds, in the current shape; says what is wrong
+/// with a row that holds none.
+pub(crate) fn decode(
+    type_name: &str,
+    written: Written,
+    c: Columns<'_>,
+    mut rest: Rest,
+) -> Result<Event, String> {
     let kind = EventType::parse(type_name).ok_or_else(|| format!("unknown type {type_name}"))?;
+    let version = shape::check(kind, written.version).map_err(|e| e.to_string())?;
+    upcast(kind, version, &mut rest, written);
     let need =
         |v: Option<String>, what: &str| v.ok_or_else(|| format!("{type_name} without {what}"));
     let event = match kind {
@@ -486,6 +552,7 @@ fn reservation_event(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Eve
             order_id: need_order(order_id)?,
             lines: lines(c)?,
             expires_at: need(rest.expires_at, type_name, "expires_at")?,
+            ttl_seconds: need(rest.ttl_seconds, type_name, "ttl_seconds")?,
             request_hash: need(rest.request_hash, type_name, "request_hash")?,
         },
         EventType::ReservationConfirmed => Event::ReservationConfirmed {
@@ -936,6 +1003,7 @@ mod tests {
                 order_id: order.clone(),
                 lines: lines.clone(),
                 expires_at: Utc::now(),
+                ttl_seconds: 600,
                 request_hash: "h".into(),
             },
             Event::ReservationConfirmed {
@@ -990,6 +1058,14 @@ mod tests {
         ]
     }
 
+    /// How the store writes `e` today: in its type's current shape.
+    fn now_written(e: &Event) -> Written {
+        Written {
+            version: i64::from(shape::current(e.event_type())),
+            recorded_at: chrono::DateTime::UNIX_EPOCH,
+        }
+    }
+
     fn round_trip(e: &Event) -> Result<Event, String> {
         let row = encode(e);
         let columns = Columns {
@@ -998,7 +1074,12 @@ mod tests {
             locations: row.locations,
             quantities: row.quantities,
         };
-        decode(e.type_name(), columns, rest_from_value(row.data)?)
+        decode(
+            e.type_name(),
+            now_written(e),
+            columns,
+            rest_from_value(row.data)?,
+        )
     }
 
     /// `line_effect` over a row's lines moves every item exactly as the
@@ -1062,7 +1143,7 @@ mod tests {
             .unwrap();
         let row = encode(created);
         let keys: Vec<&String> = row.data.as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["expires_at", "request_hash"]);
+        assert_eq!(keys, ["expires_at", "request_hash", "ttl_seconds"]);
         assert_eq!(row.skus, ["a", "b"]);
         assert_eq!(row.quantities, [2, 1]);
     }
@@ -1076,7 +1157,11 @@ mod tests {
                 skus,
                 quantities,
             };
-            rest_from_str(data).and_then(|r| decode(type_name, columns, r))
+            let written = Written {
+                version: 1,
+                recorded_at: chrono::DateTime::UNIX_EPOCH,
+            };
+            rest_from_str(data).and_then(|r| decode(type_name, written, columns, r))
         };
         assert!(bad("StockReceived", vec![], vec![], "{}").is_err());
         assert!(bad("StockReceived", vec!["a"], vec![-1], "{}").is_err());

@@ -123,6 +123,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "backorders",
         sql: include_str!("../../schema/0019_backorders.sql"),
     },
+    Migration {
+        version: 20,
+        name: "event_versions",
+        sql: include_str!("../../schema/0020_event_versions.sql"),
+    },
 ];
 
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (

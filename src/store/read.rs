@@ -15,7 +15,6 @@ use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::ClientWrapper as Client;
-use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::domain::backorder::Backlog;
@@ -80,16 +79,12 @@ impl FromStr for Cursor {
     }
 }
 
-/// One page of the log and where the next read starts.
-#[derive(Debug, Serialize)]
+/// One page of the log and where the next read starts. Served through
+/// `event_json`, which shows each event as it was written.
+#[derive(Debug)]
 pub struct EventPage {
     pub events: Vec<RecordedEvent>,
-    #[serde(serialize_with = "as_string")]
     pub next: Cursor,
-}
-
-fn as_string<S: serde::Serializer>(c: &Cursor, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(c)
 }
 
 /// The statement that reads a page of the log in safe commit order (public
@@ -263,14 +258,17 @@ impl ReservationDetails {
     }
 }
 
-/// The compact form of an event used in timelines.
+/// The compact form of an event used in timelines: the event as it was
+/// written, in `version` of its type's shape (`domain::shape`), which is what
+/// a seal's leaf covers.
 pub fn event_json(e: &RecordedEvent) -> Value {
     json!({
         "position": e.position,
         "stream": e.stream,
         "seq": e.seq,
         "type": e.event.type_name(),
-        "data": e.event.data(),
+        "version": e.version,
+        "data": e.written_data(),
         "metadata": e.metadata,
         "recorded_at": e.recorded_at,
     })

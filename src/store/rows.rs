@@ -10,7 +10,7 @@ use crate::store::StoreError;
 /// The columns every event query selects, in the order `recorded_event` reads them.
 /// `xid8` has no Rust mapping in tokio-postgres, so the transaction id travels as text.
 pub(crate) const EVENT_COLUMNS: &str = "position, stream, seq, type, data, metadata, recorded_at, \
-     tx_id::text::bigint, order_id, skus, locations, quantities";
+     tx_id::text::bigint, order_id, skus, locations, quantities, version";
 
 pub(crate) fn recorded_event(row: &Row) -> Result<RecordedEvent, StoreError> {
     let position: i64 = row.get(0);
@@ -27,8 +27,13 @@ pub(crate) fn recorded_event(row: &Row) -> Result<RecordedEvent, StoreError> {
         locations: row.get(10),
         quantities: row.get(11),
     };
+    let version: i16 = row.get(12);
+    let written = log_row::Written {
+        version: i64::from(version),
+        recorded_at: row.get(6),
+    };
     let event = log_row::rest_from_value(row.get(4))
-        .and_then(|rest| log_row::decode(type_name, columns, rest))
+        .and_then(|rest| log_row::decode(type_name, written, columns, rest))
         .map_err(|e| StoreError::Corrupt(format!("event at position {position}: {e}").into()))?;
     let metadata: EventMetadata =
         serde_json::from_value(row.get(5)).map_err(|e| corrupt("metadata", e))?;
@@ -39,6 +44,8 @@ pub(crate) fn recorded_event(row: &Row) -> Result<RecordedEvent, StoreError> {
         stream,
         seq: seq as u32,
         event,
+        // `decode` checked it: 1 up to the type's current version.
+        version: version as u16,
         metadata,
         recorded_at: row.get(6),
         tx_id: row.get(7),

@@ -9,6 +9,7 @@ use deadpool_postgres::ClientWrapper as Client;
 use tokio_postgres::types::ToSql;
 
 use crate::domain::backorder::Backlog;
+use crate::domain::shape;
 use crate::domain::{EventMetadata, Item, LedgerState, NewEvent, Setting, StockDelta};
 use crate::store::error::Failure;
 use crate::store::log_row::encode;
@@ -26,11 +27,13 @@ use crate::store::StoreError;
 /// the positions, so an answer shows what was stored.
 pub(crate) const APPEND: &str = "
     INSERT INTO events (stream, seq, type, data, metadata, recorded_at,
-                        order_id, skus, locations, quantities)
+                        order_id, skus, locations, quantities, version)
     SELECT u.s, u.q, u.t, u.d, u.m, $6, u.o,
-           coalesce(l.skus, '{}'), coalesce(l.locations, '{}'), coalesce(l.quantities, '{}')
-    FROM unnest($1::text[], $2::int4[], $3::text[], $4::jsonb[], $5::jsonb[], $7::text[])
-         WITH ORDINALITY AS u(s, q, t, d, m, o, n)
+           coalesce(l.skus, '{}'), coalesce(l.locations, '{}'), coalesce(l.quantities, '{}'),
+           u.v
+    FROM unnest($1::text[], $2::int4[], $3::text[], $4::jsonb[], $5::jsonb[], $7::text[],
+                $12::int2[])
+         WITH ORDINALITY AS u(s, q, t, d, m, o, v, n)
     LEFT JOIN (
         SELECT n, array_agg(sku ORDER BY k) AS skus,
                array_agg(location ORDER BY k) AS locations,
@@ -136,6 +139,8 @@ struct EventColumns<'a> {
     streams: Vec<String>,
     seqs: Vec<i32>,
     types: Vec<&'static str>,
+    /// Each event's shape version: its type's current one.
+    versions: Vec<i16>,
     data: Vec<serde_json::Value>,
     metadata: Vec<serde_json::Value>,
     orders: Vec<Option<&'a str>>,
@@ -161,6 +166,7 @@ impl<'a> Writes<'a> {
             c.streams.push(e.stream.to_string());
             c.seqs.push(e.seq as i32);
             c.types.push(e.event.type_name());
+            c.versions.push(shape::current(e.event.event_type()) as i16);
             c.orders.push(row.order_id);
             c.data.push(row.data);
             c.metadata
@@ -294,7 +300,7 @@ pub(crate) async fn append_move_commit(
     w: &Writes<'_>,
 ) -> Result<Vec<Stamped>, Failure> {
     let e = &w.events;
-    let append: [&(dyn ToSql + Sync); 11] = [
+    let append: [&(dyn ToSql + Sync); 12] = [
         &e.streams,
         &e.seqs,
         &e.types,
@@ -306,6 +312,7 @@ pub(crate) async fn append_move_commit(
         &e.skus,
         &e.locations,
         &e.quantities,
+        &e.versions,
     ];
     let (u, i) = (&w.update, &w.insert);
     let update: [&(dyn ToSql + Sync); 6] = [&u.0, &u.1, &u.2, &u.3, &u.4, &u.5];

@@ -358,7 +358,9 @@ pub async fn insert_event(
     event: &stockledger::domain::Event,
     meta: &serde_json::Value,
 ) -> i64 {
-    let row = stockledger::store::log_row::encode(event);
+    // As a release before event versions (schema 20) wrote it: version 1,
+    // which the column's default says where it exists.
+    let row = stockledger::store::log_row::encode_in(event, 1);
     client
         .query_one(
             "INSERT INTO events (stream, seq, type, data, metadata, order_id, skus, locations, quantities)

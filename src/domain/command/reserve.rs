@@ -164,6 +164,7 @@ impl Rule for Reserve {
                 order_id: self.order_id.clone(),
                 lines: held,
                 expires_at,
+                ttl_seconds: self.ttl_seconds,
                 request_hash: self.fingerprint.clone(),
             },
             &self.fingerprint,
