@@ -99,6 +99,61 @@ async fn an_untouched_log_verifies_against_its_digest() {
     assert_eq!((code, doc["clean"].clone()), (0, serde_json::json!(true)));
 }
 
+/// A reservation's row keeps its fingerprint once (in `data`, as its
+/// `request_hash`): the event is served and sealed with both, and a forged
+/// request hash shows in `verify` as any other edit does.
+#[tokio::test]
+async fn a_reservations_fingerprint_is_stored_once_served_twice_and_covered() {
+    let db = sealed_ledger().await;
+    let d = digest(&db).await;
+    let stream = "reservation:r2".to_owned();
+    let client = db.client().await;
+    let row = client
+        .query_one(
+            "SELECT metadata, data ->> 'request_hash', version FROM events
+             WHERE stream = $1 AND seq = 1",
+            &[&stream],
+        )
+        .await
+        .unwrap();
+    let (stored, hash): (serde_json::Value, String) = (row.get(0), row.get(1));
+    assert_eq!(row.get::<_, i16>(2), 2);
+    assert!(stored.get("fingerprint").is_none(), "{stored}");
+    assert_eq!(hash.len(), 64);
+    let page = db
+        .store
+        .events(
+            stockledger::store::Cursor::START,
+            100,
+            Some("reservation:r2"),
+        )
+        .await
+        .unwrap();
+    let served = stockledger::store::read::event_json(&page.events[0]);
+    assert_eq!(served["metadata"]["fingerprint"], hash.as_str());
+    assert_eq!(served["data"]["request_hash"], hash.as_str());
+    assert!(verify(&db, Some(&d)).await.clean());
+
+    let at = position_of(&db, &stream, 1).await;
+    as_superuser(
+        &db,
+        &format!(
+            "UPDATE events SET data = jsonb_set(data, '{{request_hash}}', '\"{}\"')
+             WHERE position = {at}",
+            "0".repeat(64)
+        ),
+    )
+    .await;
+    let report = verify(&db, Some(&d)).await;
+    assert!(
+        matches!(&report.findings[0],
+            Finding::EventAltered { position, .. } if *position == at),
+        "{:?}",
+        report.findings
+    );
+    assert_eq!(report.digest_matches, Some(false));
+}
+
 #[tokio::test]
 async fn a_quantity_changed_with_the_balances_to_match_passes_the_audit_but_not_verify() {
     let db = sealed_ledger().await;

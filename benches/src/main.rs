@@ -14,6 +14,7 @@ mod projections;
 mod relay;
 mod seal;
 mod serve;
+mod storage;
 
 use std::process::ExitCode;
 
@@ -62,6 +63,9 @@ enum Cmd {
     /// stockledger on a Patroni cluster with synchronous replication: its
     /// throughput against a single node, and failovers under load.
     Ha(ha::HaArgs),
+    /// What the log costs on disk per event, column by column and index
+    /// by index, as it is and in a candidate lean layout.
+    Storage(storage::StorageArgs),
     /// The server `commands` measures over HTTP, in a process of its own.
     #[command(hide = true)]
     Serve(serve::ServeArgs),
@@ -79,6 +83,7 @@ async fn main() -> ExitCode {
         Cmd::Relay(a) => relay::run(a, database_url, &printer).await,
         Cmd::Seal(a) => seal::run(a, database_url, &printer).await,
         Cmd::Ha(a) => ha::run(a, &printer).await,
+        Cmd::Storage(a) => storage::run(a, database_url, &printer).await,
         Cmd::Serve(a) => serve::run(a, database_url).await,
     };
     match result {

@@ -14,8 +14,8 @@ use crate::domain::event::{expected_receipt_events, outside_reservations, DropRe
 use crate::domain::expectation::outside_expectations;
 use crate::domain::shape;
 use crate::domain::{
-    ChangeId, ConfirmationId, Event, EventType, ExtensionId, Item, Location, OrderId, ReceiptId,
-    ReleaseId, Sku,
+    ChangeId, ConfirmationId, Event, EventMetadata, EventType, ExtensionId, Item, Location,
+    OrderId, ReceiptId, ReleaseId, Sku,
 };
 
 /// One event as its log row stores it.
@@ -435,6 +435,57 @@ pub(crate) fn rest_from_value(data: serde_json::Value) -> Result<Rest, String> {
 pub(crate) struct Written {
     pub version: i64,
     pub recorded_at: DateTime<Utc>,
+}
+
+/// The field of the metadata a reservation's row leaves out.
+const FINGERPRINT: &str = "fingerprint";
+
+/// Whether `event`'s row leaves its fingerprint out of `metadata`: a
+/// reservation written from version 2 of its shape on, whose `request_hash`
+/// (in `data`) is the same 64 characters. Rows written before keep both, and
+/// read as they always did.
+fn fingerprint_in_data(event: &Event, version: shape::Version) -> Option<&str> {
+    match event {
+        Event::ReservationCreated { request_hash, .. } if version >= 2 => Some(request_hash),
+        _ => None,
+    }
+}
+
+/// The `metadata` column of `event`'s row, written in `version`: the
+/// metadata, without a fingerprint its data already holds (about 80 bytes a
+/// reservation). A reservation with no fingerprint, which the command path
+/// never writes, says so with `null`, so that it cannot read as one.
+pub fn metadata_row(
+    event: &Event,
+    version: shape::Version,
+    metadata: &EventMetadata,
+) -> serde_json::Value {
+    let mut row = serde_json::to_value(metadata).expect("metadata serialises");
+    if let (Some(hash), serde_json::Value::Object(fields)) =
+        (fingerprint_in_data(event, version), &mut row)
+    {
+        match metadata.fingerprint.as_deref() {
+            Some(f) if f == hash => fields.remove(FINGERPRINT),
+            Some(_) => None,
+            None => fields.insert(FINGERPRINT.to_owned(), serde_json::Value::Null),
+        };
+    }
+    row
+}
+
+/// The metadata of `event` from its row's `metadata` column (the inverse
+/// of `metadata_row`).
+pub(crate) fn metadata_from_row(
+    event: &Event,
+    version: shape::Version,
+    row: serde_json::Value,
+) -> Result<EventMetadata, serde_json::Error> {
+    let left_out = row.get(FINGERPRINT).is_none();
+    let mut metadata: EventMetadata = serde_json::from_value(row)?;
+    if let Some(hash) = fingerprint_in_data(event, version).filter(|_| left_out) {
+        metadata.fingerprint = Some(hash.to_owned());
+    }
+    Ok(metadata)
 }
 
 /// Decodes `row` as the log would give it back for `e` (its version and
@@ -1132,6 +1183,47 @@ mod tests {
         for e in &all {
             assert_eq!(round_trip(e).as_ref(), Ok(e));
         }
+    }
+
+    /// A reservation's row from version 2 on leaves out the fingerprint its
+    /// `request_hash` repeats, and reads it back; nothing else is left out,
+    /// and a version 1 row reads as it was written.
+    #[test]
+    fn a_reservations_fingerprint_is_stored_once() {
+        let created = &reservation_events()[0];
+        let hash = "h".to_owned();
+        let with = |fingerprint: Option<&str>| EventMetadata {
+            command_id: uuid::Uuid::nil(),
+            actor: "t".into(),
+            fingerprint: fingerprint.map(str::to_owned),
+            ..Default::default()
+        };
+        let keys = |v: &serde_json::Value| -> Vec<String> {
+            v.as_object().unwrap().keys().cloned().collect()
+        };
+        let cases = [
+            // (version, fingerprint, its row's keys)
+            (2, Some(hash.as_str()), vec!["actor", "command_id"]),
+            (2, Some("other"), vec!["actor", "command_id", "fingerprint"]),
+            (2, None, vec!["actor", "command_id", "fingerprint"]),
+            (
+                1,
+                Some(hash.as_str()),
+                vec!["actor", "command_id", "fingerprint"],
+            ),
+            (1, None, vec!["actor", "command_id"]),
+        ];
+        for (version, fingerprint, stored) in cases {
+            let m = with(fingerprint);
+            let row = metadata_row(created, version, &m);
+            assert_eq!(keys(&row), stored, "{version} {fingerprint:?}");
+            assert_eq!(metadata_from_row(created, version, row).unwrap(), m);
+        }
+        let received = &stock_events()[0];
+        let m = with(Some("x"));
+        let row = metadata_row(received, 1, &m);
+        assert_eq!(row["fingerprint"], "x");
+        assert_eq!(metadata_from_row(received, 1, row).unwrap(), m);
     }
 
     #[test]

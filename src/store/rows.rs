@@ -2,7 +2,7 @@
 
 use tokio_postgres::Row;
 
-use crate::domain::{EventMetadata, RecordedEvent, StreamId};
+use crate::domain::{RecordedEvent, StreamId};
 use crate::store::error::Cause;
 use crate::store::log_row::{self, Columns};
 use crate::store::StoreError;
@@ -35,8 +35,10 @@ pub(crate) fn recorded_event(row: &Row) -> Result<RecordedEvent, StoreError> {
     let event = log_row::rest_from_value(row.get(4))
         .and_then(|rest| log_row::decode(type_name, written, columns, rest))
         .map_err(|e| StoreError::Corrupt(format!("event at position {position}: {e}").into()))?;
-    let metadata: EventMetadata =
-        serde_json::from_value(row.get(5)).map_err(|e| corrupt("metadata", e))?;
+    // `decode` checked it: 1 up to the type's current version.
+    let version = version as u16;
+    let metadata = log_row::metadata_from_row(&event, version, row.get(5))
+        .map_err(|e| corrupt("metadata", e))?;
     let seq: i32 = row.get(2);
     let stream = StreamId::parse("stream", row.get(1)).map_err(crate::store::error::corrupt)?;
     Ok(RecordedEvent {
@@ -44,8 +46,7 @@ pub(crate) fn recorded_event(row: &Row) -> Result<RecordedEvent, StoreError> {
         stream,
         seq: seq as u32,
         event,
-        // `decode` checked it: 1 up to the type's current version.
-        version: version as u16,
+        version,
         metadata,
         recorded_at: row.get(6),
         tx_id: row.get(7),

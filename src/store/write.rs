@@ -12,7 +12,7 @@ use crate::domain::backorder::Backlog;
 use crate::domain::shape;
 use crate::domain::{EventMetadata, Item, LedgerState, NewEvent, Setting, StockDelta};
 use crate::store::error::Failure;
-use crate::store::log_row::encode;
+use crate::store::log_row::{encode, metadata_row};
 use crate::store::statements::Statements;
 use crate::store::StoreError;
 
@@ -163,14 +163,14 @@ impl<'a> Writes<'a> {
         let mut c = EventColumns::default();
         for (i, (e, m)) in events.iter().enumerate() {
             let row = encode(&e.event);
+            let version = shape::current(e.event.event_type());
             c.streams.push(e.stream.to_string());
             c.seqs.push(e.seq as i32);
             c.types.push(e.event.type_name());
-            c.versions.push(shape::current(e.event.event_type()) as i16);
+            c.versions.push(version as i16);
             c.orders.push(row.order_id);
             c.data.push(row.data);
-            c.metadata
-                .push(serde_json::to_value(m).expect("metadata serialises"));
+            c.metadata.push(metadata_row(&e.event, version, m));
             c.line_of
                 .extend(std::iter::repeat_n(i as i32 + 1, row.skus.len()));
             c.skus.extend(row.skus);
