@@ -7,18 +7,18 @@
 //! For every event of every fixture: it decodes in the current shape (from
 //! its JSON and from its row), shows again exactly as it was served, and
 //! hashes to the leaf it was sealed with; each stream folds by the domain's
-//! strict rules and no balance goes below zero; and the chain of the leaves
-//! ends at the digest's chain head.
+//! strict rules and no balance goes below zero; the chain of the leaves
+//! ends at the digest's chain head; and the proof the release made of a
+//! reservation (`*.proof.json`) holds against its digest.
 
 use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use stockledger::domain::shape;
 use stockledger::domain::{
     Balance, Event, EventMetadata, Expectation, RecordedEvent, Reservation, StreamId,
 };
-use stockledger::seal::{chain, sealer, Digest};
+use stockledger::seal::{self, chain, sealer, Digest};
 use stockledger::store::log_row;
 
 /// Every fixture: its name and the shape versions it holds, by type, beyond 1.
@@ -105,7 +105,27 @@ fn every_fixture_decodes_shows_and_hashes_as_it_was_written() {
                 .collect();
             assert_eq!(have, [want], "{name}: {}", t.as_str());
         }
-        assert!(shape::CHANGES.iter().all(|c| c.version >= 2));
+    }
+}
+
+#[test]
+fn every_fixtures_proof_holds_against_its_digest() {
+    for (name, _) in FIXTURES {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+        let proof = std::fs::read_to_string(format!("{dir}/{name}.proof.json")).unwrap();
+        let proof: seal::Proof = serde_json::from_str(&proof).unwrap();
+        let (_, digest) = fixture(name);
+        assert_eq!(proof.event["type"], "ReservationCreated", "{name}");
+        seal::proof::check(&proof, &digest).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // Its event reads as this release reads it.
+        let e = recorded(&proof.event);
+        assert!(matches!(
+            e.event,
+            Event::ReservationCreated {
+                ttl_seconds: 900,
+                ..
+            }
+        ));
     }
 }
 

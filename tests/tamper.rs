@@ -154,6 +154,45 @@ async fn a_reservations_fingerprint_is_stored_once_served_twice_and_covered() {
     assert_eq!(report.digest_matches, Some(false));
 }
 
+/// A release from before event versions reads a version-2 event as if it
+/// were version 1; its sealer would hash it so, for ever. The database
+/// refuses chain rows for such events from a session that does not say it
+/// reads versions (schema 0020), and takes them from one that does.
+#[tokio::test]
+async fn a_sealer_that_does_not_read_versions_cannot_seal_a_later_version() {
+    let db = TestDb::new().await;
+    db.receive("in-1", "apple", 10).await;
+    db.run(reserve("r1", "o1", &[("apple", 3)], None))
+        .await
+        .unwrap();
+    let at = position_of(&db, &res_stream("r1"), 1).await;
+    let receipt = position_of(&db, &receipt_stream("in-1"), 1).await;
+    let insert = |seq: i64, position: i64| {
+        format!(
+            "INSERT INTO event_chain (seq, position, hash) VALUES ({seq}, {position}, '\\x{}')",
+            "00".repeat(32)
+        )
+    };
+    // As an old release connects: no `stockledger.schema`.
+    let old = db.client().await;
+    old.batch_execute("SET stockledger.schema = ''")
+        .await
+        .unwrap();
+    old.batch_execute(&insert(1, receipt)).await.unwrap();
+    let refused = old.batch_execute(&insert(2, at)).await.unwrap_err();
+    let db_error = refused.as_db_error().expect("a database error");
+    assert_eq!(db_error.code().code(), "SL004", "{refused}");
+    assert!(db_error.message().contains("cannot seal"), "{refused}");
+    // A session of this release says its schema, as every pooled one does.
+    old.batch_execute(&format!(
+        "SET stockledger.schema = '{}'",
+        stockledger::store::migrate::latest()
+    ))
+    .await
+    .unwrap();
+    old.batch_execute(&insert(2, at)).await.unwrap();
+}
+
 #[tokio::test]
 async fn a_quantity_changed_with_the_balances_to_match_passes_the_audit_but_not_verify() {
     let db = sealed_ledger().await;
@@ -341,6 +380,22 @@ async fn a_proof_holds_offline_and_fails_for_an_altered_event() {
         .await
         .unwrap();
     seal::proof::check(&proof, &first).unwrap();
+    // A reservation is version 2 of its shape: its proof says a format an
+    // older checker refuses, and the format must agree with the event.
+    assert_eq!(proof.event["version"], 2);
+    assert_eq!(proof.format, seal::proof::PROOF_FORMAT_VERSIONED);
+    let mut relabelled = proof.clone();
+    relabelled.format = seal::proof::PROOF_FORMAT.into();
+    assert_eq!(
+        seal::proof::check(&relabelled, &first),
+        Err(ProofError::Format)
+    );
+    let receipt = position_of(&db, &receipt_stream("in-1"), 1).await;
+    let of_receipt = seal::proof::prove(db.store.pool(), receipt, Some(first.clone()))
+        .await
+        .unwrap();
+    assert_eq!(of_receipt.format, seal::proof::PROOF_FORMAT);
+    seal::proof::check(&of_receipt, &first).unwrap();
     db.receive("in-4", "kiwi", 1).await;
     seal_all(&db).await;
     let latest = digest(&db).await;

@@ -23,6 +23,21 @@ use crate::store::{pool, StoreError};
 /// new one.
 pub const PROOF_FORMAT: &str = "stockledger-proof/v2";
 
+/// The `format` of a proof of an event written in a version of its shape
+/// above 1 (docs/events.md), whose leaf covers that version: a checker from
+/// before versions, which knows only version 2 proofs, refuses it as a format
+/// it does not know instead of calling the event altered. A proof of a
+/// version-1 event stays version 2, which every checker since can read.
+pub const PROOF_FORMAT_VERSIONED: &str = "stockledger-proof/v3";
+
+/// The format a proof of `event` (as served) carries.
+fn format_for(event: &serde_json::Value) -> &'static str {
+    match event.get("version").and_then(serde_json::Value::as_u64) {
+        Some(v) if v != 1 => PROOF_FORMAT_VERSIONED,
+        _ => PROOF_FORMAT,
+    }
+}
+
 /// A block's seal fields as a proof carries them (hashes in hex).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SealedBlock {
@@ -59,7 +74,10 @@ pub struct Proof {
 /// Why a proof does not hold.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ProofError {
-    #[error("not a proof of this format (expected {PROOF_FORMAT})")]
+    #[error(
+        "not a proof of this format (expected {PROOF_FORMAT}, or {PROOF_FORMAT_VERSIONED} for \
+         an event of a later shape version)"
+    )]
     Format,
     #[error("the event cannot be encoded: {0}")]
     Event(#[from] chain::EncodeError),
@@ -137,7 +155,7 @@ impl SealedBlock {
 /// (its last chain row and chain head, its last position and its time).
 /// Pure: no database, no clock.
 pub fn check(proof: &Proof, trusted: &Digest) -> Result<(), ProofError> {
-    if proof.format != PROOF_FORMAT {
+    if proof.format != format_for(&proof.event) {
         return Err(ProofError::Format);
     }
     let leaf = chain::leaf(&chain::canonical_event(&proof.event)?);
@@ -243,7 +261,7 @@ pub async fn prove(
     tx.commit().await.map_err(StoreError::from)?;
     let m = (chain_seq - block.first_seq) as usize;
     Ok(Proof {
-        format: PROOF_FORMAT.to_owned(),
+        format: format_for(&event).to_owned(),
         event,
         chain_seq,
         path: chain::merkle_path(m, &leaves)

@@ -213,6 +213,9 @@ pub(crate) fn classify(e: tokio_postgres::Error) -> Failure {
     match code.code() {
         "SL001" => Failure::Fatal(StoreError::AppendOnly(msg)),
         "SL002" => Failure::Fatal(StoreError::Invariant(msg)),
+        // A session of an older release sealing events it would read in the
+        // wrong shape (schema 0020): never this release's.
+        "SL004" => Failure::Fatal(StoreError::Invariant(msg)),
         _ if code == SqlState::T_R_DEADLOCK_DETECTED
             || code == SqlState::T_R_SERIALIZATION_FAILURE
             || code == SqlState::UNIQUE_VIOLATION =>

@@ -510,9 +510,12 @@ pub fn decode_row(row: &LogRow<'_>, e: &crate::domain::RecordedEvent) -> Result<
 }
 
 /// Brings a row written in an older shape up to the current one: the
-/// row's side of `shape::upcast_data`, one arm per row of `shape::CHANGES`.
+/// row's side of `shape::upcast_data`, one arm per row of `shape::CHANGES`,
+/// and the same rule: a field a later version added is always derived, even
+/// where an older row holds one (which no release wrote), since the event
+/// is shown and hashed without it.
 fn upcast(kind: EventType, version: shape::Version, rest: &mut Rest, written: Written) {
-    if kind == EventType::ReservationCreated && version < 2 && rest.ttl_seconds.is_none() {
+    if kind == EventType::ReservationCreated && version < 2 {
         rest.ttl_seconds = rest
             .expires_at
             .map(|expires_at| shape::hold_of_version_1(expires_at, written.recorded_at));
@@ -1183,6 +1186,41 @@ mod tests {
         for e in &all {
             assert_eq!(round_trip(e).as_ref(), Ok(e));
         }
+    }
+
+    /// A version-1 reservation's hold is always derived, from its row as
+    /// from its JSON, even where the row holds one (which no release wrote):
+    /// it is shown and hashed without it, so nothing may read it.
+    #[test]
+    fn a_version_1_hold_is_derived_the_same_way_from_a_row_and_from_json() {
+        let created = reservation_events()[0].clone();
+        let Event::ReservationCreated { expires_at, .. } = created else {
+            unreachable!()
+        };
+        let recorded_at = expires_at - chrono::Duration::seconds(900);
+        let row = encode(&created);
+        assert!(row.data.get("ttl_seconds").is_some(), "the row holds one");
+        let e = crate::domain::RecordedEvent {
+            position: 1,
+            stream: crate::domain::StreamId::parse("s", "reservation:r").unwrap(),
+            seq: 1,
+            event: created.clone(),
+            version: 1,
+            metadata: EventMetadata::default(),
+            recorded_at,
+            tx_id: 1,
+        };
+        let from_row = decode_row(&row, &e).unwrap();
+        let from_json =
+            Event::from_written("ReservationCreated", 1, created.data(), recorded_at).unwrap();
+        assert_eq!(from_row, from_json);
+        assert!(matches!(
+            from_row,
+            Event::ReservationCreated {
+                ttl_seconds: 900,
+                ..
+            }
+        ));
     }
 
     /// A reservation's row from version 2 on leaves out the fingerprint its

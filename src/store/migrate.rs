@@ -130,6 +130,11 @@ pub const MIGRATIONS: &[Migration] = &[
     },
 ];
 
+/// The last schema this release knows.
+pub fn latest() -> i32 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
 const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
     version    integer PRIMARY KEY,
     name       text        NOT NULL,

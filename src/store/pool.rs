@@ -22,6 +22,9 @@ use crate::store::StoreError;
 /// `config` with the timeouts every stockledger connection carries. The
 /// server-side settings travel as startup options; the client-side ones are
 /// socket options (they do nothing on a Unix socket, where no peer can vanish).
+/// `stockledger.schema` says which schema this release was built for: a
+/// database refuses to chain events it would read wrongly from a session of
+/// an older one (schema 0020).
 /// JIT is off: every statement here is short or streams, and on a young table
 /// without statistics the planner's estimates ran high enough to compile a
 /// command's one-row lookups, costing ~10 ms a batch (docs/benchmarks.md).
@@ -35,7 +38,9 @@ pub fn hardened(mut config: tokio_postgres::Config) -> tokio_postgres::Config {
           -c tcp_keepalives_interval={TCP_KEEPALIVE_INTERVAL_SECONDS} \
           -c tcp_keepalives_count={TCP_KEEPALIVE_RETRIES} \
           -c tcp_user_timeout={TCP_USER_TIMEOUT_MS} \
-          -c jit=off"
+          -c jit=off \
+          -c stockledger.schema={}",
+        crate::store::migrate::latest()
     ));
     config.options(options.trim());
     config
