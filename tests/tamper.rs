@@ -152,6 +152,25 @@ async fn a_reservations_fingerprint_is_stored_once_served_twice_and_covered() {
         report.findings
     );
     assert_eq!(report.digest_matches, Some(false));
+    // The metadata's side too: a fingerprint written back into the row,
+    // other than the request hash, or said to be none, shows as well.
+    let other = position_of(&db, &res_stream("r1"), 1).await;
+    for forged in [r#"{"fingerprint": null}"#, r#"{"fingerprint": "ab"}"#] {
+        as_superuser(
+            &db,
+            &format!(
+                "UPDATE events SET metadata = metadata || '{forged}' WHERE position = {other}"
+            ),
+        )
+        .await;
+        let report = verify(&db, Some(&d)).await;
+        assert!(
+            report.findings.iter().any(|f| matches!(f,
+                Finding::EventAltered { position, .. } if *position == other)),
+            "{forged}: {:?}",
+            report.findings
+        );
+    }
 }
 
 /// A release from before event versions reads a version-2 event as if it
@@ -173,11 +192,9 @@ async fn a_sealer_that_does_not_read_versions_cannot_seal_a_later_version() {
             "00".repeat(32)
         )
     };
-    // As an old release connects: no `stockledger.schema`.
+    // As an old release connects: no `stockledger.schema` (the test's own
+    // client carries no startup options).
     let old = db.client().await;
-    old.batch_execute("SET stockledger.schema = ''")
-        .await
-        .unwrap();
     old.batch_execute(&insert(1, receipt)).await.unwrap();
     let refused = old.batch_execute(&insert(2, at)).await.unwrap_err();
     let db_error = refused.as_db_error().expect("a database error");

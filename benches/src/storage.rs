@@ -58,6 +58,9 @@ pub async fn run(
         write_hot(&store, &args).await?;
     }
     let client = pool::get(store.pool()).await?;
+    // A copy, a VACUUM and a REINDEX of a long log outlast the pool's
+    // statement timeout, which is for commands.
+    client.batch_execute("SET statement_timeout = 0").await?;
     let live = measure(&client, "events").await?;
     printer.progress("copying the log into the lean layout");
     fill_lean(&client).await?;

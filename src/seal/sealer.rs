@@ -158,9 +158,15 @@ async fn write_block(
     let seal = chain::seal(previous, fields);
     let stmt = client
         .prepare_cached(
-            "WITH rows AS (
+            // The schema this release reads, said in the statement itself
+            // as well as at connection (`pool::hardened`): the database
+            // refuses chain rows of later shape versions from a session
+            // that does not say it (schema 0020), and a pooler in front of
+            // the database may drop startup options.
+            "WITH reads AS (SELECT set_config('stockledger.schema', $15::text, true)),
+             rows AS (
                  INSERT INTO event_chain (seq, position, hash)
-                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bytea[]))
+                 SELECT r.* FROM unnest($1::bigint[], $2::bigint[], $3::bytea[]) AS r, reads)
              INSERT INTO seals (block, first_seq, last_seq, merkle_root, chain_head, previous,
                                 hash, last_tx_id, last_position, sealed_at, version)
              VALUES ($4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
@@ -184,6 +190,7 @@ async fn write_block(
                 &fields.last_position,
                 &fields.sealed_at,
                 &i16::from(fields.version),
+                &crate::store::migrate::latest().to_string(),
             ],
         )
         .await?;
