@@ -224,16 +224,23 @@ async fn a_reorder_point_over_http_and_the_cli() {
         json!({"reorder_point_id": "p1", "sku": "apple", "location": "default", "reorder_point": 6, "replayed": false})
     );
     assert_eq!(server.post("/v1/stock/reorder-points", body).await.0, 200);
-    // The alert is in the log, for readers of /v1/events.
-    let (status, page) = server.get("/v1/events?limit=10", "auditor").await;
-    assert_eq!(status, 200);
-    let types: Vec<&str> = page["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap())
-        .collect();
-    assert_eq!(types, ["StockReceived", "ReorderPointSet", "StockLow"]);
+    // The alert is in the log, for readers of /v1/events: once no older
+    // transaction is open (a worker's, say), which the page waits for.
+    let types = || async {
+        let (status, page) = server.get("/v1/events?limit=10", "auditor").await;
+        assert_eq!(status, 200);
+        page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["type"].as_str().unwrap().to_owned())
+            .collect::<Vec<String>>()
+    };
+    eventually("the alert is read", || async { types().await.len() == 3 }).await;
+    assert_eq!(
+        types().await,
+        ["StockReceived", "ReorderPointSet", "StockLow"]
+    );
     let (status, answer) = server
         .post(
             "/v1/stock/reorder-points",
