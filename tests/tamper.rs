@@ -210,6 +210,41 @@ async fn a_sealer_that_does_not_read_versions_cannot_seal_a_later_version() {
     old.batch_execute(&insert(2, at)).await.unwrap();
 }
 
+/// The sealer says its schema in the statement that writes the chain, not
+/// only at connection: behind a pooler that drops startup options, this
+/// release still seals a version-2 event.
+#[tokio::test]
+async fn the_sealer_seals_later_versions_without_its_startup_option() {
+    let db = TestDb::new().await;
+    db.receive("in-1", "apple", 10).await;
+    db.run(reserve("r1", "o1", &[("apple", 3)], None))
+        .await
+        .unwrap();
+    // A pool of plain connections: no startup options at all.
+    let manager = deadpool_postgres::Manager::from_config(
+        db.config.clone(),
+        tokio_postgres::NoTls,
+        deadpool_postgres::ManagerConfig::default(),
+    );
+    let bare = deadpool_postgres::Pool::builder(manager)
+        .max_size(2)
+        .build()
+        .unwrap();
+    let options: String = bare
+        .get()
+        .await
+        .unwrap()
+        .query_one("SELECT current_setting('stockledger.schema', true)", &[])
+        .await
+        .unwrap()
+        .get::<_, Option<String>>(0)
+        .unwrap_or_default();
+    assert_eq!(options, "", "the pool says nothing at connection");
+    let sealed = seal::sealer::catch_up(&bare).await.unwrap();
+    assert_eq!(sealed, Some(2), "the receipt and the reservation");
+    assert!(verify(&db, Some(&digest(&db).await)).await.clean());
+}
+
 #[tokio::test]
 async fn a_quantity_changed_with_the_balances_to_match_passes_the_audit_but_not_verify() {
     let db = sealed_ledger().await;
