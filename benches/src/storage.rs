@@ -225,7 +225,12 @@ async fn measure(client: &Client, table: &str) -> anyhow::Result<Footprint> {
     for c in names {
         let avg: f64 = client
             .query_one(
-                &format!("SELECT coalesce(avg(pg_column_size({c:?})), 0)::float8 FROM {table}"),
+                // Per event, NULLs as the 0 bytes they take (an average
+                // of the sizes alone would leave them out).
+                &format!(
+                    "SELECT coalesce(avg(coalesce(pg_column_size({c:?}), 0)), 0)::float8 \
+                     FROM {table}"
+                ),
                 &[],
             )
             .await?
