@@ -1,9 +1,9 @@
 //! The shapes events are written in. Each stored event says the version of
 //! its type's shape it was written in; the log never changes, so an event
 //! written in an older shape stays in it, and reading it brings it up to the
-//! current shape here (an upcast). Everything that decodes an event, the log
-//! row (`store::log_row`) and an event's JSON (`Event::from_written`), goes
-//! through this module, and so does everything that shows or hashes an event
+//! current shape here (an upcast). Everything in Rust that decodes an event,
+//! the log row (`store::log_row`) and an event's JSON (`Event::from_written`),
+//! goes through this module (the SQL folds read columns: docs/events.md), and so does everything that shows or hashes an event
 //! as it was written (`written_data`): a seal's leaf covers the event as it
 //! was written, not as it reads today.
 //!
@@ -128,17 +128,22 @@ pub fn upcast_data(
 /// covers, so that an event hashes the same for ever.
 pub fn written_data(event: &Event, version: Version) -> Value {
     let mut data = event.data();
-    if version < current(event.event_type()) {
-        if let Value::Object(fields) = &mut data {
-            for change in CHANGES
-                .iter()
-                .filter(|c| c.event == event.event_type() && c.version > version)
-            {
-                fields.remove(change.adds);
-            }
-        }
+    if let Value::Object(fields) = &mut data {
+        remove_later_fields(event.event_type(), version, fields);
     }
     data
+}
+
+/// Takes out of `fields` (an event's data, or its row's `data`) every field
+/// a version of `event`'s shape after `version` added: the written form of
+/// an older version, for the API and for a row alike (`log_row::encode_in`).
+pub fn remove_later_fields(event: EventType, version: Version, fields: &mut Map<String, Value>) {
+    for change in CHANGES
+        .iter()
+        .filter(|c| c.event == event && c.version > version)
+    {
+        fields.remove(change.adds);
+    }
 }
 
 #[cfg(test)]

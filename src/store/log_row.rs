@@ -114,12 +114,7 @@ pub(crate) struct Columns<'a> {
 pub fn encode_in(event: &Event, version: shape::Version) -> LogRow<'_> {
     let mut row = encode(event);
     if let serde_json::Value::Object(data) = &mut row.data {
-        for change in shape::CHANGES
-            .iter()
-            .filter(|c| c.event == event.event_type() && c.version > version)
-        {
-            data.remove(change.adds);
-        }
+        shape::remove_later_fields(event.event_type(), version, data);
     }
     row
 }
