@@ -506,6 +506,24 @@ pub const MAX_PROOF_LATER_BLOCKS: i64 = 100_000;
 pub const VERIFY_WINDOW_ROWS: i64 = 20_000;
 pub const VERIFY_READERS: usize = 2;
 
+/// `archive`: most events and most blocks in one segment (docs/archive.md).
+/// A segment's seals live in its manifest, which is read whole, so the
+/// block count bounds the manifest (about 450 bytes a block); the event
+/// count bounds a file an auditor has to fetch to check one event in it.
+pub const MAX_ARCHIVE_SEGMENT_EVENTS: u64 = 1 << 20;
+pub const MAX_ARCHIVE_SEGMENT_BLOCKS: usize = 4_096;
+
+/// `archive`: most segments one directory holds, and the largest manifest
+/// and row line read; anything larger is not a file this release wrote.
+pub const MAX_ARCHIVE_SEGMENTS: usize = 100_000;
+pub const MAX_ARCHIVE_MANIFEST_BYTES: u64 = 8 << 20;
+pub const MAX_ARCHIVE_LINE_BYTES: usize = 1 << 20;
+
+/// `archive`: rows handed from the thread that reads (or writes) a file to
+/// the task that checks them, per batch, and batches in flight.
+pub const ARCHIVE_BATCH_ROWS: usize = 1_024;
+pub const ARCHIVE_QUEUE_BATCHES: usize = 4;
+
 /// The per-address connection cap is at most this fraction (1/N) of the total
 /// cap, whatever `--max-connections-per-address` says: when the open-files
 /// limit lowers the total below the per-address cap, one address could

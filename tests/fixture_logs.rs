@@ -13,11 +13,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use chrono::{DateTime, Utc};
 use serde_json::Value;
-use stockledger::domain::{
-    Balance, Event, EventMetadata, Expectation, RecordedEvent, Reservation, StreamId,
-};
+use stockledger::domain::{Balance, Event, Expectation, RecordedEvent, Reservation, StreamId};
 use stockledger::seal::{self, chain, sealer, Digest};
 use stockledger::store::log_row;
 
@@ -39,21 +36,7 @@ fn fixture(name: &str) -> (Vec<Value>, Digest) {
 
 /// The event `json` serves, read as this release reads it.
 fn recorded(json: &Value) -> RecordedEvent {
-    let type_name = json["type"].as_str().unwrap();
-    let version = json.get("version").map_or(1, |v| v.as_i64().unwrap());
-    let recorded_at: DateTime<Utc> = serde_json::from_value(json["recorded_at"].clone()).unwrap();
-    let event = Event::from_written(type_name, version, json["data"].clone(), recorded_at)
-        .unwrap_or_else(|e| panic!("{json}: {e}"));
-    RecordedEvent {
-        position: json["position"].as_i64().unwrap(),
-        stream: StreamId::parse("stream", json["stream"].as_str().unwrap()).unwrap(),
-        seq: json["seq"].as_u64().unwrap() as u32,
-        event,
-        version: version as u16,
-        metadata: serde_json::from_value::<EventMetadata>(json["metadata"].clone()).unwrap(),
-        recorded_at,
-        tx_id: 0,
-    }
+    stockledger::store::read::event_from_json(json, 0).unwrap_or_else(|e| panic!("{json}: {e}"))
 }
 
 #[test]

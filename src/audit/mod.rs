@@ -23,6 +23,7 @@ use crate::limits::AUDIT_READERS;
 use crate::projection::rebuild::{Verified, VerifyCopies};
 use crate::projection::Slot;
 use crate::read_model::{ReadModel, ALL};
+use crate::seal::archive::Archive;
 use crate::store::error::Cause;
 use crate::store::{pool, Cursor, StoreError};
 
@@ -77,6 +78,18 @@ async fn checkpoint(
 
 /// Audits the whole ledger.
 pub async fn audit(pool: &Pool) -> Result<AuditReport, StoreError> {
+    audit_with(pool, None).await
+}
+
+/// Audits the whole ledger replaying its archived part from `archive`'s
+/// files (`audit --from-archive`), the rest from the database: the check
+/// that the files hold the history the balances and read models were made
+/// from. The archive must be whole (`Archive::whole`).
+pub async fn audit_from_archive(pool: &Pool, archive: &Archive) -> Result<AuditReport, StoreError> {
+    audit_with(pool, Some(archive)).await
+}
+
+async fn audit_with(pool: &Pool, archive: Option<&Archive>) -> Result<AuditReport, StoreError> {
     let started = Instant::now();
     let mut client = pool::get(pool).await?;
     let tx = snapshot(&mut client).await?;
@@ -90,7 +103,7 @@ pub async fn audit(pool: &Pool) -> Result<AuditReport, StoreError> {
             });
         }
     }
-    let result = compare_in_snapshot(pool, &tx, targets, true).await?;
+    let result = compare_in_snapshot(pool, &tx, targets, true, archive).await?;
     tx.commit().await?;
     Ok(report(result, started.elapsed()))
 }
@@ -107,6 +120,7 @@ async fn compare_in_snapshot(
     tx: &deadpool_postgres::Transaction<'_>,
     targets: Vec<Target>,
     balances: bool,
+    archive: Option<&Archive>,
 ) -> Result<replay::Outcome, StoreError> {
     let id = crate::store::snapshot::export(tx).await?;
     let in_snapshot =
@@ -119,14 +133,19 @@ async fn compare_in_snapshot(
         })
     };
     let mut readers = Vec::new();
-    for part in 0..AUDIT_READERS {
+    let parts = if archive.is_some() { 1 } else { AUDIT_READERS };
+    for part in 0..parts {
         let (pool, id, targets) = (pool.clone(), id.clone(), targets.clone());
+        let archive = archive.cloned();
         readers.push(tokio::spawn(async move {
             // The connection was taken out of the pool: dropping it ends its
             // read-only transaction.
             let client = in_snapshot(pool, id).await?;
             let mut replay = Replay::new(targets);
-            replay.read_log(&*client, part, AUDIT_READERS).await?;
+            match &archive {
+                Some(a) => replay.read_archive_and_log(&*client, a).await?,
+                None => replay.read_log(&*client, part, parts).await?,
+            }
             Ok::<_, StoreError>(replay)
         }));
     }
@@ -197,7 +216,7 @@ pub async fn verify_copies(
             slot: Slot::Rebuild,
         });
     }
-    let result = compare_in_snapshot(pool, &tx, targets, false).await?;
+    let result = compare_in_snapshot(pool, &tx, targets, false, None).await?;
     tx.commit().await?;
     let differs = result.diffs.count > 0;
     Ok(Verified {

@@ -20,6 +20,37 @@ use crate::read_model::{
 };
 use crate::store::log_row::{self, Columns};
 use crate::store::{Cursor, StoreError};
+
+use crate::seal::archive::read::Item;
+use crate::seal::archive::{Archive, ArchivedRow};
+
+/// An archived event as the replay reads it: its stream's name and its row.
+/// An event that no longer reads is a row with the reason, as from the log.
+fn archived(r: &ArchivedRow) -> (String, Row) {
+    let json = &r.line.event;
+    let name = json["stream"].as_str().unwrap_or_default().to_owned();
+    let recorded = r.recorded();
+    let type_name = json["type"].as_str().unwrap_or_default();
+    let recorded_at = recorded
+        .as_ref()
+        .map_or_else(|_| DateTime::<Utc>::MIN_UTC, |e| e.recorded_at);
+    let row = Row {
+        seq: json["seq"]
+            .as_u64()
+            .and_then(|s| u32::try_from(s).ok())
+            .unwrap_or(0),
+        closes: EventType::parse(type_name).is_some_and(StreamKind::closes),
+        event: recorded
+            .map(|e| e.event)
+            .map_err(|e| format!("{type_name}: {e}")),
+        recorded_at,
+        cursor: Cursor {
+            tx_id: r.line.tx_id,
+            position: r.position(),
+        },
+    };
+    (name, row)
+}
 use uuid::Uuid;
 
 /// A projection copy to compare, and the checkpoint it was built up to.
@@ -40,6 +71,9 @@ pub(crate) struct Outcome {
     /// The first target whose rows differ from the log, if any.
     pub first_differing: Option<&'static dyn ReadModel>,
 }
+
+/// Streams read in part, waiting for the rest of their events.
+type Waiting = HashMap<StreamId, Vec<Row>>;
 
 struct Row {
     seq: u32,
@@ -108,12 +142,60 @@ impl Replay {
         part: u32,
         parts: u32,
     ) -> Result<(), StoreError> {
-        let stmt = client.prepare(LOG).await?;
         let (part, parts) = (part as i32, parts as i32);
-        let params: [&(dyn ToSql + Sync); 2] = [&part, &parts];
-        let rows = client.query_raw(&stmt, params).await?;
+        let mut waiting = Waiting::default();
+        self.read_rows(client, LOG, &[&part, &parts], &mut waiting)
+            .await?;
+        self.finish_waiting(waiting);
+        Ok(())
+    }
+
+    /// The whole log, its archived part from `archive`'s files (which must
+    /// be whole) and the rest from the database, on this one reader: the
+    /// archive is not partitioned by the database's hash of stream names.
+    pub async fn read_archive_and_log(
+        &mut self,
+        client: &impl tokio_postgres::GenericClient,
+        archive: &Archive,
+    ) -> Result<(), StoreError> {
+        let mut waiting = Waiting::default();
+        let mut rows = archive.rows();
+        while let Some(item) = rows.recv().await {
+            match item {
+                Item::Rows(batch) => {
+                    for r in &batch {
+                        self.events += 1;
+                        let (name, row) = archived(r);
+                        self.take(&mut waiting, &name, row);
+                    }
+                }
+                Item::Problem(p) => {
+                    let why = format!(
+                        "archive {}: {} (run `stockledger verify --archive`)",
+                        p.file, p.what
+                    );
+                    return Err(StoreError::Corrupt(why.into()));
+                }
+            }
+        }
+        let (all, one, archived_seq) = (0i32, 1i32, archive.last_seq());
+        let sql = format!("{LOG} AND NOT EXISTS (SELECT 1 FROM event_chain c WHERE c.position = events.position AND c.seq <= $3)");
+        self.read_rows(client, &sql, &[&all, &one, &archived_seq], &mut waiting)
+            .await?;
+        self.finish_waiting(waiting);
+        Ok(())
+    }
+
+    async fn read_rows(
+        &mut self,
+        client: &impl tokio_postgres::GenericClient,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        waiting: &mut Waiting,
+    ) -> Result<(), StoreError> {
+        let stmt = client.prepare(sql).await?;
+        let rows = client.query_raw(&stmt, params.iter().copied()).await?;
         let mut rows = std::pin::pin!(rows);
-        let mut waiting: HashMap<StreamId, Vec<Row>> = HashMap::default();
         while let Some(r) = rows.try_next().await? {
             self.events += 1;
             let name: &str = r.get(0);
@@ -141,22 +223,31 @@ impl Replay {
                     position: r.get(6),
                 },
             };
-            let Ok(stream) = StreamId::parse("stream", name) else {
-                self.foreign_stream(name, row);
-                continue;
-            };
-            let last = stream.kind().last_seq() as usize;
-            let entry = waiting.entry(stream.clone()).or_default();
-            entry.push(row);
-            if complete(entry, last) {
-                let rows = waiting.remove(&stream).expect("just inserted");
-                self.finish_stream(stream, rows);
-            }
+            self.take(waiting, name, row);
         }
+        Ok(())
+    }
+
+    /// One event read: it waits with its stream's until the stream is
+    /// complete, then the stream is folded.
+    fn take(&mut self, waiting: &mut Waiting, name: &str, row: Row) {
+        let Ok(stream) = StreamId::parse("stream", name) else {
+            self.foreign_stream(name, row);
+            return;
+        };
+        let last = stream.kind().last_seq() as usize;
+        let entry = waiting.entry(stream.clone()).or_default();
+        entry.push(row);
+        if complete(entry, last) {
+            let rows = waiting.remove(&stream).expect("just inserted");
+            self.finish_stream(stream, rows);
+        }
+    }
+
+    fn finish_waiting(&mut self, waiting: Waiting) {
         for (stream, rows) in waiting {
             self.finish_stream(stream, rows);
         }
-        Ok(())
     }
 
     /// An event in a stream of no known kind: it still moved the write-side

@@ -72,7 +72,22 @@ pub enum Cmd {
     },
     /// Replay the whole log and compare with the balances and every read model.
     /// Exit 0 when everything agrees, 4 when a difference is found.
-    Audit,
+    Audit {
+        /// Replay the archived blocks from this archive directory's files
+        /// (`stockledger archive`) and the rest from the database.
+        #[arg(long, value_name = "DIR")]
+        from_archive: Option<String>,
+    },
+    /// Write every sealed block not archived yet into DIR: compressed rows
+    /// with their chain hashes, the seals, and a manifest per segment, each
+    /// block verified first and each file read back (docs/archive.md).
+    Archive {
+        #[arg(long, value_name = "DIR")]
+        dir: String,
+        /// Archive no block after this one.
+        #[arg(long)]
+        through_block: Option<i64>,
+    },
     /// Chain and seal every event not sealed yet (a server's sealer does
     /// this by itself; this is for a ledger without one).
     Seal,
@@ -85,6 +100,10 @@ pub enum Cmd {
         /// A digest file (`stockledger digest --json`).
         #[arg(long)]
         digest: Option<String>,
+        /// Read the archived blocks from this archive directory's files,
+        /// and only the blocks after them from the database.
+        #[arg(long, value_name = "DIR")]
+        archive: Option<String>,
     },
     /// Print a proof (JSON) that the event at POSITION is in the log under a
     /// digest (the latest, or --digest FILE).
@@ -92,6 +111,9 @@ pub enum Cmd {
         position: i64,
         #[arg(long)]
         digest: Option<String>,
+        /// Prove an archived event from this archive directory's files.
+        #[arg(long, value_name = "DIR")]
+        archive: Option<String>,
     },
     /// Check a proof file without a database, against a digest you kept
     /// (never the one inside the proof). Exit 0 when it holds, 5 when not.

@@ -215,13 +215,14 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
             relay::relay(&store, args, printer).await?;
         }
         Cmd::Projections { command } => projections(command, database_url, printer).await?,
-        Cmd::Audit => {
+        Cmd::Audit { from_archive } => {
             let store = open(database_url, printer).await?;
-            if !read_models::audit(&store, printer).await? {
+            if !read_models::audit(&store, from_archive.as_deref(), printer).await? {
                 return Err(Failure::AuditDifferences);
             }
         }
         c @ (Cmd::Seal
+        | Cmd::Archive { .. }
         | Cmd::Digest
         | Cmd::Verify { .. }
         | Cmd::Prove { .. }

@@ -216,8 +216,18 @@ impl Progress {
     }
 }
 
-pub async fn audit(store: &Store, printer: &Printer) -> Result<bool, Failure> {
-    let report = stockledger::audit::audit(store.pool()).await?;
+pub async fn audit(
+    store: &Store,
+    from_archive: Option<&str>,
+    printer: &Printer,
+) -> Result<bool, Failure> {
+    let report = match from_archive {
+        None => stockledger::audit::audit(store.pool()).await?,
+        Some(dir) => {
+            let archive = super::seal::open_archive(dir)?;
+            stockledger::audit::audit_from_archive(store.pool(), &archive).await?
+        }
+    };
     let mut text = format!(
         "audit: {} events in {} streams, {} items, {} orders; {:.2} s ({:.0} events/s)\ncompared: item_balances",
         report.events, report.streams, report.items, report.orders, report.seconds, report.events_per_second

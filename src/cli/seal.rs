@@ -2,9 +2,11 @@
 //! `verify-proof` (docs/auditing.md). Only `seal` writes; `verify-proof`
 //! touches no database.
 
+use std::path::Path;
 use std::time::Instant;
 
 use serde_json::json;
+use stockledger::seal::archive::Archive;
 use stockledger::seal::{self, Digest, Finding};
 use stockledger::store::Store;
 
@@ -22,13 +24,21 @@ pub async fn dispatch(
         Cmd::VerifyProof { file, digest } => verify_proof(&file, &digest, printer),
         Cmd::Seal => seal_now(&open(database_url, printer).await?, printer).await,
         Cmd::Digest => digest(&open(database_url, printer).await?, printer).await,
-        Cmd::Verify { digest } => {
+        Cmd::Verify { digest, archive } => {
             let store = open(database_url, printer).await?;
-            verify(&store, digest.as_deref(), printer).await
+            verify(&store, digest.as_deref(), archive.as_deref(), printer).await
         }
-        Cmd::Prove { position, digest } => {
+        Cmd::Prove {
+            position,
+            digest,
+            archive,
+        } => {
             let store = open(database_url, printer).await?;
-            prove(&store, position, digest.as_deref()).await
+            prove(&store, position, digest.as_deref(), archive.as_deref()).await
+        }
+        Cmd::Archive { dir, through_block } => {
+            let store = open(database_url, printer).await?;
+            archive(&store, &dir, through_block, printer).await
         }
         other => unreachable!("not an auditor's command: {other:?}"),
     }
@@ -81,9 +91,11 @@ fn finding_text(f: &Finding) -> String {
             position,
             stream,
             seq,
+            archive,
             ..
         } => format!(
-            "chain row {chain_seq}: the event at position {position} ({stream} #{seq}) was changed after it was sealed"
+            "chain row {chain_seq}: the event at position {position} ({stream} #{seq}) was changed after it was sealed{}",
+            archive.as_ref().map(|f| format!(" (in archive segment {f})")).unwrap_or_default()
         ),
         Finding::EventUndecodable {
             chain_seq,
@@ -107,14 +119,68 @@ fn finding_text(f: &Finding) -> String {
         } => format!(
             "the digest names block {block}, but the log has {sealed_blocks} sealed blocks: sealed events are gone"
         ),
+        Finding::ArchiveProblem { file, what } => format!("archive {file}: {what}"),
     }
 }
 
+/// An archive directory, refused unless every segment reads and follows on.
+pub fn open_archive(dir: &str) -> Result<Archive, Failure> {
+    Ok(Archive::open(Path::new(dir))
+        .and_then(Archive::whole)
+        .map_err(|e| anyhow::anyhow!("{e}"))?)
+}
+
+/// Writes the sealed blocks not archived yet into `dir`.
+pub async fn archive(
+    store: &Store,
+    dir: &str,
+    through_block: Option<i64>,
+    printer: &Printer,
+) -> Result<(), Failure> {
+    let started = Instant::now();
+    let written = seal::archive::write::archive(store.pool(), Path::new(dir), through_block)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut text = format!(
+        "archive {dir}: {} new segment(s) in {:.2} s",
+        written.len(),
+        started.elapsed().as_secs_f64()
+    );
+    for m in &written {
+        text.push_str(&format!(
+            "\n  blocks {} to {}: {} events, {} bytes ({:.0} per event), SHA-256 {}",
+            m.first_block,
+            m.last_block,
+            m.events,
+            m.bytes,
+            m.bytes as f64 / m.events.max(1) as f64,
+            m.sha256
+        ));
+    }
+    if written.is_empty() {
+        text.push_str("\n  every sealed block is archived already");
+    }
+    printer.value(&json!({ "dir": dir, "segments": written }), &text);
+    Ok(())
+}
+
 /// Exit 0 when everything matches, 5 on any finding.
-pub async fn verify(store: &Store, digest: Option<&str>, printer: &Printer) -> Result<(), Failure> {
+pub async fn verify(
+    store: &Store,
+    digest: Option<&str>,
+    archive: Option<&str>,
+    printer: &Printer,
+) -> Result<(), Failure> {
     let digest = digest.map(read_digest).transpose()?;
     let started = Instant::now();
-    let report = seal::verify::verify(store.pool(), digest.as_ref()).await?;
+    let report = match archive {
+        None => seal::verify::verify(store.pool(), digest.as_ref()).await?,
+        Some(dir) => {
+            // Not `open_archive`: what is wrong in the directory is a finding.
+            let archive = Archive::open(Path::new(dir)).map_err(|e| anyhow::anyhow!("{e}"))?;
+            seal::verify::verify_across(store.pool(), digest.as_ref(), &archive).await?
+        }
+    };
     let seconds = started.elapsed().as_secs_f64();
     let mut text = format!(
         "verify: {} events in {} blocks; {:.2} s ({:.0} events/s); {} not sealed yet",
@@ -152,11 +218,28 @@ pub async fn verify(store: &Store, digest: Option<&str>, printer: &Printer) -> R
 }
 
 /// Prints the proof for the event at `position` (always JSON: it is a file).
-pub async fn prove(store: &Store, position: i64, digest: Option<&str>) -> Result<(), Failure> {
+pub async fn prove(
+    store: &Store,
+    position: i64,
+    digest: Option<&str>,
+    archive: Option<&str>,
+) -> Result<(), Failure> {
     let digest = digest.map(read_digest).transpose()?;
-    let proof = seal::proof::prove(store.pool(), position, digest)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let archived = match archive {
+        Some(dir) => {
+            let archive = Archive::open(Path::new(dir)).map_err(|e| anyhow::anyhow!("{e}"))?;
+            seal::archive::prove::prove(store.pool(), &archive, position, digest.clone())
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?
+        }
+        None => None,
+    };
+    let proof = match archived {
+        Some(p) => p,
+        None => seal::proof::prove(store.pool(), position, digest)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?,
+    };
     println!("{}", serde_json::to_string_pretty(&proof).expect("json"));
     Ok(())
 }

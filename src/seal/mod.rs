@@ -9,6 +9,7 @@
 //! can switch them off) but on SHA-256 and on digests the database cannot
 //! reach: a log rewritten after a digest was taken no longer hashes to it.
 
+pub mod archive;
 pub mod chain;
 pub mod digest;
 pub mod proof;

@@ -108,12 +108,16 @@ pub enum ProveError {
     Altered(i64),
     #[error("no block is sealed yet")]
     NothingSealed,
+    /// The archive file that holds the event does not read, or does not
+    /// match its seal: `stockledger verify --archive` names what is wrong.
+    #[error("the archive: {0}")]
+    Archive(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
 impl SealedBlock {
-    fn fields(&self) -> Result<SealFields, ProofError> {
+    pub(crate) fn fields(&self) -> Result<SealFields, ProofError> {
         let hash = |s: &str| chain::from_hex(s).ok_or(ProofError::BadHash);
         Ok(SealFields {
             version: self.version,
@@ -128,7 +132,7 @@ impl SealedBlock {
         })
     }
 
-    fn from_row(r: &tokio_postgres::Row) -> Result<SealedBlock, StoreError> {
+    pub(crate) fn from_row(r: &tokio_postgres::Row) -> Result<SealedBlock, StoreError> {
         let hex = |i: usize| crate::domain::fingerprint::hex_bytes(r.get::<_, &[u8]>(i));
         Ok(SealedBlock {
             version: r
@@ -233,6 +237,32 @@ pub async fn prove(
             .ok_or(ProveError::NothingSealed)?,
     };
     let (chain_seq, block, previous_seal) = locate(&tx, position).await?;
+    reaches(&block, &digest)?;
+    let later = later_blocks(&tx, block.block, &digest).await?;
+    let (leaves, event) = block_leaves(&tx, &block, position).await?;
+    tx.commit().await.map_err(StoreError::from)?;
+    let found = Located {
+        event,
+        chain_seq,
+        block,
+        previous_seal,
+        leaves,
+    };
+    assemble(found, later, digest)
+}
+
+/// An event found in its block: what a proof is made of, with the later
+/// blocks and the digest. The block's leaves are checked against its root.
+pub(crate) struct Located {
+    pub event: Value,
+    pub chain_seq: i64,
+    pub block: SealedBlock,
+    pub previous_seal: String,
+    pub leaves: Vec<Hash>,
+}
+
+/// The event's block is at or before the digest's, and near enough.
+pub(crate) fn reaches(block: &SealedBlock, digest: &Digest) -> Result<(), ProveError> {
     if block.block > digest.block {
         return Err(ProveError::AfterDigest {
             block: block.block,
@@ -242,34 +272,52 @@ pub async fn prove(
     if digest.block - block.block > MAX_PROOF_LATER_BLOCKS {
         return Err(ProveError::TooFar(digest.block - block.block));
     }
-    let later: Vec<SealedBlock> = tx
+    Ok(())
+}
+
+/// The database's blocks after `after`, up to the digest's.
+pub(crate) async fn later_blocks(
+    client: &impl deadpool_postgres::GenericClient,
+    after: i64,
+    digest: &Digest,
+) -> Result<Vec<SealedBlock>, ProveError> {
+    Ok(client
         .query(
             &format!(
                 "SELECT {SEAL_COLUMNS} FROM seals WHERE block > $1 AND block <= $2 ORDER BY block"
             ),
-            &[&block.block, &digest.block],
+            &[&after, &digest.block],
         )
         .await
         .map_err(StoreError::from)?
         .iter()
         .map(SealedBlock::from_row)
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, _>>()?)
+}
+
+/// The proof of `found` under `digest`, through `later` (every block after
+/// the event's, up to the digest's).
+pub(crate) fn assemble(
+    found: Located,
+    later: Vec<SealedBlock>,
+    digest: Digest,
+) -> Result<Proof, ProveError> {
+    let block = found.block;
+    reaches(&block, &digest)?;
     if later.last().map_or(block.block, |b| b.block) != digest.block {
         return Err(ProveError::DigestNotInLog(digest.block));
     }
-    let (leaves, event) = block_leaves(&tx, &block, position).await?;
-    tx.commit().await.map_err(StoreError::from)?;
-    let m = (chain_seq - block.first_seq) as usize;
+    let m = (found.chain_seq - block.first_seq) as usize;
     Ok(Proof {
-        format: format_for(&event).to_owned(),
-        event,
-        chain_seq,
-        path: chain::merkle_path(m, &leaves)
+        format: format_for(&found.event).to_owned(),
+        event: found.event,
+        chain_seq: found.chain_seq,
+        path: chain::merkle_path(m, &found.leaves)
             .iter()
             .map(chain::hex)
             .collect(),
         block,
-        previous_seal,
+        previous_seal: found.previous_seal,
         later,
         digest,
     })

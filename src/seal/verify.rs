@@ -19,6 +19,12 @@ use crate::seal::sealer::leaf_of;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::{pool, StoreError};
 
+use std::sync::Arc;
+
+use crate::seal::archive::check::Seal;
+use crate::seal::archive::read::Item;
+use crate::seal::archive::{Archive, ArchivedRow};
+
 /// What does not match, each naming where.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -34,6 +40,9 @@ pub enum Finding {
         seq: u32,
         sealed_hash: String,
         now_hash: String,
+        /// The archive segment the event was read from (`verify --archive`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        archive: Option<String>,
     },
     /// The event's row no longer decodes as an event at all.
     EventUndecodable {
@@ -56,6 +65,9 @@ pub enum Finding {
     DigestMismatch { block: i64, what: String },
     /// The digest names a block the log does not have.
     DigestNotInLog { block: i64, sealed_blocks: i64 },
+    /// An archive file that does not read, does not follow the one before,
+    /// or was changed after it was written (`verify --archive`).
+    ArchiveProblem { file: String, what: String },
 }
 
 /// What `verify` found.
@@ -181,6 +193,26 @@ pub async fn verify_in_windows(
     digest: Option<&Digest>,
     window_rows: i64,
 ) -> Result<Report, StoreError> {
+    verify_with(pool, digest, window_rows, None).await
+}
+
+/// `verify` across an archive and the database: the archive's segments
+/// stand for the blocks they hold, read from the files and never from the
+/// database, and the database for the blocks after them, as one chain.
+pub async fn verify_across(
+    pool: &deadpool_postgres::Pool,
+    digest: Option<&Digest>,
+    archive: &Archive,
+) -> Result<Report, StoreError> {
+    verify_with(pool, digest, VERIFY_WINDOW_ROWS, Some(archive)).await
+}
+
+async fn verify_with(
+    pool: &deadpool_postgres::Pool,
+    digest: Option<&Digest>,
+    window_rows: i64,
+    archive: Option<&Archive>,
+) -> Result<Report, StoreError> {
     let window_rows = window_rows.clamp(1, VERIFY_WINDOW_ROWS);
     let mut client = pool::get(pool).await?;
     let tx = client
@@ -189,7 +221,14 @@ pub async fn verify_in_windows(
         .read_only(true)
         .start()
         .await?;
-    let seals = load_seals(&tx).await?;
+    let (archived, archived_seq) = archive.map_or((0, 0), |a| (a.last_block(), a.last_seq()));
+    let (mut seals, broken) = archive.map(archived_seals).unwrap_or_default();
+    seals.extend(
+        load_seals(&tx)
+            .await?
+            .into_iter()
+            .filter(|s| s.fields.block > archived),
+    );
     let head = digest::latest(&tx).await?;
     let digest = match digest {
         Some(d) => {
@@ -205,31 +244,15 @@ pub async fn verify_in_windows(
         .await?
         .get(0);
     let mut walk = Walk::new(seals, head, digest);
+    broken.into_iter().for_each(|f| walk.report.found(f));
     walk.check_seal_links();
-    let id = crate::store::snapshot::export(&tx).await?;
-    let windows = (last_seq + window_rows - 1) / window_rows;
-    let mut readers = Vec::new();
-    for part in 0..VERIFY_READERS {
-        // Room for one window ahead: memory stays bounded.
-        let (send, receive) = tokio::sync::mpsc::channel(1);
-        let (pool, id) = (pool.clone(), id.clone());
-        tokio::spawn(async move {
-            let client = match crate::store::snapshot::join(&pool, &id).await {
-                Ok(c) => c,
-                Err(e) => return drop(send.send(Err(e)).await),
-            };
-            let mut w = part as i64;
-            while w < windows {
-                let rows = window(&client, 1 + w * window_rows, window_rows).await;
-                let failed = rows.is_err();
-                if send.send(rows).await.is_err() || failed {
-                    return;
-                }
-                w += VERIFY_READERS as i64;
-            }
-        });
-        readers.push(receive);
+    if let Some(a) = archive {
+        walk.archive(a).await;
     }
+    let id = crate::store::snapshot::export(&tx).await?;
+    let first = archived_seq + 1;
+    let windows = (last_seq - first + 1 + window_rows - 1).max(0) / window_rows;
+    let mut readers = spawn_readers(pool, &id, first, windows, window_rows);
     for w in 0..windows {
         let rows = readers[w as usize % VERIFY_READERS]
             .recv()
@@ -241,6 +264,42 @@ pub async fn verify_in_windows(
     walk.uncovered(&tx).await?;
     tx.commit().await?;
     Ok(walk.report)
+}
+
+type Windows = tokio::sync::mpsc::Receiver<Result<Vec<ChainRow>, StoreError>>;
+
+/// `VERIFY_READERS` connections in the snapshot `id`, reading `windows`
+/// windows of chain rows from row `first` in turn; each hands its windows
+/// over in order, one ahead at most, so memory stays bounded.
+fn spawn_readers(
+    pool: &deadpool_postgres::Pool,
+    id: &str,
+    first: i64,
+    windows: i64,
+    window_rows: i64,
+) -> Vec<Windows> {
+    let mut readers = Vec::new();
+    for part in 0..VERIFY_READERS {
+        let (send, receive) = tokio::sync::mpsc::channel(1);
+        let (pool, id) = (pool.clone(), id.to_owned());
+        tokio::spawn(async move {
+            let client = match crate::store::snapshot::join(&pool, &id).await {
+                Ok(c) => c,
+                Err(e) => return drop(send.send(Err(e)).await),
+            };
+            let mut w = part as i64;
+            while w < windows {
+                let rows = window(&client, first + w * window_rows, window_rows).await;
+                let failed = rows.is_err();
+                if send.send(rows).await.is_err() || failed {
+                    return;
+                }
+                w += VERIFY_READERS as i64;
+            }
+        });
+        readers.push(receive);
+    }
+    readers
 }
 
 /// What the log holds at one chain row, hashed.
@@ -261,6 +320,8 @@ struct ChainRow {
     position: i64,
     stored: Result<Hash, String>,
     found: Found,
+    /// The archive segment it was read from; `None` for the database.
+    file: Option<Arc<str>>,
 }
 
 /// Chain rows `from .. from + rows` with their events, hashed: the rows by
@@ -283,6 +344,7 @@ async fn window(
             position: r.get(1),
             stored: chain::from_bytes(r.get(2)).ok_or_else(|| "not 32 bytes".to_owned()),
             found: Found::Missing,
+            file: None,
         })
         .collect();
     if rows.is_empty() {
@@ -323,7 +385,83 @@ fn found(row: &Row) -> Found {
     }
 }
 
+/// The archive's seals as the walk takes them, and a finding for each that
+/// does not parse (the walk then sees a gap in the blocks).
+fn archived_seals(archive: &Archive) -> (Vec<StoredSeal>, Vec<Finding>) {
+    let mut seals = Vec::new();
+    let mut broken = Vec::new();
+    for s in &archive.segments {
+        for archived in &s.manifest.seals {
+            match Seal::parse(archived) {
+                Ok(Seal {
+                    fields,
+                    previous,
+                    hash,
+                }) => seals.push(StoredSeal {
+                    fields,
+                    previous,
+                    hash,
+                }),
+                Err((block, why)) => broken.push(Finding::ArchiveProblem {
+                    file: s.name.to_string(),
+                    what: format!("block {block}: {why}"),
+                }),
+            }
+        }
+    }
+    (seals, broken)
+}
+
+/// An archived row as the walk takes it: what the file holds there, hashed.
+fn archived_row(r: ArchivedRow) -> ChainRow {
+    let found = match (
+        r.leaf(),
+        r.line.event.get("stream"),
+        r.line.event.get("seq"),
+    ) {
+        (Ok(leaf), Some(stream), Some(seq)) => Found::Event {
+            leaf,
+            cursor: crate::seal::archive::check::cursor(&r.line),
+            stream: stream.as_str().unwrap_or_default().to_owned(),
+            seq: seq
+                .as_u64()
+                .and_then(|s| u32::try_from(s).ok())
+                .unwrap_or(0),
+        },
+        (Err(why), _, _) => Found::Undecodable(why),
+        _ => Found::Undecodable("no stream or seq".into()),
+    };
+    ChainRow {
+        seq: r.line.chain_seq,
+        position: r.position(),
+        stored: r.stored(),
+        found,
+        file: Some(r.file),
+    }
+}
+
 impl Walk {
+    /// Walks the archive's rows, before the database's; what does not read
+    /// or was changed in its files is a finding naming the file.
+    async fn archive(&mut self, archive: &Archive) {
+        for p in &archive.problems {
+            self.report.found(Finding::ArchiveProblem {
+                file: p.file.clone(),
+                what: p.what.clone(),
+            });
+        }
+        let mut rows = archive.rows();
+        while let Some(item) = rows.recv().await {
+            match item {
+                Item::Rows(batch) => batch.into_iter().for_each(|r| self.row(archived_row(r))),
+                Item::Problem(p) => self.report.found(Finding::ArchiveProblem {
+                    file: p.file,
+                    what: p.what,
+                }),
+            }
+        }
+    }
+
     /// Each stored seal against the one before it: numbered from 1, its
     /// rows following on, its `previous` the stored hash before, its own
     /// hash over its fields.
@@ -461,6 +599,7 @@ impl Walk {
                         seq: stream_seq,
                         sealed_hash: chain::hex(&stored),
                         now_hash: chain::hex(&now),
+                        archive: row.file.as_deref().map(str::to_owned),
                     });
                 }
                 Some(leaf)

@@ -274,6 +274,45 @@ pub fn event_json(e: &RecordedEvent) -> Value {
     })
 }
 
+/// The event `event_json` serves, read back as this release reads it (an
+/// archive file holds events in that form): its data upcast to the current
+/// shape. `tx_id` is the writing transaction's, which the served form does
+/// not carry.
+pub fn event_from_json(json: &Value, tx_id: i64) -> Result<RecordedEvent, String> {
+    let field = |name: &str| json.get(name).ok_or_else(|| format!("no {name}"));
+    let text = |name: &str| {
+        field(name)?
+            .as_str()
+            .ok_or_else(|| format!("{name} is not a string"))
+    };
+    let whole = |name: &str| {
+        field(name)?
+            .as_i64()
+            .ok_or_else(|| format!("{name} is not a whole number"))
+    };
+    let type_name = text("type")?;
+    let version = json.get("version").map_or(Ok(1), |_| whole("version"))?;
+    let recorded_at: DateTime<Utc> = serde_json::from_value(field("recorded_at")?.clone())
+        .map_err(|e| format!("recorded_at: {e}"))?;
+    let event = crate::domain::Event::from_written(
+        type_name,
+        version,
+        field("data")?.clone(),
+        recorded_at,
+    )?;
+    Ok(RecordedEvent {
+        position: whole("position")?,
+        stream: StreamId::parse("stream", text("stream")?).map_err(|e| e.to_string())?,
+        seq: u32::try_from(whole("seq")?).map_err(|e| format!("seq: {e}"))?,
+        event,
+        version: u16::try_from(version).map_err(|e| format!("version: {e}"))?,
+        metadata: serde_json::from_value(field("metadata")?.clone())
+            .map_err(|e| format!("metadata: {e}"))?,
+        recorded_at,
+        tx_id,
+    })
+}
+
 pub async fn reservation(
     client: &Client,
     id: &ReservationId,

@@ -1,0 +1,131 @@
+//! Archive files: sealed history written out of the database in a form that
+//! stays verifiable without it (docs/archive.md).
+//!
+//! An archive is a directory of segments. A segment covers whole sealed
+//! blocks, from block 1 on without a gap, and is two files: its rows, one
+//! JSON line per chain row (the chain row's stored hash, the writing
+//! transaction, and the event exactly as `GET /v1/events` serves it), gzip
+//! compressed; and its manifest, which names the rows' file with its
+//! SHA-256 and holds the segment's counts, ranges and seals. A leaf is
+//! hashed from the event as served, as a proof's is (`chain::canonical_event`),
+//! so an event in a file is proved against a digest exactly as a live one.
+//!
+//! `write` makes segments from the database, checking every block before a
+//! byte is written and reading the file back after; `read` opens a
+//! directory, names what is missing or altered, and streams the rows to
+//! `verify`, `prove` and the audit.
+
+pub mod check;
+pub mod prove;
+pub mod read;
+pub mod write;
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::seal::proof::SealedBlock;
+use crate::store::StoreError;
+
+pub use read::{Archive, ArchivedRow};
+
+/// The `format` every manifest carries.
+pub const ARCHIVE_FORMAT: &str = "stockledger-archive/v1";
+
+/// A manifest's file name ends so; its rows' file is named alike.
+pub const MANIFEST_SUFFIX: &str = ".manifest.json";
+pub const ROWS_SUFFIX: &str = ".rows.jsonl.gz";
+
+/// One sealed block as a manifest holds it: its seal fields, the seal hash
+/// before it and its own (both hex), as the `seals` table stores them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArchivedSeal {
+    #[serde(flatten)]
+    pub block: SealedBlock,
+    pub previous: String,
+    pub hash: String,
+}
+
+/// What a segment holds, written after its rows' file was read back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: String,
+    /// The rows' file, in the manifest's directory.
+    pub rows_file: String,
+    /// SHA-256 of the rows' file as written (hex), and its size.
+    pub sha256: String,
+    pub bytes: u64,
+    pub events: u64,
+    pub first_block: i64,
+    pub last_block: i64,
+    pub first_seq: i64,
+    pub last_seq: i64,
+    /// The lowest and highest log position among the segment's events
+    /// (chain order is commit order, so positions interleave).
+    pub min_position: i64,
+    pub max_position: i64,
+    /// The stored chain hash before the segment's first row (zeros for row 1)
+    /// and at its last, which is its last block's chain head.
+    pub chain_before: String,
+    pub chain_head: String,
+    /// The segment's blocks, in order.
+    pub seals: Vec<ArchivedSeal>,
+    pub written_at: DateTime<Utc>,
+}
+
+/// One line of a rows' file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RowLine {
+    pub chain_seq: i64,
+    /// The chain hash the `event_chain` table stored for this row (hex).
+    pub hash: String,
+    /// The writing transaction: with the position, the event's place in
+    /// safe commit order, which the served event does not carry.
+    pub tx_id: i64,
+    pub event: Value,
+}
+
+/// The stem both files of the segment of `first ..= last` blocks share:
+/// zero-padded, so the names sort as the blocks do.
+pub fn segment_stem(first_block: i64, last_block: i64) -> String {
+    format!("blocks-{first_block:012}-{last_block:012}")
+}
+
+/// Why an archive cannot be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    #[error("{path}: {why}")]
+    Io { path: String, why: std::io::Error },
+    /// Something in the directory does not read as this format, or does not
+    /// follow on: `verify --archive` names it.
+    #[error("{path}: {why}")]
+    Unreadable { path: String, why: String },
+    /// A block about to be archived does not match its seal: the database
+    /// was changed after it was sealed. Nothing is written.
+    #[error(
+        "block {block} does not verify ({why}): run `stockledger verify`; nothing was archived"
+    )]
+    NotVerified { block: i64, why: String },
+    #[error("the archive ends at block {archived}, but the database's seals start after block {sealed}: the directory is not this ledger's archive")]
+    NotThisLedger { archived: i64, sealed: i64 },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl ArchiveError {
+    fn io(path: &Path, why: std::io::Error) -> ArchiveError {
+        ArchiveError::Io {
+            path: path.display().to_string(),
+            why,
+        }
+    }
+
+    fn unreadable(path: &Path, why: impl std::fmt::Display) -> ArchiveError {
+        ArchiveError::Unreadable {
+            path: path.display().to_string(),
+            why: why.to_string(),
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! Reading an archive directory: its manifests at once, its rows streamed.
+//!
+//! Nothing here trusts the files. What does not read, does not follow on,
+//! or does not hash as its manifest says is a `Problem` naming the file;
+//! `verify` reports each and goes on, so one altered file does not hide the
+//! rest. Whether the rows hash to the seals is the walk's to say.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use flate2::read::GzDecoder;
+use sha2::{Digest as _, Sha256};
+use tokio::sync::mpsc;
+
+use crate::domain::RecordedEvent;
+use crate::limits::{
+    ARCHIVE_BATCH_ROWS, ARCHIVE_QUEUE_BATCHES, MAX_ARCHIVE_LINE_BYTES, MAX_ARCHIVE_MANIFEST_BYTES,
+    MAX_ARCHIVE_SEGMENTS,
+};
+use crate::seal::archive::check::{self, Seal};
+use crate::seal::archive::{
+    ArchiveError, Manifest, RowLine, ARCHIVE_FORMAT, MANIFEST_SUFFIX, ROWS_SUFFIX,
+};
+use crate::seal::chain::{self, Hash};
+
+/// Something in the directory that is not as written, naming its file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub file: String,
+    pub what: String,
+}
+
+/// One segment: its manifest and where its rows are.
+#[derive(Clone, Debug)]
+pub struct Segment {
+    pub manifest: Manifest,
+    pub rows_path: PathBuf,
+    /// The manifest's file name, which findings name.
+    pub name: Arc<str>,
+}
+
+/// An archive directory as opened: its segments in block order, and what
+/// did not read or does not follow on.
+#[derive(Clone, Debug)]
+pub struct Archive {
+    pub dir: PathBuf,
+    pub segments: Vec<Segment>,
+    pub problems: Vec<Problem>,
+}
+
+/// A row read from a segment.
+#[derive(Clone, Debug)]
+pub struct ArchivedRow {
+    pub file: Arc<str>,
+    pub line: RowLine,
+}
+
+/// What the row stream carries.
+#[derive(Debug)]
+pub enum Item {
+    Rows(Vec<ArchivedRow>),
+    Problem(Problem),
+}
+
+impl ArchivedRow {
+    pub fn position(&self) -> i64 {
+        check::cursor(&self.line).1
+    }
+
+    /// The stored chain hash, or why it is not one.
+    pub fn stored(&self) -> Result<Hash, String> {
+        chain::from_hex(&self.line.hash).ok_or_else(|| "not 64 hex digits".to_owned())
+    }
+
+    pub fn leaf(&self) -> Result<Hash, String> {
+        check::leaf(&self.line)
+    }
+
+    /// The event, read as this release reads the log.
+    pub fn recorded(&self) -> Result<RecordedEvent, String> {
+        crate::store::read::event_from_json(&self.line.event, self.line.tx_id)
+    }
+}
+
+impl Archive {
+    /// Opens `dir`: reads every manifest, orders the segments by block, and
+    /// notes every one that does not read or does not follow the one before
+    /// (a missing segment is a gap in the blocks). A directory that does not
+    /// exist is an empty archive.
+    pub fn open(dir: &Path) -> Result<Archive, ArchiveError> {
+        let mut archive = Archive {
+            dir: dir.to_owned(),
+            segments: Vec::new(),
+            problems: Vec::new(),
+        };
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(archive),
+            Err(e) => return Err(ArchiveError::io(dir, e)),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let name = entry.map_err(|e| ArchiveError::io(dir, e))?.file_name();
+            let name = name.to_string_lossy().into_owned();
+            if name.ends_with(MANIFEST_SUFFIX) {
+                names.push(name);
+            }
+            if names.len() > MAX_ARCHIVE_SEGMENTS {
+                return Err(ArchiveError::unreadable(
+                    dir,
+                    format!("more than {MAX_ARCHIVE_SEGMENTS} segments"),
+                ));
+            }
+        }
+        names.sort();
+        for name in names {
+            match read_manifest(&dir.join(&name)) {
+                Ok(manifest) => archive.segments.push(Segment {
+                    rows_path: dir.join(&manifest.rows_file),
+                    manifest,
+                    name: name.into(),
+                }),
+                Err(what) => archive.problems.push(Problem { file: name, what }),
+            }
+        }
+        archive.segments.sort_by_key(|s| s.manifest.first_block);
+        archive.check_sequence();
+        Ok(archive)
+    }
+
+    /// Each segment starts at the block after the one before, from block 1.
+    fn check_sequence(&mut self) {
+        let mut next_block = 1;
+        for s in &self.segments {
+            let m = &s.manifest;
+            if m.first_block != next_block {
+                let what = if m.first_block > next_block {
+                    format!(
+                        "it starts at block {}, but blocks {next_block} to {} are in no segment: a segment is missing",
+                        m.first_block,
+                        m.first_block - 1
+                    )
+                } else {
+                    format!(
+                        "it starts at block {}, which an earlier segment holds",
+                        m.first_block
+                    )
+                };
+                self.problems.push(Problem {
+                    file: s.name.to_string(),
+                    what,
+                });
+            }
+            next_block = m.last_block + 1;
+        }
+    }
+
+    /// The last block and chain row archived (0 when none).
+    pub fn last_block(&self) -> i64 {
+        self.segments.last().map_or(0, |s| s.manifest.last_block)
+    }
+
+    pub fn last_seq(&self) -> i64 {
+        self.segments.last().map_or(0, |s| s.manifest.last_seq)
+    }
+
+    /// The archive, refused unless every segment reads and follows on
+    /// (`verify --archive` says what is wrong).
+    pub fn whole(self) -> Result<Archive, ArchiveError> {
+        match self.problems.first() {
+            None => Ok(self),
+            Some(p) => Err(ArchiveError::unreadable(
+                &self.dir.join(&p.file),
+                format!("{} (run `stockledger verify --archive`)", p.what),
+            )),
+        }
+    }
+
+    /// Streams the rows of every segment in chain order, from a thread of
+    /// its own, `ARCHIVE_QUEUE_BATCHES` batches ahead at most.
+    pub fn rows(&self) -> mpsc::Receiver<Item> {
+        self.rows_of(self.segments.clone())
+    }
+
+    pub fn rows_of(&self, segments: Vec<Segment>) -> mpsc::Receiver<Item> {
+        let (send, receive) = mpsc::channel(ARCHIVE_QUEUE_BATCHES);
+        tokio::task::spawn_blocking(move || {
+            for s in &segments {
+                if read_segment(s, &send).is_err() {
+                    return; // The receiver is gone.
+                }
+            }
+        });
+        receive
+    }
+}
+
+fn read_manifest(path: &Path) -> Result<Manifest, String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    file.take(MAX_ARCHIVE_MANIFEST_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_ARCHIVE_MANIFEST_BYTES {
+        return Err(format!("larger than {MAX_ARCHIVE_MANIFEST_BYTES} bytes"));
+    }
+    let m: Manifest = serde_json::from_str(&text).map_err(|e| format!("not a manifest: {e}"))?;
+    if m.format != ARCHIVE_FORMAT {
+        return Err(format!("format {:?}, not {ARCHIVE_FORMAT}", m.format));
+    }
+    if !m.rows_file.ends_with(ROWS_SUFFIX) || m.rows_file.contains(['/', '\\']) {
+        return Err(format!(
+            "rows file {:?} is not a file beside it",
+            m.rows_file
+        ));
+    }
+    if m.last_block < m.first_block || m.last_seq < m.first_seq || m.seals.is_empty() {
+        return Err("its ranges are empty or reversed".into());
+    }
+    Ok(m)
+}
+
+/// A reader that hashes and counts the bytes it passes on.
+struct Hashing<R> {
+    inner: R,
+    sha: Sha256,
+    bytes: u64,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.sha.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+type Sent = Result<(), ()>;
+
+/// Reads one segment's rows into `send`; `Err` once the receiver is gone.
+fn read_segment(s: &Segment, send: &mpsc::Sender<Item>) -> Sent {
+    let problem = |what: String| {
+        send.blocking_send(Item::Problem(Problem {
+            file: s.name.to_string(),
+            what,
+        }))
+        .map_err(|_| ())
+    };
+    let file = match std::fs::File::open(&s.rows_path) {
+        Ok(f) => f,
+        Err(e) => return problem(format!("its rows file {}: {e}", s.manifest.rows_file)),
+    };
+    let mut hashing = Hashing {
+        inner: file,
+        sha: Sha256::new(),
+        bytes: 0,
+    };
+    let mut lines = BufReader::new(GzDecoder::new(&mut hashing));
+    let mut batch = Vec::with_capacity(ARCHIVE_BATCH_ROWS);
+    let mut number = 0u64;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        number += 1;
+        let limit = MAX_ARCHIVE_LINE_BYTES as u64 + 1;
+        match (&mut lines).take(limit).read_until(b'\n', &mut buf) {
+            Ok(0) => break,
+            Ok(n) if n as u64 >= limit => {
+                problem(format!(
+                    "line {number} is longer than {MAX_ARCHIVE_LINE_BYTES} bytes"
+                ))?;
+                break;
+            }
+            Ok(_) => match serde_json::from_slice::<RowLine>(&buf) {
+                Ok(line) => batch.push(ArchivedRow {
+                    file: s.name.clone(),
+                    line,
+                }),
+                Err(e) => problem(format!("line {number} is not a row: {e}"))?,
+            },
+            Err(e) => {
+                problem(format!("its rows file does not decompress: {e}"))?;
+                break;
+            }
+        }
+        if batch.len() == ARCHIVE_BATCH_ROWS {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(ARCHIVE_BATCH_ROWS));
+            send.blocking_send(Item::Rows(full)).map_err(|_| ())?;
+        }
+    }
+    if !batch.is_empty() {
+        send.blocking_send(Item::Rows(batch)).map_err(|_| ())?;
+    }
+    drop(lines);
+    // What was not read yet (after a bad line) still counts for the hash.
+    let _ = std::io::copy(&mut hashing, &mut std::io::sink());
+    let sha = chain::hex(&hashing.sha.finalize().into());
+    if sha != s.manifest.sha256 || hashing.bytes != s.manifest.bytes {
+        problem(format!(
+            "its rows file was changed after it was written: {} bytes with SHA-256 {sha}, the manifest says {} bytes with {}",
+            hashing.bytes, s.manifest.bytes, s.manifest.sha256
+        ))?;
+    }
+    Ok(())
+}
+
+/// Checks one segment's rows file against its own manifest, from the file
+/// alone: the SHA-256, and every row against the segment's seals
+/// (`check::SegmentCheck`). The writer reads every segment back with it.
+pub async fn check_segment(archive: &Archive, s: &Segment) -> Result<(), String> {
+    let m = &s.manifest;
+    let seals = m
+        .seals
+        .iter()
+        .map(Seal::parse)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|(b, why)| format!("block {b}: {why}"))?;
+    let hash = |h: &str| chain::from_hex(h).ok_or_else(|| format!("{h:?} is not a hash"));
+    let previous = seals.first().map(|s| s.previous).unwrap_or(chain::ZERO);
+    let mut walk = check::SegmentCheck::new(seals, hash(&m.chain_before)?, previous);
+    let mut rows = archive.rows_of(vec![s.clone()]);
+    let mut events = 0u64;
+    while let Some(item) = rows.recv().await {
+        let batch = match item {
+            Item::Rows(b) => b,
+            Item::Problem(p) => return Err(p.what),
+        };
+        for r in batch {
+            events += 1;
+            let (stored, leaf) = (r.stored()?, r.leaf()?);
+            walk.row(r.line.chain_seq, stored, leaf, check::cursor(&r.line))
+                .map_err(|(b, why)| format!("block {b}: {why}"))?;
+        }
+    }
+    walk.finish()
+        .map_err(|(b, why)| format!("block {b}: {why}"))?;
+    if events != m.events {
+        return Err(format!("{events} rows, the manifest says {}", m.events));
+    }
+    Ok(())
+}

@@ -1,0 +1,342 @@
+//! `stockledger archive`: writes the sealed blocks not archived yet into new
+//! segments.
+//!
+//! Nothing is written that does not verify first: every row read from the
+//! database goes through `check::SegmentCheck` against its block's seal
+//! before its line is handed to the file. The rows' file is written under a
+//! temporary name, synced, renamed, and read back whole against its
+//! manifest (`read::check_segment`); only then is the manifest written, so a
+//! segment whose manifest exists was complete and checked. A crash leaves at
+//! most a rows' file without a manifest, which the next run writes again.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use sha2::{Digest as _, Sha256};
+use tokio::sync::mpsc;
+
+use crate::limits::{
+    ARCHIVE_QUEUE_BATCHES, MAX_ARCHIVE_SEGMENT_BLOCKS, MAX_ARCHIVE_SEGMENT_EVENTS,
+    VERIFY_WINDOW_ROWS,
+};
+use crate::seal::archive::check::{self, Seal, SegmentCheck};
+use crate::seal::archive::read::{check_segment, Segment};
+use crate::seal::archive::{
+    segment_stem, Archive, ArchiveError, ArchivedSeal, Manifest, RowLine, ARCHIVE_FORMAT,
+    MANIFEST_SUFFIX, ROWS_SUFFIX,
+};
+use crate::seal::chain::{self, Hash, ZERO};
+use crate::seal::proof::SealedBlock;
+use crate::store::read::event_json;
+use crate::store::rows::{recorded_event, EVENT_COLUMNS};
+use crate::store::{pool, StoreError};
+
+/// Archives every sealed block after the archive's last, up to
+/// `through_block` when given, into segments of at most
+/// `MAX_ARCHIVE_SEGMENT_BLOCKS` blocks and `MAX_ARCHIVE_SEGMENT_EVENTS`
+/// events; returns the manifests written. Refused, with nothing written,
+/// when the directory is not whole or a block does not verify.
+pub async fn archive(
+    pool: &deadpool_postgres::Pool,
+    dir: &Path,
+    through_block: Option<i64>,
+) -> Result<Vec<Manifest>, ArchiveError> {
+    let archive = Archive::open(dir)?.whole()?;
+    std::fs::create_dir_all(dir).map_err(|e| ArchiveError::io(dir, e))?;
+    let client = pool::get(pool).await?;
+    let seals = seals_after(&client, &archive, through_block).await?;
+    let mut written = Vec::new();
+    let mut rest = &seals[..];
+    while !rest.is_empty() {
+        let n = segment_len(rest);
+        let (segment, after) = rest.split_at(n);
+        written.push(write_segment(&client, &archive, segment).await?);
+        rest = after;
+    }
+    Ok(written)
+}
+
+/// How many of `seals` (at least one) the next segment takes.
+fn segment_len(seals: &[ArchivedSeal]) -> usize {
+    let mut events = 0u64;
+    let mut n = 0;
+    for s in seals.iter().take(MAX_ARCHIVE_SEGMENT_BLOCKS) {
+        let more = (s.block.last_seq - s.block.first_seq + 1) as u64;
+        if n > 0 && events + more > MAX_ARCHIVE_SEGMENT_EVENTS {
+            break;
+        }
+        events += more;
+        n += 1;
+    }
+    n.max(1)
+}
+
+const SEAL_COLUMNS: &str = "block, first_seq, last_seq, merkle_root, chain_head, version, \
+                            last_tx_id, last_position, sealed_at, previous, hash";
+
+/// The database's seals after the archive's last block, checked to follow
+/// on from it.
+async fn seals_after(
+    client: &deadpool_postgres::ClientWrapper,
+    archive: &Archive,
+    through_block: Option<i64>,
+) -> Result<Vec<ArchivedSeal>, ArchiveError> {
+    let from = archive.last_block();
+    let rows = client
+        .query(
+            &format!(
+                "SELECT {SEAL_COLUMNS} FROM seals WHERE block >= $1 AND block <= $2 ORDER BY block"
+            ),
+            &[&from, &through_block.unwrap_or(i64::MAX)],
+        )
+        .await
+        .map_err(StoreError::from)?;
+    let hex = |r: &tokio_postgres::Row, i: usize| {
+        crate::domain::fingerprint::hex_bytes(r.get::<_, &[u8]>(i))
+    };
+    let mut seals = rows
+        .iter()
+        .map(|r| {
+            Ok(ArchivedSeal {
+                block: SealedBlock::from_row(r)?,
+                previous: hex(r, 9),
+                hash: hex(r, 10),
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    if from > 0 {
+        let last = archive
+            .segments
+            .last()
+            .and_then(|s| s.manifest.seals.last());
+        let same = match (seals.first(), last) {
+            (Some(db), Some(archived)) => db == archived,
+            _ => false,
+        };
+        if !same {
+            return Err(ArchiveError::NotThisLedger {
+                archived: from,
+                sealed: seals.first().map_or(0, |s| s.block.block - 1),
+            });
+        }
+        seals.remove(0);
+    }
+    Ok(seals)
+}
+
+/// The SHA-256 (hex) and size of a rows' file once written.
+type Written = tokio::task::JoinHandle<Result<(String, u64), ArchiveError>>;
+
+/// The rows' file being written, on a thread of its own: lines in, the
+/// SHA-256 and size of the compressed bytes out.
+fn spawn_writer(path: PathBuf) -> (mpsc::Sender<Vec<u8>>, Written) {
+    let (send, mut receive) = mpsc::channel::<Vec<u8>>(ARCHIVE_QUEUE_BATCHES);
+    let handle = tokio::task::spawn_blocking(move || {
+        let io = |e| ArchiveError::io(&path, e);
+        let file = std::fs::File::create(&path).map_err(io)?;
+        let mut gz = GzEncoder::new(
+            HashingWriter {
+                inner: std::io::BufWriter::new(file),
+                sha: Sha256::new(),
+                bytes: 0,
+            },
+            Compression::default(),
+        );
+        while let Some(lines) = receive.blocking_recv() {
+            gz.write_all(&lines).map_err(io)?;
+        }
+        let mut hashing = gz.finish().map_err(io)?;
+        hashing.inner.flush().map_err(io)?;
+        let file = hashing.inner.into_inner().map_err(|e| io(e.into_error()))?;
+        file.sync_all().map_err(io)?;
+        Ok((chain::hex(&hashing.sha.finalize().into()), hashing.bytes))
+    });
+    (send, handle)
+}
+
+struct HashingWriter<W> {
+    inner: W,
+    sha: Sha256,
+    bytes: u64,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.sha.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The stored chain hash of row `seq` (zeros before row 1).
+async fn chain_hash(
+    client: &deadpool_postgres::ClientWrapper,
+    seq: i64,
+) -> Result<Hash, ArchiveError> {
+    if seq < 1 {
+        return Ok(ZERO);
+    }
+    let row = client
+        .query_opt("SELECT hash FROM event_chain WHERE seq = $1", &[&seq])
+        .await
+        .map_err(StoreError::from)?;
+    row.and_then(|r| chain::from_bytes(r.get(0)))
+        .ok_or_else(|| ArchiveError::NotVerified {
+            block: 0,
+            why: format!("chain row {seq}, before the first block to archive, is gone"),
+        })
+}
+
+/// Writes one segment of `seals` (consecutive blocks): checks, writes, reads
+/// back, then writes the manifest.
+async fn write_segment(
+    client: &deadpool_postgres::ClientWrapper,
+    archive: &Archive,
+    seals: &[ArchivedSeal],
+) -> Result<Manifest, ArchiveError> {
+    let (first, last) = (&seals[0].block, &seals[seals.len() - 1].block);
+    let stem = segment_stem(first.block, last.block);
+    let rows_file = format!("{stem}{ROWS_SUFFIX}");
+    let partial = archive.dir.join(format!("{rows_file}.partial"));
+    let chain_before = chain_hash(client, first.first_seq - 1).await?;
+    let parsed = seals
+        .iter()
+        .map(Seal::parse)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|(block, why)| ArchiveError::NotVerified { block, why })?;
+    let previous = parsed[0].previous;
+    let mut walk = SegmentCheck::new(parsed, chain_before, previous);
+    let (send, writer) = spawn_writer(partial.clone());
+    let copied = copy_rows(client, &mut walk, first.first_seq, last.last_seq, &send).await;
+    drop(send);
+    let written = writer
+        .await
+        .map_err(|e| ArchiveError::unreadable(&partial, e))?;
+    let (range, (sha256, bytes)) = match (copied, written) {
+        (Ok(range), Ok(w)) => (range, w),
+        (Err(e), _) | (_, Err(e)) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(e);
+        }
+    };
+    let rows_path = archive.dir.join(&rows_file);
+    std::fs::rename(&partial, &rows_path).map_err(|e| ArchiveError::io(&rows_path, e))?;
+    let manifest = Manifest {
+        format: ARCHIVE_FORMAT.to_owned(),
+        rows_file,
+        sha256,
+        bytes,
+        events: (last.last_seq - first.first_seq + 1) as u64,
+        first_block: first.block,
+        last_block: last.block,
+        first_seq: first.first_seq,
+        last_seq: last.last_seq,
+        min_position: range.0,
+        max_position: range.1,
+        chain_before: chain::hex(&chain_before),
+        chain_head: last.chain_head.clone(),
+        seals: seals.to_vec(),
+        written_at: chrono::Utc::now(),
+    };
+    let name = format!("{stem}{MANIFEST_SUFFIX}");
+    let segment = Segment {
+        manifest: manifest.clone(),
+        rows_path,
+        name: name.as_str().into(),
+    };
+    check_segment(archive, &segment)
+        .await
+        .map_err(|why| ArchiveError::unreadable(&segment.rows_path, format!("read back: {why}")))?;
+    write_manifest(&archive.dir, &name, &manifest)?;
+    Ok(manifest)
+}
+
+fn write_manifest(dir: &Path, name: &str, m: &Manifest) -> Result<(), ArchiveError> {
+    let path = dir.join(name);
+    let partial = dir.join(format!("{name}.partial"));
+    let io = |e| ArchiveError::io(&path, e);
+    let mut file = std::fs::File::create(&partial).map_err(io)?;
+    let text = serde_json::to_vec_pretty(m).expect("a manifest serializes");
+    file.write_all(&text).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    std::fs::rename(&partial, &path).map_err(io)?;
+    // The rename is durable once the directory is.
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io)
+}
+
+/// Reads chain rows `first ..= last` with their events, window by window,
+/// checks each, and sends its line to the writer; returns the lowest and
+/// highest position.
+async fn copy_rows(
+    client: &deadpool_postgres::ClientWrapper,
+    walk: &mut SegmentCheck,
+    first: i64,
+    last: i64,
+    send: &mpsc::Sender<Vec<u8>>,
+) -> Result<(i64, i64), ArchiveError> {
+    let sql = format!(
+        "SELECT e.*, c.seq, c.hash FROM event_chain c
+         LEFT JOIN (SELECT {EVENT_COLUMNS} FROM events) e ON e.position = c.position
+         WHERE c.seq >= $1 AND c.seq < $2 ORDER BY c.seq"
+    );
+    let (mut min, mut max) = (i64::MAX, i64::MIN);
+    let mut from = first;
+    while from <= last {
+        let to = (from + VERIFY_WINDOW_ROWS).min(last + 1);
+        let rows = client
+            .query(&sql, &[&from, &to])
+            .await
+            .map_err(StoreError::from)?;
+        let mut lines = Vec::with_capacity(rows.len() * 600);
+        for r in &rows {
+            let block = walk.block();
+            let refused = |why: String| ArchiveError::NotVerified { block, why };
+            let line = row_line(r).map_err(refused)?;
+            let position = check::cursor(&line).1;
+            let stored = chain::from_bytes(r.get(r.len() - 1))
+                .ok_or_else(|| refused(format!("chain row {}: not 32 bytes", line.chain_seq)))?;
+            let leaf = check::leaf(&line).map_err(refused)?;
+            walk.row(line.chain_seq, stored, leaf, check::cursor(&line))
+                .map_err(|(block, why)| ArchiveError::NotVerified { block, why })?;
+            (min, max) = (min.min(position), max.max(position));
+            serde_json::to_writer(&mut lines, &line).expect("a row serializes");
+            lines.push(b'\n');
+        }
+        if rows.is_empty() {
+            break;
+        }
+        if send.send(lines).await.is_err() {
+            break; // The writer failed: its error is the one to report.
+        }
+        from = to;
+    }
+    walk.finish()
+        .map_err(|(block, why)| ArchiveError::NotVerified { block, why })?;
+    Ok((min, max))
+}
+
+/// A row of `event_chain` joined with its event, as a line of the file.
+fn row_line(r: &tokio_postgres::Row) -> Result<RowLine, String> {
+    let chain_seq: i64 = r.get(r.len() - 2);
+    if r.get::<_, Option<i64>>(0).is_none() {
+        return Err(format!(
+            "chain row {chain_seq}: its event is gone from the log"
+        ));
+    }
+    let e = recorded_event(r).map_err(|e| format!("chain row {chain_seq}: {e}"))?;
+    Ok(RowLine {
+        chain_seq,
+        hash: crate::domain::fingerprint::hex_bytes(r.get::<_, &[u8]>(r.len() - 1)),
+        tx_id: e.tx_id,
+        event: event_json(&e),
+    })
+}
