@@ -158,6 +158,13 @@ pub const MIGRATION_STATEMENT_TIMEOUT_MS: u64 = 3_600_000;
 pub const MIGRATION_LOCK_WAIT_MS: u64 = 60_000;
 pub const IDLE_IN_TRANSACTION_TIMEOUT_MS: u64 = 60_000;
 
+/// The idle limit of a read-only snapshot shared by `verify`'s or the
+/// audit's readers (`store::snapshot`): the transaction that exported it sits
+/// idle while they read, and a reader while it reads an archive's files or
+/// folds, for as long as the log and the archive take. Still a limit: a
+/// reader that hangs does not hold the snapshot (and vacuum) for ever.
+pub const SNAPSHOT_IDLE_TIMEOUT_MS: u64 = 6 * 3_600_000;
+
 /// Longest wait for a row or advisory lock inside any statement. A lock held
 /// by a stuck or abandoned transaction costs a command this long, then the
 /// command is answered `UNAVAILABLE` and its items are set aside (see

@@ -351,7 +351,7 @@ async fn an_archived_event_is_proved_exactly_as_a_live_one() {
         .get(0);
     let refused = archive::prove::prove(db.store.pool(), &open(&dir), in_1, None).await;
     assert!(
-        matches!(refused, Err(seal::proof::ProveError::Archive(ref why)) if why.contains("does not match its seal")),
+        matches!(refused, Err(seal::proof::ProveError::Archive(ref why)) if why.contains("does not hash to its chain row")),
         "{refused:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
@@ -372,23 +372,61 @@ async fn the_audit_replays_the_archive_then_the_database() {
             .unwrap();
     assert!(report.clean(), "{:?}", report.differences);
     assert_eq!(report.events, db.count_events().await as u64);
-    // An archive whose receipt says 99 apples is not the history the
-    // balances were made from.
+    // An archive whose receipt says 99 apples, its manifest rehashed to
+    // match, is not replayed: every archived row is held against the seals.
     alter_first_segment(&dir);
     rehash_manifest(&dir, 1);
-    let report =
-        stockledger::audit::audit_from_archive(db.store.pool(), &open(&dir).whole().unwrap())
-            .await
-            .unwrap();
-    assert!(!report.clean());
+    let refused =
+        stockledger::audit::audit_from_archive(db.store.pool(), &open(&dir).whole().unwrap()).await;
+    let why = refused
+        .expect_err("an altered archive is not replayed")
+        .to_string();
+    assert!(why.contains("does not hash to its chain row"), "{why}");
     assert!(
-        report
-            .differences
-            .iter()
-            .any(|d| d.to_string().contains("apple")),
-        "{:?}",
-        report.differences
+        why.contains(&archive::segment_stem(1, 1)),
+        "names the file: {why}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Another ledger's archive, a mistyped directory, a block already
+/// archived, and what a stopped run left behind.
+#[tokio::test]
+async fn an_archive_follows_on_from_its_own_ledger_only() {
+    let db = sealed_ledger().await;
+    let other = sealed_ledger().await;
+    let dir = archive_dir(&db);
+    archive_through(&db, &dir, Some(2)).await;
+    // The other ledger's block 2 has other events (other ids, other times).
+    match archive::write::archive(other.store.pool(), &dir, None).await {
+        Err(ArchiveError::NotThisLedger { block: 2 }) => {}
+        other => panic!("archived onto another ledger's archive: {other:?}"),
+    }
+    let report = verify_across(&other, &dir, None).await;
+    assert!(
+        report.findings.iter().any(|f| matches!(f,
+            Finding::ArchiveProblem { what, .. } if what.contains("sealed differently in the database"))),
+        "{:?}",
+        report.findings
+    );
+    assert!(
+        Archive::open(&dir.join("no-such-dir")).is_err(),
+        "a mistyped directory is not an empty archive"
+    );
+    assert!(
+        archive_through(&db, &dir, Some(1)).await.is_empty(),
+        "a block archived already is nothing to do"
+    );
+    // A run that stopped half-way left a temporary file and a rows file with
+    // no manifest: the next run clears them and writes the segment whole.
+    let (_, rows) = segment_files(&dir, 3);
+    std::fs::write(&rows, b"half").unwrap();
+    std::fs::write(dir.join("x.partial"), b"half").unwrap();
+    let written = archive_through(&db, &dir, None).await;
+    assert_eq!((written.len(), written[0].first_block), (1, 3));
+    assert!(!dir.join("x.partial").exists());
+    let report = verify_across(&db, &dir, Some(&digest(&db).await)).await;
+    assert!(report.clean(), "{:?}", report.findings);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

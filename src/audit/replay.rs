@@ -18,39 +18,9 @@ use crate::read_model::{
     add_effects, compare_figures, load_figures, merge_figures, Actual, ActualFigures, Diffs,
     Expected, Figures, ReadModel, SeenEvent, StreamSeen,
 };
+use crate::seal::archive::{Archive, ArchivedRow};
 use crate::store::log_row::{self, Columns};
 use crate::store::{Cursor, StoreError};
-
-use crate::seal::archive::read::Item;
-use crate::seal::archive::{Archive, ArchivedRow};
-
-/// An archived event as the replay reads it: its stream's name and its row.
-/// An event that no longer reads is a row with the reason, as from the log.
-fn archived(r: &ArchivedRow) -> (String, Row) {
-    let json = &r.line.event;
-    let name = json["stream"].as_str().unwrap_or_default().to_owned();
-    let recorded = r.recorded();
-    let type_name = json["type"].as_str().unwrap_or_default();
-    let recorded_at = recorded
-        .as_ref()
-        .map_or_else(|_| DateTime::<Utc>::MIN_UTC, |e| e.recorded_at);
-    let row = Row {
-        seq: json["seq"]
-            .as_u64()
-            .and_then(|s| u32::try_from(s).ok())
-            .unwrap_or(0),
-        closes: EventType::parse(type_name).is_some_and(StreamKind::closes),
-        event: recorded
-            .map(|e| e.event)
-            .map_err(|e| format!("{type_name}: {e}")),
-        recorded_at,
-        cursor: Cursor {
-            tx_id: r.line.tx_id,
-            position: r.position(),
-        },
-    };
-    (name, row)
-}
 use uuid::Uuid;
 
 /// A projection copy to compare, and the checkpoint it was built up to.
@@ -159,23 +129,18 @@ impl Replay {
         archive: &Archive,
     ) -> Result<(), StoreError> {
         let mut waiting = Waiting::default();
-        let mut rows = archive.rows();
-        while let Some(item) = rows.recv().await {
-            match item {
-                Item::Rows(batch) => {
-                    for r in &batch {
-                        self.events += 1;
-                        let (name, row) = archived(r);
-                        self.take(&mut waiting, &name, row);
-                    }
-                }
-                Item::Problem(p) => {
-                    let why = format!(
-                        "archive {}: {} (run `stockledger verify --archive`)",
-                        p.file, p.what
-                    );
-                    return Err(StoreError::Corrupt(why.into()));
-                }
+        let corrupt = |why: String| {
+            let why = format!("archive: {why} (run `stockledger verify --archive`)");
+            StoreError::Corrupt(why.into())
+        };
+        // What is replayed is what was sealed: every row is held against the
+        // seals before it is folded.
+        let mut rows = archive.checked_rows().map_err(corrupt)?;
+        while let Some(batch) = rows.next().await.map_err(corrupt)? {
+            for r in &batch {
+                self.events += 1;
+                let (name, row) = archived(r);
+                self.take(&mut waiting, &name, row);
             }
         }
         let (all, one, archived_seq) = (0i32, 1i32, archive.last_seq());
@@ -507,4 +472,32 @@ fn fold(
         )?);
     }
     Ok(current)
+}
+
+/// An archived event as the replay reads it: its stream's name and its row.
+/// An event that no longer reads is a row with the reason, as from the log.
+fn archived(r: &ArchivedRow) -> (String, Row) {
+    let json = &r.line.event;
+    let name = json["stream"].as_str().unwrap_or_default().to_owned();
+    let recorded = r.recorded();
+    let type_name = json["type"].as_str().unwrap_or_default();
+    let recorded_at = recorded
+        .as_ref()
+        .map_or_else(|_| DateTime::<Utc>::MIN_UTC, |e| e.recorded_at);
+    let row = Row {
+        seq: json["seq"]
+            .as_u64()
+            .and_then(|s| u32::try_from(s).ok())
+            .unwrap_or(0),
+        closes: EventType::parse(type_name).is_some_and(StreamKind::closes),
+        event: recorded
+            .map(|e| e.event)
+            .map_err(|e| format!("{type_name}: {e}")),
+        recorded_at,
+        cursor: Cursor {
+            tx_id: r.line.tx_id,
+            position: r.position(),
+        },
+    };
+    (name, row)
 }

@@ -323,8 +323,10 @@ pub(crate) fn assemble(
     })
 }
 
-const SEAL_COLUMNS: &str = "block, first_seq, last_seq, merkle_root, chain_head, version, \
-                            last_tx_id, last_position, sealed_at, previous";
+/// A seal row as `SealedBlock::from_row` reads it, then the seal hash before
+/// it and its own (`ArchivedSeal::from_row`).
+pub(crate) const SEAL_COLUMNS: &str = "block, first_seq, last_seq, merkle_root, chain_head, \
+                            version, last_tx_id, last_position, sealed_at, previous, hash";
 
 /// The chain row of the event at `position`, its block, and the seal hash
 /// before that block.

@@ -21,7 +21,9 @@ use crate::store::{pool, StoreError};
 
 use std::sync::Arc;
 
-use crate::seal::archive::check::Seal;
+use crate::seal::archive::check;
+/// A seal as stored: its fields, the seal hash before it and its own.
+use crate::seal::archive::check::Seal as StoredSeal;
 use crate::seal::archive::read::Item;
 use crate::seal::archive::{Archive, ArchivedRow};
 
@@ -100,13 +102,6 @@ impl Report {
             self.more += 1;
         }
     }
-}
-
-/// A seal as stored.
-struct StoredSeal {
-    fields: SealFields,
-    previous: Hash,
-    hash: Hash,
 }
 
 /// The pure recomputation: the chain hash and the seal hash the log alone
@@ -221,14 +216,13 @@ async fn verify_with(
         .read_only(true)
         .start()
         .await?;
+    // The archive's files are read before the snapshot is shared.
+    crate::store::snapshot::idle_long(&tx).await?;
     let (archived, archived_seq) = archive.map_or((0, 0), |a| (a.last_block(), a.last_seq()));
-    let (mut seals, broken) = archive.map(archived_seals).unwrap_or_default();
-    seals.extend(
-        load_seals(&tx)
-            .await?
-            .into_iter()
-            .filter(|s| s.fields.block > archived),
-    );
+    let (mut seals, mut broken) = archive.map(archived_seals).unwrap_or_default();
+    let stored = load_seals(&tx).await?;
+    broken.extend(archive.and_then(|a| boundary(a, &stored)));
+    seals.extend(stored.into_iter().filter(|s| s.fields.block > archived));
     let head = digest::latest(&tx).await?;
     let digest = match digest {
         Some(d) => {
@@ -392,16 +386,8 @@ fn archived_seals(archive: &Archive) -> (Vec<StoredSeal>, Vec<Finding>) {
     let mut broken = Vec::new();
     for s in &archive.segments {
         for archived in &s.manifest.seals {
-            match Seal::parse(archived) {
-                Ok(Seal {
-                    fields,
-                    previous,
-                    hash,
-                }) => seals.push(StoredSeal {
-                    fields,
-                    previous,
-                    hash,
-                }),
+            match StoredSeal::parse(archived) {
+                Ok(seal) => seals.push(seal),
                 Err((block, why)) => broken.push(Finding::ArchiveProblem {
                     file: s.name.to_string(),
                     what: format!("block {block}: {why}"),
@@ -412,29 +398,48 @@ fn archived_seals(archive: &Archive) -> (Vec<StoredSeal>, Vec<Finding>) {
     (seals, broken)
 }
 
+/// The database's seal of the archive's last block must be the archive's:
+/// otherwise the files and the database are not one ledger's (or the
+/// database was restored from before the archive), and walking one after the
+/// other would check nothing about the database.
+fn boundary(archive: &Archive, stored: &[StoredSeal]) -> Option<Finding> {
+    let last = archive.segments.last()?;
+    let archived = last.manifest.seals.last()?;
+    let block = archived.block.block;
+    let what = match stored.iter().find(|s| s.fields.block == block) {
+        None => format!("the database has no block {block}, the archive's last: it is not this ledger's database, or it was restored from before the archive"),
+        Some(s) if chain::hex(&s.hash) != archived.hash => {
+            format!("block {block} is sealed differently in the database: the archive is not this ledger's")
+        }
+        Some(_) => return None,
+    };
+    Some(Finding::ArchiveProblem {
+        file: last.name.to_string(),
+        what,
+    })
+}
+
 /// An archived row as the walk takes it: what the file holds there, hashed.
+/// A leaf was hashed only from an event with every field of one, its stream
+/// and seq among them.
 fn archived_row(r: ArchivedRow) -> ChainRow {
-    let found = match (
-        r.leaf(),
-        r.line.event.get("stream"),
-        r.line.event.get("seq"),
-    ) {
-        (Ok(leaf), Some(stream), Some(seq)) => Found::Event {
+    let event = &r.line.event;
+    let found = match r.leaf {
+        Ok(leaf) => Found::Event {
             leaf,
             cursor: crate::seal::archive::check::cursor(&r.line),
-            stream: stream.as_str().unwrap_or_default().to_owned(),
-            seq: seq
+            stream: event["stream"].as_str().unwrap_or_default().to_owned(),
+            seq: event["seq"]
                 .as_u64()
                 .and_then(|s| u32::try_from(s).ok())
                 .unwrap_or(0),
         },
-        (Err(why), _, _) => Found::Undecodable(why),
-        _ => Found::Undecodable("no stream or seq".into()),
+        Err(why) => Found::Undecodable(why),
     };
     ChainRow {
         seq: r.line.chain_seq,
-        position: r.position(),
-        stored: r.stored(),
+        position: check::cursor(&r.line).1,
+        stored: chain::from_hex(&r.line.hash).ok_or_else(|| "not 64 hex digits".to_owned()),
         found,
         file: Some(r.file),
     }

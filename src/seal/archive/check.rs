@@ -64,14 +64,18 @@ pub struct SegmentCheck {
 }
 
 impl SegmentCheck {
-    /// Starts after the chain row whose stored hash is `chain_before` and
-    /// the seal whose hash is `previous_seal`.
-    pub fn new(seals: Vec<Seal>, chain_before: Hash, previous_seal: Hash) -> SegmentCheck {
-        let expected_seq = seals.first().map_or(1, |s| s.fields.first_seq);
+    /// Starts at chain row `first_seq`, after the row whose stored hash is
+    /// `chain_before` and the seal whose hash is `previous_seal`.
+    pub fn new(
+        seals: Vec<Seal>,
+        first_seq: i64,
+        chain_before: Hash,
+        previous_seal: Hash,
+    ) -> SegmentCheck {
         SegmentCheck {
             seals,
             block: 0,
-            expected_seq,
+            expected_seq: first_seq,
             chain: chain_before,
             previous_seal,
             leaves: Vec::new(),
@@ -103,6 +107,13 @@ impl SegmentCheck {
             return Err((
                 block,
                 format!("chain row {seq} where row {} belongs", self.expected_seq),
+            ));
+        }
+        if self.leaves.is_empty() && seal.fields.first_seq != seq {
+            let first = seal.fields.first_seq;
+            return Err((
+                block,
+                format!("it starts at chain row {first}, not at {seq}"),
             ));
         }
         if chain::link(&self.chain, &leaf) != stored {

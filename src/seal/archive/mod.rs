@@ -10,10 +10,11 @@
 //! hashed from the event as served, as a proof's is (`chain::canonical_event`),
 //! so an event in a file is proved against a digest exactly as a live one.
 //!
-//! `write` makes segments from the database, checking every block before a
-//! byte is written and reading the file back after; `read` opens a
-//! directory, names what is missing or altered, and streams the rows to
-//! `verify`, `prove` and the audit.
+//! `write` makes segments from the database, checking every row against its
+//! block's seal as it goes (a block that does not verify removes the file
+//! and refuses the run) and reading the file back before its manifest is
+//! written; `read` opens a directory, names what is missing or altered, and
+//! streams the rows to `verify`, `prove` and the audit.
 
 pub mod check;
 pub mod prove;
@@ -46,6 +47,18 @@ pub struct ArchivedSeal {
     pub block: SealedBlock,
     pub previous: String,
     pub hash: String,
+}
+
+impl ArchivedSeal {
+    /// A row of `SELECT {proof::SEAL_COLUMNS} FROM seals`.
+    pub(crate) fn from_row(r: &tokio_postgres::Row) -> Result<ArchivedSeal, StoreError> {
+        let hex = |i: usize| crate::domain::fingerprint::hex_bytes(r.get::<_, &[u8]>(i));
+        Ok(ArchivedSeal {
+            block: SealedBlock::from_row(r)?,
+            previous: hex(9),
+            hash: hex(10),
+        })
+    }
 }
 
 /// What a segment holds, written after its rows' file was read back.
@@ -108,8 +121,8 @@ pub enum ArchiveError {
         "block {block} does not verify ({why}): run `stockledger verify`; nothing was archived"
     )]
     NotVerified { block: i64, why: String },
-    #[error("the archive ends at block {archived}, but the database's seals start after block {sealed}: the directory is not this ledger's archive")]
-    NotThisLedger { archived: i64, sealed: i64 },
+    #[error("block {block}, the archive's last, is not sealed in this database as the archive has it: the directory is not this ledger's archive")]
+    NotThisLedger { block: i64 },
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -2,9 +2,10 @@
 //! the file and the seals after it. It is the proof `prove` makes from the
 //! database, field for field, so `verify-proof` checks it the same way.
 
-use crate::seal::archive::read::{Item, Segment};
+use crate::seal::archive::check;
+use crate::seal::archive::read::Segment;
 use crate::seal::archive::Archive;
-use crate::seal::chain::{self, Hash};
+use crate::seal::chain::Hash;
 use crate::seal::digest::Digest;
 use crate::seal::proof::{self, Located, Proof, ProveError, SealedBlock};
 use crate::store::pool;
@@ -54,59 +55,48 @@ pub async fn prove(
     proof::assemble(found, later, digest).map(Some)
 }
 
-/// The event at `position` in segment `s`, with its block's leaves, which
-/// must make the block's sealed root.
+/// The event at `position` in segment `s`, with its block's leaves. Every
+/// row up to the end of its block is held against the seals first
+/// (`CheckedRows`), so a proof is made only from what was sealed.
 async fn find(
     archive: &Archive,
     s: &Segment,
     position: i64,
 ) -> Result<Option<Located>, ProveError> {
+    let refused =
+        |why: String| ProveError::Archive(format!("{why} (run `stockledger verify --archive`)"));
     let seals = &s.manifest.seals;
-    let altered = |b: &SealedBlock| {
-        ProveError::Archive(format!(
-            "{}: block {} does not match its seal (run `stockledger verify --archive`)",
-            s.name, b.block
-        ))
-    };
-    let mut rows = archive.rows_of(vec![s.clone()]);
+    let mut rows = archive.checked_segment(s).map_err(refused)?;
     let (mut block, mut leaves) = (0usize, Vec::<Hash>::new());
     let mut target = None;
-    while let Some(item) = rows.recv().await {
-        let batch = match item {
-            Item::Rows(batch) => batch,
-            Item::Problem(p) => return Err(ProveError::Archive(format!("{}: {}", p.file, p.what))),
-        };
+    while let Some(batch) = rows.next().await.map_err(refused)? {
         for r in batch {
+            // Checked: the rows follow on, inside the segment's blocks.
             while seals
                 .get(block)
                 .is_some_and(|b| r.line.chain_seq > b.block.last_seq)
             {
                 (block, leaves) = (block + 1, Vec::new());
             }
-            let Some(sealed) = seals.get(block) else {
-                return Err(altered(&seals[seals.len() - 1].block));
+            let (Some(sealed), Ok(leaf)) = (seals.get(block), r.leaf) else {
+                return Err(refused(format!("{}: a row outside its blocks", s.name)));
             };
-            leaves.push(r.leaf().map_err(|_| altered(&sealed.block))?);
-            if r.position() == position {
-                target = Some((r.line.chain_seq, r.line.event.clone()));
+            leaves.push(leaf);
+            if check::cursor(&r.line).1 == position {
+                target = Some((r.line.chain_seq, r.line.event));
             }
             if r.line.chain_seq < sealed.block.last_seq {
                 continue;
             }
-            let Some((chain_seq, event)) = target.take() else {
-                continue;
-            };
-            let root = chain::from_hex(&sealed.block.merkle_root);
-            if root != Some(chain::merkle_root(&leaves)) {
-                return Err(altered(&sealed.block));
+            if let Some((chain_seq, event)) = target.take() {
+                return Ok(Some(Located {
+                    event,
+                    chain_seq,
+                    block: sealed.block.clone(),
+                    previous_seal: sealed.previous.clone(),
+                    leaves,
+                }));
             }
-            return Ok(Some(Located {
-                event,
-                chain_seq,
-                block: sealed.block.clone(),
-                previous_seal: sealed.previous.clone(),
-                leaves,
-            }));
         }
     }
     Ok(None)

@@ -49,11 +49,13 @@ pub struct Archive {
     pub problems: Vec<Problem>,
 }
 
-/// A row read from a segment.
+/// A row read from a segment, with its leaf (hashed on the reading
+/// thread, off the async workers).
 #[derive(Clone, Debug)]
 pub struct ArchivedRow {
     pub file: Arc<str>,
     pub line: RowLine,
+    pub leaf: Result<Hash, String>,
 }
 
 /// What the row stream carries.
@@ -73,10 +75,6 @@ impl ArchivedRow {
         chain::from_hex(&self.line.hash).ok_or_else(|| "not 64 hex digits".to_owned())
     }
 
-    pub fn leaf(&self) -> Result<Hash, String> {
-        check::leaf(&self.line)
-    }
-
     /// The event, read as this release reads the log.
     pub fn recorded(&self) -> Result<RecordedEvent, String> {
         crate::store::read::event_from_json(&self.line.event, self.line.tx_id)
@@ -87,18 +85,14 @@ impl Archive {
     /// Opens `dir`: reads every manifest, orders the segments by block, and
     /// notes every one that does not read or does not follow the one before
     /// (a missing segment is a gap in the blocks). A directory that does not
-    /// exist is an empty archive.
+    /// exist is an error: a mistyped path must not read as an empty archive.
     pub fn open(dir: &Path) -> Result<Archive, ArchiveError> {
         let mut archive = Archive {
             dir: dir.to_owned(),
             segments: Vec::new(),
             problems: Vec::new(),
         };
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(archive),
-            Err(e) => return Err(ArchiveError::io(dir, e)),
-        };
+        let entries = std::fs::read_dir(dir).map_err(|e| ArchiveError::io(dir, e))?;
         let mut names = Vec::new();
         for entry in entries {
             let name = entry.map_err(|e| ArchiveError::io(dir, e))?.file_name();
@@ -215,10 +209,30 @@ fn read_manifest(path: &Path) -> Result<Manifest, String> {
             m.rows_file
         ));
     }
-    if m.last_block < m.first_block || m.last_seq < m.first_seq || m.seals.is_empty() {
-        return Err("its ranges are empty or reversed".into());
-    }
+    consistent(&m)?;
     Ok(m)
+}
+
+/// A manifest's counts and ranges are its seals': consecutive blocks from
+/// its first to its last, covering its chain rows and nothing else.
+fn consistent(m: &Manifest) -> Result<(), String> {
+    let (Some(first), Some(last)) = (m.seals.first(), m.seals.last()) else {
+        return Err("it holds no seal".into());
+    };
+    let follows = m.seals.windows(2).all(|w| {
+        w[1].block.block == w[0].block.block + 1 && w[1].block.first_seq == w[0].block.last_seq + 1
+    });
+    let covers = (
+        first.block.block,
+        last.block.block,
+        first.block.first_seq,
+        last.block.last_seq,
+    ) == (m.first_block, m.last_block, m.first_seq, m.last_seq);
+    let counted = i64::try_from(m.events).ok() == Some(m.last_seq - m.first_seq + 1);
+    if !(follows && covers && counted) || last.block.chain_head != m.chain_head {
+        return Err("its blocks, chain rows and counts do not agree with its seals".into());
+    }
+    Ok(())
 }
 
 /// A reader that hashes and counts the bytes it passes on.
@@ -267,7 +281,8 @@ fn read_segment(s: &Segment, send: &mpsc::Sender<Item>) -> Sent {
         let limit = MAX_ARCHIVE_LINE_BYTES as u64 + 1;
         match (&mut lines).take(limit).read_until(b'\n', &mut buf) {
             Ok(0) => break,
-            Ok(n) if n as u64 >= limit => {
+            // A line of the longest length still ends in its newline.
+            Ok(n) if n as u64 >= limit && buf.last() != Some(&b'\n') => {
                 problem(format!(
                     "line {number} is longer than {MAX_ARCHIVE_LINE_BYTES} bytes"
                 ))?;
@@ -276,6 +291,7 @@ fn read_segment(s: &Segment, send: &mpsc::Sender<Item>) -> Sent {
             Ok(_) => match serde_json::from_slice::<RowLine>(&buf) {
                 Ok(line) => batch.push(ArchivedRow {
                     file: s.name.clone(),
+                    leaf: check::leaf(&line),
                     line,
                 }),
                 Err(e) => problem(format!("line {number} is not a row: {e}"))?,
@@ -306,38 +322,96 @@ fn read_segment(s: &Segment, send: &mpsc::Sender<Item>) -> Sent {
     Ok(())
 }
 
-/// Checks one segment's rows file against its own manifest, from the file
-/// alone: the SHA-256, and every row against the segment's seals
-/// (`check::SegmentCheck`). The writer reads every segment back with it.
-pub async fn check_segment(archive: &Archive, s: &Segment) -> Result<(), String> {
-    let m = &s.manifest;
-    let seals = m
-        .seals
-        .iter()
-        .map(Seal::parse)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|(b, why)| format!("block {b}: {why}"))?;
-    let hash = |h: &str| chain::from_hex(h).ok_or_else(|| format!("{h:?} is not a hash"));
-    let previous = seals.first().map(|s| s.previous).unwrap_or(chain::ZERO);
-    let mut walk = check::SegmentCheck::new(seals, hash(&m.chain_before)?, previous);
-    let mut rows = archive.rows_of(vec![s.clone()]);
-    let mut events = 0u64;
-    while let Some(item) = rows.recv().await {
-        let batch = match item {
-            Item::Rows(b) => b,
-            Item::Problem(p) => return Err(p.what),
-        };
-        for r in batch {
-            events += 1;
-            let (stored, leaf) = (r.stored()?, r.leaf()?);
-            walk.row(r.line.chain_seq, stored, leaf, check::cursor(&r.line))
-                .map_err(|(b, why)| format!("block {b}: {why}"))?;
+/// Rows streamed from an archive, each batch held against the seals
+/// (`check::SegmentCheck`) before it is handed on: what the audit replays
+/// and a proof is made from is what was sealed, or an error naming the file.
+pub struct CheckedRows {
+    rows: mpsc::Receiver<Item>,
+    walk: check::SegmentCheck,
+    done: bool,
+}
+
+impl CheckedRows {
+    /// The next batch, checked; `None` after the last, once the last block
+    /// was seen whole.
+    pub async fn next(&mut self) -> Result<Option<Vec<ArchivedRow>>, String> {
+        if self.done {
+            return Ok(None);
         }
+        let batch = match self.rows.recv().await {
+            None => {
+                self.done = true;
+                self.walk
+                    .finish()
+                    .map_err(|(b, why)| format!("block {b}: {why}"))?;
+                return Ok(None);
+            }
+            Some(Item::Problem(p)) => return Err(format!("{}: {}", p.file, p.what)),
+            Some(Item::Rows(batch)) => batch,
+        };
+        for r in &batch {
+            let at = |why: String| format!("{}: {why}", r.file);
+            let (stored, leaf) = (r.stored().map_err(at)?, r.leaf.clone().map_err(at)?);
+            self.walk
+                .row(r.line.chain_seq, stored, leaf, check::cursor(&r.line))
+                .map_err(|(b, why)| at(format!("block {b}: {why}")))?;
+        }
+        Ok(Some(batch))
     }
-    walk.finish()
-        .map_err(|(b, why)| format!("block {b}: {why}"))?;
-    if events != m.events {
-        return Err(format!("{events} rows, the manifest says {}", m.events));
+}
+
+impl Archive {
+    /// Every row of every segment, from block 1, checked as it comes.
+    pub fn checked_rows(&self) -> Result<CheckedRows, String> {
+        let seals = self
+            .segments
+            .iter()
+            .flat_map(|s| &s.manifest.seals)
+            .map(Seal::parse)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|(b, why)| format!("block {b}: {why}"))?;
+        Ok(CheckedRows {
+            rows: self.rows(),
+            walk: check::SegmentCheck::new(seals, 1, chain::ZERO, chain::ZERO),
+            done: false,
+        })
+    }
+
+    /// The rows of segment `s` alone, checked from where its manifest says
+    /// it starts.
+    pub fn checked_segment(&self, s: &Segment) -> Result<CheckedRows, String> {
+        let m = &s.manifest;
+        let seals = m
+            .seals
+            .iter()
+            .map(Seal::parse)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|(b, why)| format!("block {b}: {why}"))?;
+        let chain_before =
+            chain::from_hex(&m.chain_before).ok_or("its chain_before is not a hash")?;
+        let previous = seals.first().map_or(chain::ZERO, |s| s.previous);
+        Ok(CheckedRows {
+            rows: self.rows_of(vec![s.clone()]),
+            walk: check::SegmentCheck::new(seals, m.first_seq, chain_before, previous),
+            done: false,
+        })
+    }
+}
+
+/// Checks one segment's rows file against its own manifest, from the file
+/// alone: the SHA-256, the row count, and every row against the segment's
+/// seals. The writer reads every segment back with it.
+pub async fn check_segment(archive: &Archive, s: &Segment) -> Result<(), String> {
+    let mut rows = archive.checked_segment(s)?;
+    let mut events = 0u64;
+    while let Some(batch) = rows.next().await? {
+        events += batch.len() as u64;
+    }
+    if events != s.manifest.events {
+        return Err(format!(
+            "{events} rows, the manifest says {}",
+            s.manifest.events
+        ));
     }
     Ok(())
 }

@@ -28,7 +28,7 @@ use crate::seal::archive::{
     MANIFEST_SUFFIX, ROWS_SUFFIX,
 };
 use crate::seal::chain::{self, Hash, ZERO};
-use crate::seal::proof::SealedBlock;
+use crate::seal::proof::SEAL_COLUMNS;
 use crate::store::read::event_json;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::{pool, StoreError};
@@ -43,19 +43,81 @@ pub async fn archive(
     dir: &Path,
     through_block: Option<i64>,
 ) -> Result<Vec<Manifest>, ArchiveError> {
-    let archive = Archive::open(dir)?.whole()?;
     std::fs::create_dir_all(dir).map_err(|e| ArchiveError::io(dir, e))?;
+    let archive = Archive::open(dir)?.whole()?;
+    remove_leftovers(&archive)?;
     let client = pool::get(pool).await?;
     let seals = seals_after(&client, &archive, through_block).await?;
+    let mut start = Start::after(&archive)?;
     let mut written = Vec::new();
     let mut rest = &seals[..];
     while !rest.is_empty() {
         let n = segment_len(rest);
         let (segment, after) = rest.split_at(n);
-        written.push(write_segment(&client, &archive, segment).await?);
+        let manifest = write_segment(&client, &archive, &start, segment).await?;
+        start = Start::after_segment(&manifest)?;
+        written.push(manifest);
         rest = after;
     }
     Ok(written)
+}
+
+/// Where the next segment must start: the chain row after the archive's
+/// last, the stored chain hash at it, and the last seal hash (zeros before
+/// block 1). The writer checks the database's rows from there, so a segment
+/// follows on from the one before as `verify --archive` will walk them.
+struct Start {
+    first_seq: i64,
+    chain: Hash,
+    previous_seal: Hash,
+}
+
+impl Start {
+    fn after(archive: &Archive) -> Result<Start, ArchiveError> {
+        match archive.segments.last() {
+            None => Ok(Start {
+                first_seq: 1,
+                chain: ZERO,
+                previous_seal: ZERO,
+            }),
+            Some(s) => Start::after_segment(&s.manifest)
+                .map_err(|why| ArchiveError::unreadable(&archive.dir.join(&*s.name), why)),
+        }
+    }
+
+    fn after_segment(m: &Manifest) -> Result<Start, ArchiveError> {
+        let hash = |h: &str| {
+            chain::from_hex(h).ok_or_else(|| ArchiveError::Unreadable {
+                path: m.rows_file.clone(),
+                why: format!("{h:?} is not a hash"),
+            })
+        };
+        let last = m.seals.last().map_or("", |s| s.hash.as_str());
+        Ok(Start {
+            first_seq: m.last_seq + 1,
+            chain: hash(&m.chain_head)?,
+            previous_seal: hash(last)?,
+        })
+    }
+}
+
+/// Files a run that stopped half-way left: temporary files, and rows files
+/// with no manifest (never read back, so never part of the archive).
+fn remove_leftovers(archive: &Archive) -> Result<(), ArchiveError> {
+    let dir = &archive.dir;
+    let entries = std::fs::read_dir(dir).map_err(|e| ArchiveError::io(dir, e))?;
+    for entry in entries {
+        let name = entry.map_err(|e| ArchiveError::io(dir, e))?.file_name();
+        let name = name.to_string_lossy();
+        let orphan = name
+            .strip_suffix(ROWS_SUFFIX)
+            .is_some_and(|stem| !dir.join(format!("{stem}{MANIFEST_SUFFIX}")).exists());
+        if name.ends_with(".partial") || orphan {
+            let path = dir.join(&*name);
+            std::fs::remove_file(&path).map_err(|e| ArchiveError::io(&path, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// How many of `seals` (at least one) the next segment takes.
@@ -73,9 +135,6 @@ fn segment_len(seals: &[ArchivedSeal]) -> usize {
     n.max(1)
 }
 
-const SEAL_COLUMNS: &str = "block, first_seq, last_seq, merkle_root, chain_head, version, \
-                            last_tx_id, last_position, sealed_at, previous, hash";
-
 /// The database's seals after the archive's last block, checked to follow
 /// on from it.
 async fn seals_after(
@@ -84,27 +143,20 @@ async fn seals_after(
     through_block: Option<i64>,
 ) -> Result<Vec<ArchivedSeal>, ArchiveError> {
     let from = archive.last_block();
+    // The archive's last block is read too, to hold it against the archive.
+    let through = through_block.unwrap_or(i64::MAX).max(from);
     let rows = client
         .query(
             &format!(
                 "SELECT {SEAL_COLUMNS} FROM seals WHERE block >= $1 AND block <= $2 ORDER BY block"
             ),
-            &[&from, &through_block.unwrap_or(i64::MAX)],
+            &[&from, &through],
         )
         .await
         .map_err(StoreError::from)?;
-    let hex = |r: &tokio_postgres::Row, i: usize| {
-        crate::domain::fingerprint::hex_bytes(r.get::<_, &[u8]>(i))
-    };
     let mut seals = rows
         .iter()
-        .map(|r| {
-            Ok(ArchivedSeal {
-                block: SealedBlock::from_row(r)?,
-                previous: hex(r, 9),
-                hash: hex(r, 10),
-            })
-        })
+        .map(ArchivedSeal::from_row)
         .collect::<Result<Vec<_>, StoreError>>()?;
     if from > 0 {
         let last = archive
@@ -116,10 +168,7 @@ async fn seals_after(
             _ => false,
         };
         if !same {
-            return Err(ArchiveError::NotThisLedger {
-                archived: from,
-                sealed: seals.first().map_or(0, |s| s.block.block - 1),
-            });
+            return Err(ArchiveError::NotThisLedger { block: from });
         }
         seals.remove(0);
     }
@@ -175,53 +224,35 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
-/// The stored chain hash of row `seq` (zeros before row 1).
-async fn chain_hash(
-    client: &deadpool_postgres::ClientWrapper,
-    seq: i64,
-) -> Result<Hash, ArchiveError> {
-    if seq < 1 {
-        return Ok(ZERO);
-    }
-    let row = client
-        .query_opt("SELECT hash FROM event_chain WHERE seq = $1", &[&seq])
-        .await
-        .map_err(StoreError::from)?;
-    row.and_then(|r| chain::from_bytes(r.get(0)))
-        .ok_or_else(|| ArchiveError::NotVerified {
-            block: 0,
-            why: format!("chain row {seq}, before the first block to archive, is gone"),
-        })
-}
-
 /// Writes one segment of `seals` (consecutive blocks): checks, writes, reads
 /// back, then writes the manifest.
 async fn write_segment(
     client: &deadpool_postgres::ClientWrapper,
     archive: &Archive,
+    start: &Start,
     seals: &[ArchivedSeal],
 ) -> Result<Manifest, ArchiveError> {
     let (first, last) = (&seals[0].block, &seals[seals.len() - 1].block);
     let stem = segment_stem(first.block, last.block);
     let rows_file = format!("{stem}{ROWS_SUFFIX}");
     let partial = archive.dir.join(format!("{rows_file}.partial"));
-    let chain_before = chain_hash(client, first.first_seq - 1).await?;
     let parsed = seals
         .iter()
         .map(Seal::parse)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|(block, why)| ArchiveError::NotVerified { block, why })?;
-    let previous = parsed[0].previous;
-    let mut walk = SegmentCheck::new(parsed, chain_before, previous);
+    let mut walk = SegmentCheck::new(parsed, start.first_seq, start.chain, start.previous_seal);
     let (send, writer) = spawn_writer(partial.clone());
     let copied = copy_rows(client, &mut walk, first.first_seq, last.last_seq, &send).await;
     drop(send);
     let written = writer
         .await
         .map_err(|e| ArchiveError::unreadable(&partial, e))?;
+    // A failed write (a full disk) is the error to report: it is why the
+    // rows stopped, not the other way round.
     let (range, (sha256, bytes)) = match (copied, written) {
         (Ok(range), Ok(w)) => (range, w),
-        (Err(e), _) | (_, Err(e)) => {
+        (_, Err(e)) | (Err(e), _) => {
             let _ = std::fs::remove_file(&partial);
             return Err(e);
         }
@@ -240,7 +271,7 @@ async fn write_segment(
         last_seq: last.last_seq,
         min_position: range.0,
         max_position: range.1,
-        chain_before: chain::hex(&chain_before),
+        chain_before: chain::hex(&start.chain),
         chain_head: last.chain_head.clone(),
         seals: seals.to_vec(),
         written_at: chrono::Utc::now(),
@@ -251,9 +282,11 @@ async fn write_segment(
         rows_path,
         name: name.as_str().into(),
     };
-    check_segment(archive, &segment)
-        .await
-        .map_err(|why| ArchiveError::unreadable(&segment.rows_path, format!("read back: {why}")))?;
+    if let Err(why) = check_segment(archive, &segment).await {
+        let _ = std::fs::remove_file(&segment.rows_path);
+        let why = format!("read back: {why}");
+        return Err(ArchiveError::unreadable(&segment.rows_path, why));
+    }
     write_manifest(&archive.dir, &name, &manifest)?;
     Ok(manifest)
 }
