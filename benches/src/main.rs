@@ -5,6 +5,7 @@
 
 #![warn(clippy::too_many_lines)]
 
+mod archive;
 mod commands;
 mod database;
 mod flash;
@@ -63,6 +64,9 @@ enum Cmd {
     /// stockledger on a Patroni cluster with synchronous replication: its
     /// throughput against a single node, and failovers under load.
     Ha(ha::HaArgs),
+    /// Archive files on the benchmark log: archiving it whole, and verify and
+    /// the audit across the archive beside the database alone.
+    Archive(archive::ArchiveArgs),
     /// What the log costs on disk per event, column by column and index
     /// by index, as it is and in a candidate lean layout.
     Storage(storage::StorageArgs),
@@ -84,6 +88,7 @@ async fn main() -> ExitCode {
         Cmd::Seal(a) => seal::run(a, database_url, &printer).await,
         Cmd::Ha(a) => ha::run(a, &printer).await,
         Cmd::Storage(a) => storage::run(a, database_url, &printer).await,
+        Cmd::Archive(a) => archive::run(a, database_url, &printer).await,
         Cmd::Serve(a) => serve::run(a, database_url).await,
     };
     match result {
