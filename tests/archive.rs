@@ -12,6 +12,7 @@ use std::process::Command;
 use common::*;
 use serde_json::Value;
 use stockledger::seal::archive::{self, Archive, ArchiveError, Manifest};
+use stockledger::seal::chain::SealFields;
 use stockledger::seal::{self, Digest, Finding};
 
 /// A ledger sealed in three blocks.
@@ -280,13 +281,17 @@ async fn a_missing_segment_is_named_and_stops_archive_and_audit() {
         }
         other => panic!("archived onto a broken archive: {other:?}"),
     }
-    assert!(open(&dir).whole().is_err(), "the audit and prove refuse it");
+    assert!(
+        open(&dir).whole().is_err(),
+        "what the audit and the writer open"
+    );
     // A rows file gone under its manifest is named too.
     let dir = archived_in_three(&db).await;
     std::fs::remove_file(segment_files(&dir, 3).1).unwrap();
     let report = verify_across(&db, &dir, Some(&d)).await;
     assert!(report.findings.iter().any(|f| matches!(f,
-        Finding::ArchiveProblem { what, .. } if what.contains("its rows file"))));
+        Finding::ArchiveProblem { what, .. } if what.contains("No such file"))));
+    assert!(open(&dir).whole().is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -328,7 +333,13 @@ async fn an_archived_event_is_proved_exactly_as_a_live_one() {
         latest.block - archived.block.block
     );
     seal::proof::check(&archived, &latest).unwrap();
-    let unarchived = db.count_events().await;
+    let unarchived: i64 = db
+        .client()
+        .await
+        .query_one("SELECT max(position) FROM events", &[])
+        .await
+        .unwrap()
+        .get(0);
     let not_there = archive::prove::prove(db.store.pool(), &open(&dir), unarchived, None)
         .await
         .unwrap();
@@ -418,15 +429,121 @@ async fn an_archive_follows_on_from_its_own_ledger_only() {
         "a block archived already is nothing to do"
     );
     // A run that stopped half-way left a temporary file and a rows file with
-    // no manifest: the next run clears them and writes the segment whole.
-    let (_, rows) = segment_files(&dir, 3);
-    std::fs::write(&rows, b"half").unwrap();
-    std::fs::write(dir.join("x.partial"), b"half").unwrap();
+    // no manifest: the next run clears them (and nothing else it did not
+    // write), and writes the next segment whole.
+    let (orphan_manifest, orphan) = segment_files(&dir, 9);
+    let partial = PathBuf::from(format!("{}.partial", orphan_manifest.display()));
+    for planted in [&orphan, &partial] {
+        std::fs::write(planted, b"half").unwrap();
+    }
+    std::fs::write(dir.join("notes.txt"), b"the auditor's").unwrap();
     let written = archive_through(&db, &dir, None).await;
     assert_eq!((written.len(), written[0].first_block), (1, 3));
-    assert!(!dir.join("x.partial").exists());
+    assert!(!orphan.exists() && !partial.exists(), "leftovers cleared");
+    assert!(dir.join("notes.txt").exists(), "other files left alone");
     let report = verify_across(&db, &dir, Some(&digest(&db).await)).await;
     assert!(report.clean(), "{:?}", report.findings);
+    // One run at a time: a second is refused while the first holds the lock.
+    let held = std::fs::File::create(dir.join(".archive.lock")).unwrap();
+    held.try_lock().unwrap();
+    match archive::write::archive(db.store.pool(), &dir, None).await {
+        Err(ArchiveError::Unreadable { why, .. }) => assert!(why.contains("another"), "{why}"),
+        other => panic!("two runs at once: {other:?}"),
+    }
+    drop(held);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every row of `dir`'s three one-block segments rewritten with the receipt
+/// of `in-1` at 99 apples, and everything above it recomputed: chain hashes,
+/// Merkle roots, chain heads, seal hashes, manifests and their SHA-256. The
+/// files then agree with themselves; only the database's seal (and a digest)
+/// can tell.
+fn reseal_forged(dir: &Path) {
+    use stockledger::seal::chain;
+    alter_first_segment(dir);
+    let (mut chain_hash, mut seal_hash) = (chain::ZERO, chain::ZERO);
+    for block in 1..=3 {
+        let (manifest_path, rows_path) = segment_files(dir, block);
+        let mut m: Manifest =
+            serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+        let mut rows = read_rows(&rows_path);
+        m.chain_before = chain::hex(&chain_hash);
+        let mut leaves = Vec::new();
+        for r in &mut rows {
+            let leaf = chain::leaf(&chain::canonical_event(&r["event"]).unwrap());
+            chain_hash = chain::link(&chain_hash, &leaf);
+            r["hash"] = Value::String(chain::hex(&chain_hash));
+            leaves.push(leaf);
+        }
+        write_rows(&rows_path, &rows);
+        let s = &mut m.seals[0];
+        s.block.merkle_root = chain::hex(&chain::merkle_root(&leaves));
+        s.block.chain_head = chain::hex(&chain_hash);
+        s.previous = chain::hex(&seal_hash);
+        let fields = SealFields {
+            version: s.block.version,
+            block: s.block.block,
+            first_seq: s.block.first_seq,
+            last_seq: s.block.last_seq,
+            merkle_root: chain_hash_of(&s.block.merkle_root),
+            chain_head: chain_hash,
+            last_tx_id: s.block.last_tx_id,
+            last_position: s.block.last_position,
+            sealed_at: s.block.sealed_at,
+        };
+        seal_hash = chain::seal(&seal_hash, &fields);
+        s.hash = chain::hex(&seal_hash);
+        m.chain_head = s.block.chain_head.clone();
+        std::fs::write(&manifest_path, serde_json::to_string(&m).unwrap()).unwrap();
+        rehash_manifest(dir, block);
+    }
+}
+
+fn chain_hash_of(hex: &str) -> stockledger::seal::chain::Hash {
+    stockledger::seal::chain::from_hex(hex).unwrap()
+}
+
+#[tokio::test]
+async fn a_resealed_forgery_is_caught_by_the_databases_seal_and_the_digest() {
+    let db = sealed_ledger().await;
+    let d = digest(&db).await;
+    let dir = archived_in_three(&db).await;
+    reseal_forged(&dir);
+    // The files agree with themselves: each segment reads back clean.
+    let forged = open(&dir);
+    for s in &forged.segments {
+        archive::read::check_segment(&forged, s).await.unwrap();
+    }
+    let refused =
+        stockledger::audit::audit_from_archive(db.store.pool(), &forged.clone().whole().unwrap())
+            .await
+            .expect_err("a forged archive is not replayed")
+            .to_string();
+    assert!(
+        refused.contains("sealed differently in the database"),
+        "{refused}"
+    );
+    let at: i64 = db
+        .client()
+        .await
+        .query_one(
+            "SELECT position FROM events WHERE stream = $1",
+            &[&receipt_stream("in-1")],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let proof = archive::prove::prove(db.store.pool(), &forged, at, None).await;
+    assert!(
+        matches!(proof, Err(seal::proof::ProveError::Archive(_))),
+        "{proof:?}"
+    );
+    let report = verify_across(&db, &dir, None).await;
+    assert!(report.findings.iter().any(|f| matches!(f,
+        Finding::ArchiveProblem { what, .. } if what.contains("sealed differently"))));
+    let report = verify_across(&db, &dir, Some(&d)).await;
+    assert_eq!(report.digest_matches, Some(false));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -448,7 +565,11 @@ async fn nothing_is_archived_that_does_not_verify() {
         }
         other => panic!("archived an altered block: {other:?}"),
     }
-    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|name| name != ".archive.lock")
+        .collect();
     assert!(left.is_empty(), "nothing is left behind: {left:?}");
     // Events not sealed yet are not archived either.
     let clean = TestDb::new().await;

@@ -25,7 +25,8 @@ use crate::seal::archive::check;
 /// A seal as stored: its fields, the seal hash before it and its own.
 use crate::seal::archive::check::Seal as StoredSeal;
 use crate::seal::archive::read::Item;
-use crate::seal::archive::{Archive, ArchivedRow};
+use crate::seal::archive::{Archive, ArchivedRow, ArchivedSeal};
+use crate::seal::proof::SEAL_COLUMNS;
 
 /// What does not match, each naming where.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -131,42 +132,15 @@ struct Walk {
     last_found: Option<i64>,
 }
 
-fn hash_of(row: &Row, i: usize, what: &str) -> Result<Hash, StoreError> {
-    chain::from_bytes(row.get(i))
-        .ok_or_else(|| StoreError::Corrupt(format!("{what} is not 32 bytes").into()))
-}
-
 async fn load_seals(
     client: &deadpool_postgres::Transaction<'_>,
 ) -> Result<Vec<StoredSeal>, StoreError> {
-    let rows = client
-        .query(
-            "SELECT block, first_seq, last_seq, merkle_root, chain_head, previous, hash,
-                    version, last_tx_id, last_position, sealed_at
-             FROM seals ORDER BY block",
-            &[],
-        )
-        .await?;
+    let sql = format!("SELECT {SEAL_COLUMNS} FROM seals ORDER BY block");
+    let rows = client.query(&sql, &[]).await?;
     rows.iter()
         .map(|r| {
-            let version: i16 = r.get(7);
-            Ok(StoredSeal {
-                fields: SealFields {
-                    version: version
-                        .try_into()
-                        .map_err(|e: String| StoreError::Corrupt(e.into()))?,
-                    last_tx_id: r.get(8),
-                    last_position: r.get(9),
-                    sealed_at: r.get(10),
-                    block: r.get(0),
-                    first_seq: r.get(1),
-                    last_seq: r.get(2),
-                    merkle_root: hash_of(r, 3, "a merkle root")?,
-                    chain_head: hash_of(r, 4, "a chain head")?,
-                },
-                previous: hash_of(r, 5, "a previous seal")?,
-                hash: hash_of(r, 6, "a seal")?,
-            })
+            StoredSeal::parse(&ArchivedSeal::from_row(r)?)
+                .map_err(|(block, why)| StoreError::Corrupt(format!("block {block}: {why}").into()))
         })
         .collect()
 }
@@ -398,23 +372,18 @@ fn archived_seals(archive: &Archive) -> (Vec<StoredSeal>, Vec<Finding>) {
     (seals, broken)
 }
 
-/// The database's seal of the archive's last block must be the archive's:
-/// otherwise the files and the database are not one ledger's (or the
-/// database was restored from before the archive), and walking one after the
-/// other would check nothing about the database.
+/// The database's seal of the archive's last block must be the archive's
+/// (`Archive::unanchored`): otherwise walking one after the other would
+/// check nothing about the database.
 fn boundary(archive: &Archive, stored: &[StoredSeal]) -> Option<Finding> {
-    let last = archive.segments.last()?;
-    let archived = last.manifest.seals.last()?;
-    let block = archived.block.block;
-    let what = match stored.iter().find(|s| s.fields.block == block) {
-        None => format!("the database has no block {block}, the archive's last: it is not this ledger's database, or it was restored from before the archive"),
-        Some(s) if chain::hex(&s.hash) != archived.hash => {
-            format!("block {block} is sealed differently in the database: the archive is not this ledger's")
-        }
-        Some(_) => return None,
-    };
+    let block = archive.last_block();
+    let hash = stored
+        .iter()
+        .find(|s| s.fields.block == block)
+        .map(|s| chain::hex(&s.hash));
+    let what = archive.unanchored(hash.as_deref())?;
     Some(Finding::ArchiveProblem {
-        file: last.name.to_string(),
+        file: archive.segments.last()?.name.to_string(),
         what,
     })
 }

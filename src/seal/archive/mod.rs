@@ -118,7 +118,7 @@ pub enum ArchiveError {
     /// A block about to be archived does not match its seal: the database
     /// was changed after it was sealed. Nothing is written.
     #[error(
-        "block {block} does not verify ({why}): run `stockledger verify`; nothing was archived"
+        "block {block} does not verify ({why}): run `stockledger verify`; nothing from it on was archived"
     )]
     NotVerified { block: i64, why: String },
     #[error("block {block}, the archive's last, is not sealed in this database as the archive has it: the directory is not this ledger's archive")]

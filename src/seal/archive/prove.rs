@@ -35,6 +35,10 @@ pub async fn prove(
         return Ok(None);
     };
     let client = pool::get(pool).await?;
+    archive
+        .anchor(&**client)
+        .await
+        .map_err(ProveError::Archive)?;
     let digest = match digest {
         Some(d) => d,
         None => crate::seal::digest::latest(&client)

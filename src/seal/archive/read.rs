@@ -159,15 +159,57 @@ impl Archive {
         self.segments.last().map_or(0, |s| s.manifest.last_seq)
     }
 
-    /// The archive, refused unless every segment reads and follows on
-    /// (`verify --archive` says what is wrong).
+    /// The archive, refused unless every segment reads, follows on and has
+    /// its rows file (`verify --archive` says what is wrong).
     pub fn whole(self) -> Result<Archive, ArchiveError> {
-        match self.problems.first() {
+        let gone = self.segments.iter().find(|s| !s.rows_path.exists());
+        let problem = self.problems.first().cloned().or_else(|| {
+            gone.map(|s| Problem {
+                file: s.name.to_string(),
+                what: format!("its rows file {} is gone", s.manifest.rows_file),
+            })
+        });
+        match problem {
             None => Ok(self),
             Some(p) => Err(ArchiveError::unreadable(
                 &self.dir.join(&p.file),
                 format!("{} (run `stockledger verify --archive`)", p.what),
             )),
+        }
+    }
+
+    /// Why the database's seal of the archive's last block (`stored`, its
+    /// hash in hex, `None` when the database has no such block) does not
+    /// anchor the archive: then the files and the database are not one
+    /// ledger's, and checking the files against their own seals proves
+    /// nothing about the database's history.
+    pub fn unanchored(&self, stored: Option<&str>) -> Option<String> {
+        let archived = self.segments.last()?.manifest.seals.last()?;
+        let block = archived.block.block;
+        match stored {
+            None => Some(format!("the database has no block {block}, the archive's last: it is not this ledger's database, or it was restored from before the archive")),
+            Some(hash) if hash != archived.hash => Some(format!(
+                "block {block} is sealed differently in the database: the archive is not this ledger's"
+            )),
+            Some(_) => None,
+        }
+    }
+
+    /// Holds the archive against the database's seal of its last block
+    /// (`unanchored`).
+    pub async fn anchor(&self, client: &impl tokio_postgres::GenericClient) -> Result<(), String> {
+        let block = self.last_block();
+        if block == 0 {
+            return Ok(());
+        }
+        let row = client
+            .query_opt("SELECT hash FROM seals WHERE block = $1", &[&block])
+            .await
+            .map_err(|e| format!("reading block {block}'s seal: {e}"))?;
+        let stored = row.map(|r| crate::domain::fingerprint::hex_bytes(r.get::<_, &[u8]>(0)));
+        match self.unanchored(stored.as_deref()) {
+            None => Ok(()),
+            Some(why) => Err(why),
         }
     }
 
@@ -322,9 +364,13 @@ fn read_segment(s: &Segment, send: &mpsc::Sender<Item>) -> Sent {
     Ok(())
 }
 
-/// Rows streamed from an archive, each batch held against the seals
-/// (`check::SegmentCheck`) before it is handed on: what the audit replays
-/// and a proof is made from is what was sealed, or an error naming the file.
+/// Rows streamed from an archive, held against the seals
+/// (`check::SegmentCheck`): each row's link to its chain row before its
+/// batch is handed on, each block's root and seal at its last row, the
+/// file's SHA-256 after its last. An `Err` at any point fails the whole
+/// read, so a caller acts on what it was handed only once `next` returned
+/// `None`: the audit reports nothing before that, and a proof is made only
+/// once its block closed.
 pub struct CheckedRows {
     rows: mpsc::Receiver<Item>,
     walk: check::SegmentCheck,

@@ -44,6 +44,7 @@ pub async fn archive(
     through_block: Option<i64>,
 ) -> Result<Vec<Manifest>, ArchiveError> {
     std::fs::create_dir_all(dir).map_err(|e| ArchiveError::io(dir, e))?;
+    let _held = lock(dir)?;
     let archive = Archive::open(dir)?.whole()?;
     remove_leftovers(&archive)?;
     let client = pool::get(pool).await?;
@@ -101,24 +102,64 @@ impl Start {
     }
 }
 
-/// Files a run that stopped half-way left: temporary files, and rows files
-/// with no manifest (never read back, so never part of the archive).
+/// Files a run that stopped half-way left: its temporary files, and rows
+/// files no manifest names (never read back, so never part of the archive).
+/// Only names this writer makes are touched; anything else in the directory
+/// is left as it is.
 fn remove_leftovers(archive: &Archive) -> Result<(), ArchiveError> {
     let dir = &archive.dir;
+    let named: std::collections::HashSet<&str> = archive
+        .segments
+        .iter()
+        .map(|s| s.manifest.rows_file.as_str())
+        .collect();
     let entries = std::fs::read_dir(dir).map_err(|e| ArchiveError::io(dir, e))?;
     for entry in entries {
         let name = entry.map_err(|e| ArchiveError::io(dir, e))?.file_name();
         let name = name.to_string_lossy();
-        let orphan = name
-            .strip_suffix(ROWS_SUFFIX)
-            .is_some_and(|stem| !dir.join(format!("{stem}{MANIFEST_SUFFIX}")).exists());
-        if name.ends_with(".partial") || orphan {
+        let written = name.strip_suffix(".partial").unwrap_or(&name);
+        let ours =
+            is_segment_file(written, ROWS_SUFFIX) || is_segment_file(written, MANIFEST_SUFFIX);
+        let leftover =
+            name.ends_with(".partial") || (name.ends_with(ROWS_SUFFIX) && !named.contains(&*name));
+        if ours && leftover {
             let path = dir.join(&*name);
             std::fs::remove_file(&path).map_err(|e| ArchiveError::io(&path, e))?;
         }
     }
     Ok(())
 }
+
+/// Whether `name` is `segment_stem(..)` followed by `suffix`.
+fn is_segment_file(name: &str, suffix: &str) -> bool {
+    let Some(stem) = name.strip_suffix(suffix) else {
+        return false;
+    };
+    let Some(blocks) = stem.strip_prefix("blocks-") else {
+        return false;
+    };
+    let digits = |s: &str| s.len() == 12 && s.bytes().all(|b| b.is_ascii_digit());
+    matches!(blocks.split_once('-'), Some((a, b)) if digits(a) && digits(b))
+}
+
+/// Holds `DIR/.archive.lock` for the run: two runs on one directory would
+/// write overlapping segments, and one's clean-up would take the other's
+/// files. The kernel lets go of it when the process ends, however it ends.
+fn lock(dir: &Path) -> Result<std::fs::File, ArchiveError> {
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::File::create(&path).map_err(|e| ArchiveError::io(&path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(ArchiveError::unreadable(
+            dir,
+            "another `stockledger archive` is writing this directory",
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(ArchiveError::io(&path, e)),
+    }
+}
+
+/// The lock file's name in an archive directory.
+const LOCK_FILE: &str = ".archive.lock";
 
 /// How many of `seals` (at least one) the next segment takes.
 fn segment_len(seals: &[ArchivedSeal]) -> usize {
@@ -247,7 +288,7 @@ async fn write_segment(
     drop(send);
     let written = writer
         .await
-        .map_err(|e| ArchiveError::unreadable(&partial, e))?;
+        .unwrap_or_else(|e| Err(ArchiveError::unreadable(&partial, e)));
     // A failed write (a full disk) is the error to report: it is why the
     // rows stopped, not the other way round.
     let (range, (sha256, bytes)) = match (copied, written) {
