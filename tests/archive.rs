@@ -36,15 +36,6 @@ async fn sealed_ledger() -> TestDb {
     db
 }
 
-async fn seal_all(db: &TestDb) {
-    let sealed = seal::sealer::catch_up(db.store.pool()).await.unwrap();
-    assert!(sealed.is_some(), "no other sealer runs on a test database");
-}
-
-async fn digest(db: &TestDb) -> Digest {
-    db.store.digest().await.unwrap().expect("a seal")
-}
-
 /// A fresh directory for `db`'s archive.
 fn archive_dir(db: &TestDb) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("{}-archive", db.name));
@@ -80,17 +71,6 @@ async fn verify_across(db: &TestDb, dir: &Path, d: Option<&Digest>) -> seal::Rep
     seal::verify::verify_across(db.store.pool(), d, &open(dir))
         .await
         .unwrap()
-}
-
-/// Runs `sql` as the superuser with every trigger switched off.
-async fn as_superuser(db: &TestDb, sql: &str) {
-    db.client()
-        .await
-        .batch_execute(&format!(
-            "BEGIN; SET LOCAL session_replication_role = replica; {sql}; COMMIT"
-        ))
-        .await
-        .unwrap();
 }
 
 /// A segment's rows file, decompressed, one JSON value per line.
@@ -300,16 +280,7 @@ async fn an_archived_event_is_proved_exactly_as_a_live_one() {
     let db = sealed_ledger().await;
     let first = digest(&db).await;
     let dir = archived_in_three(&db).await;
-    let at: i64 = db
-        .client()
-        .await
-        .query_one(
-            "SELECT position FROM events WHERE stream = $1 AND seq = 1",
-            &[&res_stream("r1")],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let at = position_of(&db, &res_stream("r1"), 1).await;
     let live = seal::proof::prove(db.store.pool(), at, Some(first.clone()))
         .await
         .unwrap();
@@ -350,16 +321,7 @@ async fn an_archived_event_is_proved_exactly_as_a_live_one() {
     // From an altered file no proof is made.
     alter_first_segment(&dir);
     rehash_manifest(&dir, 1);
-    let in_1: i64 = db
-        .client()
-        .await
-        .query_one(
-            "SELECT position FROM events WHERE stream = $1",
-            &[&receipt_stream("in-1")],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let in_1 = position_of(&db, &receipt_stream("in-1"), 1).await;
     let refused = archive::prove::prove(db.store.pool(), &open(&dir), in_1, None).await;
     assert!(
         matches!(refused, Err(seal::proof::ProveError::Archive(ref why)) if why.contains("does not hash to its chain row")),
@@ -524,16 +486,7 @@ async fn a_resealed_forgery_is_caught_by_the_databases_seal_and_the_digest() {
         refused.contains("sealed differently in the database"),
         "{refused}"
     );
-    let at: i64 = db
-        .client()
-        .await
-        .query_one(
-            "SELECT position FROM events WHERE stream = $1",
-            &[&receipt_stream("in-1")],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let at = position_of(&db, &receipt_stream("in-1"), 1).await;
     let proof = archive::prove::prove(db.store.pool(), &forged, at, None).await;
     assert!(
         matches!(proof, Err(seal::proof::ProveError::Archive(_))),

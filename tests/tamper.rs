@@ -29,41 +29,8 @@ async fn sealed_ledger() -> TestDb {
     db
 }
 
-async fn seal_all(db: &TestDb) {
-    let sealed = seal::sealer::catch_up(db.store.pool()).await.unwrap();
-    assert!(sealed.is_some(), "no other sealer runs on a test database");
-}
-
-async fn digest(db: &TestDb) -> Digest {
-    db.store.digest().await.unwrap().expect("a seal")
-}
-
 async fn verify(db: &TestDb, d: Option<&Digest>) -> seal::Report {
     seal::verify::verify(db.store.pool(), d).await.unwrap()
-}
-
-/// Runs `sql` as the superuser with every trigger switched off, as an
-/// administrator who wants to rewrite history would.
-async fn as_superuser(db: &TestDb, sql: &str) {
-    let client = db.client().await;
-    client
-        .batch_execute(&format!(
-            "BEGIN; SET LOCAL session_replication_role = replica; {sql}; COMMIT"
-        ))
-        .await
-        .unwrap();
-}
-
-async fn position_of(db: &TestDb, stream: &str, seq: i32) -> i64 {
-    db.client()
-        .await
-        .query_one(
-            "SELECT position FROM events WHERE stream = $1 AND seq = $2",
-            &[&stream, &seq],
-        )
-        .await
-        .unwrap()
-        .get(0)
 }
 
 /// `stockledger verify --digest FILE --json`: its exit code and report.

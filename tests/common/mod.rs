@@ -647,3 +647,41 @@ fn key_value(config: &tokio_postgres::Config, dbname: &str) -> String {
     parts.push(format!("dbname={dbname}"));
     parts.join(" ")
 }
+
+/// Chains and seals everything not sealed yet, as `stockledger seal` does.
+pub async fn seal_all(db: &TestDb) {
+    let sealed = stockledger::seal::sealer::catch_up(db.store.pool())
+        .await
+        .unwrap();
+    assert!(sealed.is_some(), "no other sealer runs on a test database");
+}
+
+/// The latest seal, as `stockledger digest` prints it.
+pub async fn digest(db: &TestDb) -> stockledger::seal::Digest {
+    db.store.digest().await.unwrap().expect("a seal")
+}
+
+/// Runs `sql` as the superuser with every trigger switched off, as an
+/// administrator who wants to rewrite history would.
+pub async fn as_superuser(db: &TestDb, sql: &str) {
+    let client = db.client().await;
+    client
+        .batch_execute(&format!(
+            "BEGIN; SET LOCAL session_replication_role = replica; {sql}; COMMIT"
+        ))
+        .await
+        .unwrap();
+}
+
+/// The log position of event `seq` of `stream`.
+pub async fn position_of(db: &TestDb, stream: &str, seq: i32) -> i64 {
+    db.client()
+        .await
+        .query_one(
+            "SELECT position FROM events WHERE stream = $1 AND seq = $2",
+            &[&stream, &seq],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
