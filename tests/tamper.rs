@@ -605,6 +605,24 @@ async fn verify_reads_in_windows_side_by_side_and_misses_nothing() {
             report.findings
         );
     }
+    // Seals are read a page (a window's worth) at a time: a broken link
+    // between two of them is found whatever the page.
+    as_superuser(
+        &db,
+        "UPDATE seals SET previous = set_byte(previous, 0, get_byte(previous, 0) # 255) WHERE block = 2",
+    )
+    .await;
+    for window in [1, 2, 3, 100] {
+        let report = seal::verify::verify_in_windows(db.store.pool(), Some(&d), window)
+            .await
+            .unwrap();
+        assert!(
+            report.findings.iter().any(|f| matches!(f,
+                Finding::SealBroken { block: 2, what } if what.contains("previous seal hash"))),
+            "window {window}: {:?}",
+            report.findings
+        );
+    }
 }
 
 /// Issue 25, case 5: a login with only the service role appends an event

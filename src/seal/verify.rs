@@ -9,6 +9,8 @@
 //! what a digest is held against. An attacker who rewrites events, chain
 //! rows and seals consistently passes the first and fails the second.
 
+use std::collections::VecDeque;
+
 use serde::Serialize;
 use tokio_postgres::{IsolationLevel, Row};
 
@@ -113,13 +115,20 @@ struct Pure {
     seal: Option<Hash>,
 }
 
-/// Walks the chain in order; one block's leaves at a time.
+/// Walks the chain in order; one block's leaves at a time. Seals are
+/// pushed in block order ahead of the rows they end (`push_seal`), and
+/// leave once their block was walked: the walk holds the seals of the rows
+/// in flight, not every seal of the log.
 struct Walk {
     report: Report,
-    seals: Vec<StoredSeal>,
+    /// Seals pushed whose blocks were not walked yet, in block order.
+    seals: VecDeque<StoredSeal>,
+    /// Seals pushed so far, and the last one's block, last row and hash.
+    pushed: i64,
+    last_pushed: Option<(i64, i64, Hash)>,
     digest: Option<(Digest, Hash, Hash)>,
-    /// Index into `seals` of the block being walked.
-    block: usize,
+    /// Blocks walked so far.
+    walked: i64,
     leaves: Vec<Option<Hash>>,
     expected_seq: i64,
     /// The stored hash of the row before (the checked chain's base).
@@ -132,17 +141,50 @@ struct Walk {
     last_found: Option<i64>,
 }
 
-async fn load_seals(
-    client: &deadpool_postgres::Transaction<'_>,
-) -> Result<Vec<StoredSeal>, StoreError> {
-    let sql = format!("SELECT {SEAL_COLUMNS} FROM seals ORDER BY block");
-    let rows = client.query(&sql, &[]).await?;
-    rows.iter()
-        .map(|r| {
-            StoredSeal::parse(&ArchivedSeal::from_row(r)?)
-                .map_err(|(block, why)| StoreError::Corrupt(format!("block {block}: {why}").into()))
-        })
-        .collect()
+/// The database's seals, read a page at a time in block order as the walk
+/// needs them: the walk holds the seals of the rows in flight, not every
+/// seal of the log.
+struct SealPages {
+    /// The last block read.
+    after: i64,
+    /// Seals a page; as many as a window has rows.
+    page: i64,
+    done: bool,
+}
+
+impl SealPages {
+    fn after(block: i64, page: i64) -> SealPages {
+        SealPages {
+            after: block,
+            page,
+            done: false,
+        }
+    }
+
+    /// Pushes seals until they reach past chain row `through`, or there are
+    /// no more.
+    async fn push_through(
+        &mut self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        walk: &mut Walk,
+        through: i64,
+    ) -> Result<(), StoreError> {
+        let sql =
+            format!("SELECT {SEAL_COLUMNS} FROM seals WHERE block > $1 ORDER BY block LIMIT $2");
+        while !self.done && walk.sealed_through() < through {
+            let rows = tx.query(&sql, &[&self.after, &self.page]).await?;
+            self.done = (rows.len() as i64) < self.page;
+            for r in &rows {
+                let seal =
+                    StoredSeal::parse(&ArchivedSeal::from_row(r)?).map_err(|(block, why)| {
+                        StoreError::Corrupt(format!("block {block}: {why}").into())
+                    })?;
+                self.after = seal.fields.block;
+                walk.push_seal(seal);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Recomputes the chain and the seals from the log and checks them, and
@@ -193,10 +235,6 @@ async fn verify_with(
     // The archive's files are read before the snapshot is shared.
     crate::store::snapshot::idle_long(&tx).await?;
     let (archived, archived_seq) = archive.map_or((0, 0), |a| (a.last_block(), a.last_seq()));
-    let (mut seals, mut broken) = archive.map(archived_seals).unwrap_or_default();
-    let stored = load_seals(&tx).await?;
-    broken.extend(archive.and_then(|a| boundary(a, &stored)));
-    seals.extend(stored.into_iter().filter(|s| s.fields.block > archived));
     let head = digest::latest(&tx).await?;
     let digest = match digest {
         Some(d) => {
@@ -211,23 +249,29 @@ async fn verify_with(
         .query_one("SELECT coalesce(max(seq), 0) FROM event_chain", &[])
         .await?
         .get(0);
-    let mut walk = Walk::new(seals, head, digest);
-    broken.into_iter().for_each(|f| walk.report.found(f));
-    walk.check_seal_links();
+    let mut walk = Walk::new(head, digest);
     if let Some(a) = archive {
+        if let Some(f) = boundary(a, &tx).await? {
+            walk.report.found(f);
+        }
         walk.archive(a).await;
     }
     let id = crate::store::snapshot::export(&tx).await?;
     let first = archived_seq + 1;
     let windows = (last_seq - first + 1 + window_rows - 1).max(0) / window_rows;
     let mut readers = spawn_readers(pool, &id, first, windows, window_rows);
+    let mut seals = SealPages::after(archived, window_rows);
     for w in 0..windows {
         let rows = readers[w as usize % VERIFY_READERS]
             .recv()
             .await
             .ok_or_else(|| StoreError::Database("a verify reader stopped".into()))??;
+        seals
+            .push_through(&tx, &mut walk, first + (w + 1) * window_rows - 1)
+            .await?;
         rows.into_iter().for_each(|r| walk.row(r));
     }
+    seals.push_through(&tx, &mut walk, i64::MAX).await?;
     walk.finish_chain();
     walk.uncovered(&tx).await?;
     tx.commit().await?;
@@ -353,39 +397,20 @@ fn found(row: &Row) -> Found {
     }
 }
 
-/// The archive's seals as the walk takes them, and a finding for each that
-/// does not parse (the walk then sees a gap in the blocks).
-fn archived_seals(archive: &Archive) -> (Vec<StoredSeal>, Vec<Finding>) {
-    let mut seals = Vec::new();
-    let mut broken = Vec::new();
-    for s in &archive.segments {
-        for archived in &s.manifest.seals {
-            match StoredSeal::parse(archived) {
-                Ok(seal) => seals.push(seal),
-                Err((block, why)) => broken.push(Finding::ArchiveProblem {
-                    file: s.name.to_string(),
-                    what: format!("block {block}: {why}"),
-                }),
-            }
-        }
-    }
-    (seals, broken)
-}
-
 /// The database's seal of the archive's last block must be the archive's
 /// (`Archive::unanchored`): otherwise walking one after the other would
 /// check nothing about the database.
-fn boundary(archive: &Archive, stored: &[StoredSeal]) -> Option<Finding> {
-    let block = archive.last_block();
-    let hash = stored
-        .iter()
-        .find(|s| s.fields.block == block)
-        .map(|s| chain::hex(&s.hash));
-    let what = archive.unanchored(hash.as_deref())?;
-    Some(Finding::ArchiveProblem {
-        file: archive.segments.last()?.name.to_string(),
+async fn boundary(
+    archive: &Archive,
+    tx: &deadpool_postgres::Transaction<'_>,
+) -> Result<Option<Finding>, StoreError> {
+    let Err(what) = archive.anchor(&**tx).await else {
+        return Ok(None);
+    };
+    Ok(archive.segments.last().map(|s| Finding::ArchiveProblem {
+        file: s.name.to_string(),
         what,
-    })
+    }))
 }
 
 /// An archived row as the walk takes it: what the file holds there, hashed.
@@ -427,6 +452,17 @@ impl Walk {
         let mut rows = archive.rows();
         while let Some(item) = rows.recv().await {
             match item {
+                Item::Seals(file, seals) => {
+                    for s in &seals {
+                        match StoredSeal::parse(s) {
+                            Ok(seal) => self.push_seal(seal),
+                            Err((block, why)) => self.report.found(Finding::ArchiveProblem {
+                                file: file.to_string(),
+                                what: format!("block {block}: {why}"),
+                            }),
+                        }
+                    }
+                }
                 Item::Rows(batch) => batch.into_iter().for_each(|r| self.row(archived_row(r))),
                 Item::Problem(p) => self.report.found(Finding::ArchiveProblem {
                     file: p.file,
@@ -436,54 +472,45 @@ impl Walk {
         }
     }
 
-    /// Each stored seal against the one before it: numbered from 1, its
-    /// rows following on, its `previous` the stored hash before, its own
-    /// hash over its fields.
-    fn check_seal_links(&mut self) {
-        let mut before: Option<&StoredSeal> = None;
+    /// The next seal, checked against the one pushed before it: numbered
+    /// from 1, its rows following on, its `previous` the stored hash before,
+    /// its own hash over its fields.
+    fn push_seal(&mut self, s: StoredSeal) {
+        let block = s.fields.block;
+        let (want_block, want_first, want_previous) = match self.last_pushed {
+            None => (1, 1, ZERO),
+            Some((b, last_seq, hash)) => (b + 1, last_seq + 1, hash),
+        };
         let mut found = Vec::new();
-        for (i, s) in self.seals.iter().enumerate() {
-            let block = s.fields.block;
-            let (want_block, want_first, want_previous) = match before {
-                None => (1, 1, ZERO),
-                Some(b) => (b.fields.block + 1, b.fields.last_seq + 1, b.hash),
-            };
-            if block != want_block || i as i64 + 1 != block {
-                found.push((
-                    block,
-                    format!("block {block} where block {want_block} belongs"),
-                ));
-            }
-            if s.fields.first_seq != want_first {
-                found.push((
-                    block,
-                    format!(
-                        "starts at chain row {} instead of {want_first}",
-                        s.fields.first_seq
-                    ),
-                ));
-            }
-            if s.previous != want_previous {
-                found.push((
-                    block,
-                    "its previous seal hash is not the stored hash of the block before".into(),
-                ));
-            }
-            if chain::seal(&s.previous, &s.fields) != s.hash {
-                found.push((block, "its hash does not cover its own fields".into()));
-            }
-            before = Some(s);
+        if block != want_block || self.pushed + 1 != block {
+            found.push(format!("block {block} where block {want_block} belongs"));
         }
-        for (block, what) in found {
+        if s.fields.first_seq != want_first {
+            let first = s.fields.first_seq;
+            found.push(format!(
+                "starts at chain row {first} instead of {want_first}"
+            ));
+        }
+        if s.previous != want_previous {
+            found.push("its previous seal hash is not the stored hash of the block before".into());
+        }
+        if chain::seal(&s.previous, &s.fields) != s.hash {
+            found.push("its hash does not cover its own fields".into());
+        }
+        for what in found {
             self.report.found(Finding::SealBroken { block, what });
         }
+        self.pushed += 1;
+        self.last_pushed = Some((block, s.fields.last_seq, s.hash));
+        self.seals.push_back(s);
     }
 
-    fn new(
-        seals: Vec<StoredSeal>,
-        head: Option<Digest>,
-        digest: Option<(Digest, Hash, Hash)>,
-    ) -> Walk {
+    /// The last row the seals pushed so far end at (0 before any).
+    fn sealed_through(&self) -> i64 {
+        self.last_pushed.map_or(0, |(_, last_seq, _)| last_seq)
+    }
+
+    fn new(head: Option<Digest>, digest: Option<(Digest, Hash, Hash)>) -> Walk {
         Walk {
             report: Report {
                 events: 0,
@@ -495,9 +522,11 @@ impl Walk {
                 findings: Vec::new(),
                 more: 0,
             },
-            seals,
+            seals: VecDeque::new(),
+            pushed: 0,
+            last_pushed: None,
             digest,
-            block: 0,
+            walked: 0,
             leaves: Vec::new(),
             expected_seq: 1,
             stored_before: ZERO,
@@ -515,7 +544,7 @@ impl Walk {
     fn stored_hash(&mut self, seq: i64, stored: Result<Hash, String>) -> Hash {
         stored.unwrap_or_else(|why| {
             let what = format!("chain row {seq}: its hash is {why}");
-            let block = self.block as i64 + 1;
+            let block = self.walked + 1;
             self.report.found(Finding::SealBroken { block, what });
             ZERO
         })
@@ -591,12 +620,10 @@ impl Walk {
     /// At the last row of a block: its Merkle root and chain head against
     /// the seal, the pure seal hash, and the digest when it names this block.
     fn end_of_block(&mut self, seq: i64, stored: Hash) {
-        let Some(s) = self.seals.get(self.block) else {
-            return;
-        };
-        if seq < s.fields.last_seq {
+        if self.seals.front().is_none_or(|s| seq < s.fields.last_seq) {
             return;
         }
+        let s = self.seals.pop_front().expect("just seen");
         let block = s.fields.block;
         let leaves: Option<Vec<Hash>> = self.leaves.drain(..).collect();
         let mut found = Vec::new();
@@ -649,7 +676,7 @@ impl Walk {
             self.report.found(f);
         }
         self.report.blocks += 1;
-        self.block += 1;
+        self.walked += 1;
     }
 
     /// At the end of a block: the digest, if it names this block, against
@@ -687,20 +714,17 @@ impl Walk {
         Some(Finding::DigestMismatch { block, what })
     }
 
-    /// After the last row: seals with no rows, rows with no seal, and a
-    /// digest beyond the log.
+    /// After the last row (and every seal pushed): seals with no rows, rows
+    /// with no seal, and a digest beyond the log.
     fn finish_chain(&mut self) {
         if !self.leaves.is_empty() {
             self.report.found(Finding::SealBroken {
-                block: self.seals.len() as i64 + 1,
+                block: self.pushed + 1,
                 what: format!("{} chain rows after the last seal", self.leaves.len()),
             });
         }
-        let rowless: Vec<(i64, i64)> = self.seals[self.block.min(self.seals.len())..]
-            .iter()
-            .map(|s| (s.fields.block, s.fields.last_seq))
-            .collect();
-        for (block, last) in rowless {
+        while let Some(s) = self.seals.pop_front() {
+            let (block, last) = (s.fields.block, s.fields.last_seq);
             self.report.found(Finding::SealBroken {
                 block,
                 what: format!("it covers chain rows up to {last} that are not there"),
@@ -709,7 +733,7 @@ impl Walk {
         if let Some((d, _, _)) = &self.digest {
             // Never reached: beyond the seals, or its rows are gone.
             if !self.digest_checked {
-                let (block, sealed_blocks) = (d.block, self.seals.len() as i64);
+                let (block, sealed_blocks) = (d.block, self.pushed);
                 self.report.digest_matches = Some(false);
                 self.report.found(Finding::DigestNotInLog {
                     block,

@@ -6,6 +6,8 @@
 //! head, its cursor is its last event's, and its seal hash covers its fields
 //! and the seal before.
 
+use std::collections::VecDeque;
+
 use crate::seal::archive::{ArchivedSeal, RowLine};
 use crate::seal::chain::{self, Hash, SealFields};
 
@@ -53,8 +55,10 @@ pub fn cursor(line: &RowLine) -> (i64, i64) {
 
 /// Walks a segment's rows in chain order.
 pub struct SegmentCheck {
-    seals: Vec<Seal>,
-    block: usize,
+    /// The seals of the blocks not ended yet, in block order.
+    seals: VecDeque<Seal>,
+    /// The last block ended (0 before any).
+    ended: i64,
     expected_seq: i64,
     /// The stored chain hash of the row before.
     chain: Hash,
@@ -73,8 +77,8 @@ impl SegmentCheck {
         previous_seal: Hash,
     ) -> SegmentCheck {
         SegmentCheck {
-            seals,
-            block: 0,
+            seals: seals.into(),
+            ended: 0,
             expected_seq: first_seq,
             chain: chain_before,
             previous_seal,
@@ -83,11 +87,17 @@ impl SegmentCheck {
         }
     }
 
+    /// More seals, after the ones it has: a reader hands them over a
+    /// segment at a time, ahead of the segment's rows.
+    pub fn extend(&mut self, seals: impl IntoIterator<Item = Seal>) {
+        self.seals.extend(seals);
+    }
+
     /// The block the next row belongs to.
     pub fn block(&self) -> i64 {
         self.seals
-            .get(self.block)
-            .map_or(self.block as i64, |s| s.fields.block)
+            .front()
+            .map_or(self.ended + 1, |s| s.fields.block)
     }
 
     /// The next row: its chain sequence, its stored hash, its leaf and its
@@ -100,9 +110,13 @@ impl SegmentCheck {
         at: (i64, i64),
     ) -> Result<(), Broken> {
         let block = self.block();
-        let Some(seal) = self.seals.get(self.block) else {
+        let Some(seal) = self.seals.front() else {
             return Err((block, format!("chain row {seq} is after the last block")));
         };
+        if self.leaves.is_empty() && self.ended > 0 && block != self.ended + 1 {
+            let after = self.ended;
+            return Err((block, format!("block {block} follows block {after}")));
+        }
         if seq != self.expected_seq {
             return Err((
                 block,
@@ -146,13 +160,14 @@ impl SegmentCheck {
         }
         self.previous_seal = seal.hash;
         self.leaves.clear();
-        self.block += 1;
+        self.ended = block;
+        self.seals.pop_front();
         Ok(())
     }
 
     /// After the last row: every block was reached and ended.
     pub fn finish(&self) -> Result<(), Broken> {
-        match self.seals.get(self.block) {
+        match self.seals.front() {
             None => Ok(()),
             Some(s) => Err((
                 s.fields.block,

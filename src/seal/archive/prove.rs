@@ -46,13 +46,23 @@ pub async fn prove(
             .ok_or(ProveError::NothingSealed)?,
     };
     proof::reaches(&found.block, &digest)?;
-    let mut later: Vec<SealedBlock> = archive
-        .segments
-        .iter()
-        .flat_map(|s| &s.manifest.seals)
-        .map(|s| s.block.clone())
-        .filter(|b| b.block > found.block.block && b.block <= digest.block)
-        .collect();
+    // `reaches` bounds how many later blocks there are to read and keep.
+    let mut later: Vec<SealedBlock> = Vec::new();
+    let (after, through) = (found.block.block, digest.block);
+    for s in &archive.segments {
+        let m = &s.manifest;
+        if m.last_block > after && m.first_block <= through {
+            let seals = s
+                .seals()
+                .map_err(|why| ProveError::Archive(format!("{}: {why}", s.name)))?;
+            later.extend(
+                seals
+                    .into_iter()
+                    .map(|s| s.block)
+                    .filter(|b| b.block > after && b.block <= through),
+            );
+        }
+    }
     if digest.block > archive.last_block() {
         later.extend(proof::later_blocks(&client, archive.last_block(), &digest).await?);
     }
@@ -69,7 +79,9 @@ async fn find(
 ) -> Result<Option<Located>, ProveError> {
     let refused =
         |why: String| ProveError::Archive(format!("{why} (run `stockledger verify --archive`)"));
-    let seals = &s.manifest.seals;
+    let seals = s
+        .seals()
+        .map_err(|why| refused(format!("{}: {why}", s.name)))?;
     let mut rows = archive.checked_segment(s).map_err(refused)?;
     let (mut block, mut leaves) = (0usize, Vec::<Hash>::new());
     let mut target = None;

@@ -20,7 +20,7 @@ use crate::limits::{
 };
 use crate::seal::archive::check::{self, Seal};
 use crate::seal::archive::{
-    ArchiveError, Manifest, RowLine, ARCHIVE_FORMAT, MANIFEST_SUFFIX, ROWS_SUFFIX,
+    ArchiveError, ArchivedSeal, Manifest, RowLine, ARCHIVE_FORMAT, MANIFEST_SUFFIX, ROWS_SUFFIX,
 };
 use crate::seal::chain::{self, Hash};
 
@@ -31,13 +31,33 @@ pub struct Problem {
     pub what: String,
 }
 
-/// One segment: its manifest and where its rows are.
+/// One segment: its manifest and where its rows are. The manifest is held
+/// without its seals (a segment can hold thousands, an archive thousands of
+/// segments): `seals` reads them again when the segment's rows are read,
+/// and only the last one, which anchors what follows, is kept.
 #[derive(Clone, Debug)]
 pub struct Segment {
     pub manifest: Manifest,
+    pub last_seal: ArchivedSeal,
+    pub manifest_path: PathBuf,
     pub rows_path: PathBuf,
     /// The manifest's file name, which findings name.
     pub name: Arc<str>,
+}
+
+impl Segment {
+    /// The segment's seals, read again from its manifest, which must still
+    /// be the one opened.
+    pub fn seals(&self) -> Result<Vec<ArchivedSeal>, String> {
+        let m = read_manifest(&self.manifest_path)?;
+        let same = m.seals.last() == Some(&self.last_seal)
+            && (m.first_block, m.sha256.as_str())
+                == (self.manifest.first_block, self.manifest.sha256.as_str());
+        if !same {
+            return Err("its manifest changed while it was read".into());
+        }
+        Ok(m.seals)
+    }
 }
 
 /// An archive directory as opened: its segments in block order, and what
@@ -58,9 +78,11 @@ pub struct ArchivedRow {
     pub leaf: Result<Hash, String>,
 }
 
-/// What the row stream carries.
+/// What the row stream carries: a segment's seals (named by its manifest)
+/// ahead of its rows, its rows in batches, and what is wrong with it.
 #[derive(Debug)]
 pub enum Item {
+    Seals(Arc<str>, Vec<ArchivedSeal>),
     Rows(Vec<ArchivedRow>),
     Problem(Problem),
 }
@@ -109,12 +131,18 @@ impl Archive {
         }
         names.sort();
         for name in names {
-            match read_manifest(&dir.join(&name)) {
-                Ok(manifest) => archive.segments.push(Segment {
-                    rows_path: dir.join(&manifest.rows_file),
-                    manifest,
-                    name: name.into(),
-                }),
+            let manifest_path = dir.join(&name);
+            match read_manifest(&manifest_path) {
+                Ok(mut manifest) => {
+                    let seals = std::mem::take(&mut manifest.seals);
+                    archive.segments.push(Segment {
+                        rows_path: dir.join(&manifest.rows_file),
+                        last_seal: seals.into_iter().last().expect("a consistent manifest"),
+                        manifest_path,
+                        manifest,
+                        name: name.into(),
+                    })
+                }
                 Err(what) => archive.problems.push(Problem { file: name, what }),
             }
         }
@@ -184,7 +212,7 @@ impl Archive {
     /// ledger's, and checking the files against their own seals proves
     /// nothing about the database's history.
     pub fn unanchored(&self, stored: Option<&str>) -> Option<String> {
-        let archived = self.segments.last()?.manifest.seals.last()?;
+        let archived = &self.segments.last()?.last_seal;
         let block = archived.block.block;
         match stored {
             None => Some(format!("the database has no block {block}, the archive's last: it is not this ledger's database, or it was restored from before the archive")),
@@ -304,6 +332,12 @@ fn read_segment(s: &Segment, send: &mpsc::Sender<Item>) -> Sent {
         }))
         .map_err(|_| ())
     };
+    match s.seals() {
+        Ok(seals) => send
+            .blocking_send(Item::Seals(s.name.clone(), seals))
+            .map_err(|_| ())?,
+        Err(what) => return problem(what),
+    }
     let file = match std::fs::File::open(&s.rows_path) {
         Ok(f) => f,
         Err(e) => return problem(format!("its rows file {}: {e}", s.manifest.rows_file)),
@@ -381,64 +415,67 @@ impl CheckedRows {
     /// The next batch, checked; `None` after the last, once the last block
     /// was seen whole.
     pub async fn next(&mut self) -> Result<Option<Vec<ArchivedRow>>, String> {
-        if self.done {
-            return Ok(None);
-        }
-        let batch = match self.rows.recv().await {
-            None => {
-                self.done = true;
-                self.walk
-                    .finish()
-                    .map_err(|(b, why)| format!("block {b}: {why}"))?;
+        loop {
+            if self.done {
                 return Ok(None);
             }
-            Some(Item::Problem(p)) => return Err(format!("{}: {}", p.file, p.what)),
-            Some(Item::Rows(batch)) => batch,
-        };
-        for r in &batch {
+            match self.rows.recv().await {
+                None => {
+                    self.done = true;
+                    self.walk
+                        .finish()
+                        .map_err(|(b, why)| format!("block {b}: {why}"))?;
+                }
+                Some(Item::Problem(p)) => return Err(format!("{}: {}", p.file, p.what)),
+                Some(Item::Seals(file, seals)) => {
+                    let parsed = seals
+                        .iter()
+                        .map(Seal::parse)
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|(b, why)| format!("{file}: block {b}: {why}"))?;
+                    self.walk.extend(parsed);
+                }
+                Some(Item::Rows(batch)) => {
+                    self.check(&batch)?;
+                    return Ok(Some(batch));
+                }
+            }
+        }
+    }
+
+    fn check(&mut self, batch: &[ArchivedRow]) -> Result<(), String> {
+        for r in batch {
             let at = |why: String| format!("{}: {why}", r.file);
             let (stored, leaf) = (r.stored().map_err(at)?, r.leaf.clone().map_err(at)?);
             self.walk
                 .row(r.line.chain_seq, stored, leaf, check::cursor(&r.line))
                 .map_err(|(b, why)| at(format!("block {b}: {why}")))?;
         }
-        Ok(Some(batch))
+        Ok(())
     }
 }
 
 impl Archive {
     /// Every row of every segment, from block 1, checked as it comes.
-    pub fn checked_rows(&self) -> Result<CheckedRows, String> {
-        let seals = self
-            .segments
-            .iter()
-            .flat_map(|s| &s.manifest.seals)
-            .map(Seal::parse)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|(b, why)| format!("block {b}: {why}"))?;
-        Ok(CheckedRows {
+    pub fn checked_rows(&self) -> CheckedRows {
+        CheckedRows {
             rows: self.rows(),
-            walk: check::SegmentCheck::new(seals, 1, chain::ZERO, chain::ZERO),
+            walk: check::SegmentCheck::new(Vec::new(), 1, chain::ZERO, chain::ZERO),
             done: false,
-        })
+        }
     }
 
     /// The rows of segment `s` alone, checked from where its manifest says
-    /// it starts.
+    /// it starts (its seals come with its rows).
     pub fn checked_segment(&self, s: &Segment) -> Result<CheckedRows, String> {
         let m = &s.manifest;
-        let seals = m
-            .seals
-            .iter()
-            .map(Seal::parse)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|(b, why)| format!("block {b}: {why}"))?;
         let chain_before =
             chain::from_hex(&m.chain_before).ok_or("its chain_before is not a hash")?;
-        let previous = seals.first().map_or(chain::ZERO, |s| s.previous);
+        let previous =
+            chain::from_hex(&s.seals()?[0].previous).ok_or("a previous seal is not a hash")?;
         Ok(CheckedRows {
             rows: self.rows_of(vec![s.clone()]),
-            walk: check::SegmentCheck::new(seals, m.first_seq, chain_before, previous),
+            walk: check::SegmentCheck::new(Vec::new(), m.first_seq, chain_before, previous),
             done: false,
         })
     }

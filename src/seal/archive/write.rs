@@ -56,7 +56,8 @@ pub async fn archive(
         let n = segment_len(rest);
         let (segment, after) = rest.split_at(n);
         let manifest = write_segment(&client, &archive, &start, segment).await?;
-        start = Start::after_segment(&manifest)?;
+        let last = manifest.seals.last().expect("a segment has blocks");
+        start = Start::after_segment(&manifest, last)?;
         written.push(manifest);
         rest = after;
     }
@@ -81,23 +82,21 @@ impl Start {
                 chain: ZERO,
                 previous_seal: ZERO,
             }),
-            Some(s) => Start::after_segment(&s.manifest)
-                .map_err(|why| ArchiveError::unreadable(&archive.dir.join(&*s.name), why)),
+            Some(s) => Start::after_segment(&s.manifest, &s.last_seal),
         }
     }
 
-    fn after_segment(m: &Manifest) -> Result<Start, ArchiveError> {
+    fn after_segment(m: &Manifest, last: &ArchivedSeal) -> Result<Start, ArchiveError> {
         let hash = |h: &str| {
             chain::from_hex(h).ok_or_else(|| ArchiveError::Unreadable {
                 path: m.rows_file.clone(),
                 why: format!("{h:?} is not a hash"),
             })
         };
-        let last = m.seals.last().map_or("", |s| s.hash.as_str());
         Ok(Start {
             first_seq: m.last_seq + 1,
             chain: hash(&m.chain_head)?,
-            previous_seal: hash(last)?,
+            previous_seal: hash(&last.hash)?,
         })
     }
 }
@@ -200,10 +199,7 @@ async fn seals_after(
         .map(ArchivedSeal::from_row)
         .collect::<Result<Vec<_>, StoreError>>()?;
     if from > 0 {
-        let last = archive
-            .segments
-            .last()
-            .and_then(|s| s.manifest.seals.last());
+        let last = archive.segments.last().map(|s| &s.last_seal);
         let same = match (seals.first(), last) {
             (Some(db), Some(archived)) => db == archived,
             _ => false,
@@ -318,33 +314,42 @@ async fn write_segment(
         written_at: chrono::Utc::now(),
     };
     let name = format!("{stem}{MANIFEST_SUFFIX}");
+    // Written under a temporary name first: the read-back reads the seals
+    // from it, and only a segment read back whole gets its real name.
+    let manifest_partial = archive.dir.join(format!("{name}.partial"));
+    write_synced(&manifest_partial, &manifest)?;
     let segment = Segment {
-        manifest: manifest.clone(),
+        manifest: Manifest {
+            seals: Vec::new(),
+            ..manifest.clone()
+        },
+        last_seal: seals[seals.len() - 1].clone(),
+        manifest_path: manifest_partial.clone(),
         rows_path,
         name: name.as_str().into(),
     };
     if let Err(why) = check_segment(archive, &segment).await {
         let _ = std::fs::remove_file(&segment.rows_path);
+        let _ = std::fs::remove_file(&manifest_partial);
         let why = format!("read back: {why}");
         return Err(ArchiveError::unreadable(&segment.rows_path, why));
     }
-    write_manifest(&archive.dir, &name, &manifest)?;
+    let path = archive.dir.join(&name);
+    let io = |e| ArchiveError::io(&path, e);
+    std::fs::rename(&manifest_partial, &path).map_err(io)?;
+    // The rename is durable once the directory is.
+    std::fs::File::open(&archive.dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io)?;
     Ok(manifest)
 }
 
-fn write_manifest(dir: &Path, name: &str, m: &Manifest) -> Result<(), ArchiveError> {
-    let path = dir.join(name);
-    let partial = dir.join(format!("{name}.partial"));
-    let io = |e| ArchiveError::io(&path, e);
-    let mut file = std::fs::File::create(&partial).map_err(io)?;
+fn write_synced(path: &Path, m: &Manifest) -> Result<(), ArchiveError> {
+    let io = |e| ArchiveError::io(path, e);
+    let mut file = std::fs::File::create(path).map_err(io)?;
     let text = serde_json::to_vec_pretty(m).expect("a manifest serializes");
     file.write_all(&text).map_err(io)?;
-    file.sync_all().map_err(io)?;
-    std::fs::rename(&partial, &path).map_err(io)?;
-    // The rename is durable once the directory is.
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io)
+    file.sync_all().map_err(io)
 }
 
 /// Reads chain rows `first ..= last` with their events, window by window,
