@@ -599,3 +599,35 @@ async fn the_commands_archive_verify_prove_and_audit_across_files() {
     assert!(out.contains("a segment is missing"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A database with fewer blocks than the archive (another ledger's, or one
+/// restored from before the archive) is named; a line longer than any this
+/// release writes is refused without being read whole.
+#[tokio::test]
+async fn an_archive_ahead_of_its_database_and_an_overlong_line_are_named() {
+    let db = sealed_ledger().await;
+    let dir = archived_in_three(&db).await;
+    let younger = TestDb::new().await;
+    younger.receive("in-1", "apple", 1).await;
+    seal_all(&younger).await;
+    let report = verify_across(&younger, &dir, None).await;
+    assert!(
+        report.findings.iter().any(|f| matches!(f,
+            Finding::ArchiveProblem { what, .. } if what.contains("the database has no block 3"))),
+        "{:?}",
+        report.findings
+    );
+    let (_, rows_path) = segment_files(&dir, 2);
+    let mut rows = read_rows(&rows_path);
+    rows[0]["event"]["metadata"]["actor"] =
+        Value::String("x".repeat(stockledger::limits::MAX_ARCHIVE_LINE_BYTES));
+    write_rows(&rows_path, &rows);
+    let report = verify_across(&db, &dir, None).await;
+    assert!(
+        report.findings.iter().any(|f| matches!(f,
+            Finding::ArchiveProblem { what, .. } if what.contains("line 1 is longer than"))),
+        "{:?}",
+        report.findings
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
