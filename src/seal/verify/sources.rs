@@ -13,8 +13,8 @@ use crate::seal::sealer::leaf_of;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::StoreError;
 
+use super::report::Finding;
 use super::walk::{ChainRow, Found, StoredSeal, Walk};
-use super::Finding;
 
 /// The database's seals, read a page at a time in block order as the walk
 /// needs them: the walk holds the seals of the rows in flight, not every

@@ -10,7 +10,7 @@ use crate::seal::digest::{self, Digest};
 /// A seal as stored: its fields, the seal hash before it and its own.
 pub(super) use crate::seal::archive::check::Seal as StoredSeal;
 
-use super::{Finding, Report};
+use super::report::{Finding, Report};
 
 /// The pure recomputation: the chain hash and the seal hash the log alone
 /// gives, or `None` once an event is missing (nothing after it can be
