@@ -189,8 +189,12 @@ async fn a_page_of_the_log_is_read_in_index_order_without_a_sort() {
             &[&"0", &0_i64, &limit, &None::<String>, &"999999999999"],
         )
         .await;
-        assert!(plan.contains("events_commit_order"), "{limit}: {plan}");
-        assert!(!plan.contains("Sort"), "{limit}: {plan}");
+        // 5,000 events span many partitions: each is read along its own
+        // commit-order index, and the pages merged in order.
+        assert!(plan.contains("_commit_order"), "{limit}: {plan}");
+        assert!(plan.contains("Merge Append"), "{limit}: {plan}");
+        // A sort node, not the merge's "Sort Key".
+        assert!(!plan.contains("Sort  ("), "{limit}: {plan}");
     }
 }
 
@@ -230,6 +234,6 @@ async fn a_filtered_pages_bound_is_an_index_walk_without_a_sort() {
         &[&"0", &0_i64, &"999999999999", &1_999_i64],
     )
     .await;
-    assert!(plan.contains("events_commit_order"), "{plan}");
-    assert!(!plan.contains("Sort"), "{plan}");
+    assert!(plan.contains("_commit_order"), "{plan}");
+    assert!(!plan.contains("Sort  ("), "{plan}");
 }

@@ -16,7 +16,7 @@ use crate::limits::{SEAL_BLOCK_MAX_EVENTS, SEAL_INTERVAL_MS};
 use crate::seal::chain::{self, Hash, SealFields, SealVersion, ZERO};
 use crate::store::locks::{Lock, TRY_SESSION_LOCK};
 use crate::store::read::{self, Cursor};
-use crate::store::{pool, StoreError};
+use crate::store::{pool, room, StoreError};
 
 /// Where the chain stands: the last seal.
 #[derive(Clone, Debug)]
@@ -93,6 +93,10 @@ fn corrupt(e: &RecordedEvent, err: impl std::fmt::Display) -> StoreError {
 /// are any below the safe horizon; returns how many it sealed. Outside a
 /// transaction (the horizon is read first, on its own).
 pub async fn seal_once(client: &ClientWrapper, max_events: i64) -> Result<usize, StoreError> {
+    // Every pass keeps the partitions ahead of the log and the chain, so
+    // that appends, this one included, find room.
+    let plain: &tokio_postgres::Client = client;
+    room::make_room(plain, max_events).await?;
     let head = head(client).await?;
     let page = read::events(client, head.cursor, max_events, None).await?;
     let Some(last) = page.events.last() else {

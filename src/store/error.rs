@@ -163,6 +163,10 @@ pub(crate) enum Failure {
     /// connection is stalled, not closed), or is gone: the retry loop resolves
     /// which by the transaction id before it tries again.
     Broken(Cause),
+    /// An append found no partition of the log (or the chain) for its
+    /// position: the partitions ahead were not made in time. Make room
+    /// (`room.rs`) for the rows it appends (0 when not known) and try again.
+    NoRoom(Cause, i64),
     Fatal(StoreError),
 }
 
@@ -182,7 +186,9 @@ impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
         match classify(e) {
             Failure::Fatal(f) => f,
-            Failure::Retry(cause) | Failure::Broken(cause) => StoreError::Unavailable(cause),
+            Failure::Retry(cause) | Failure::Broken(cause) | Failure::NoRoom(cause, _) => {
+                StoreError::Unavailable(cause)
+            }
         }
     }
 }
@@ -194,6 +200,15 @@ fn cause(e: tokio_postgres::Error) -> Cause {
         None => e.to_string(),
     };
     Cause::with_source(message, e)
+}
+
+/// Whether a check violation is PostgreSQL's "no partition of relation …
+/// found for row" on the log or the chain: it names the table and, unlike a
+/// CHECK constraint's violation, no constraint.
+fn finds_no_partition(e: &tokio_postgres::Error) -> bool {
+    e.as_db_error().is_some_and(|db| {
+        db.constraint().is_none() && matches!(db.table(), Some("events" | "event_chain"))
+    })
 }
 
 /// The one place SQLSTATE codes are read.
@@ -209,8 +224,10 @@ pub(crate) fn classify(e: tokio_postgres::Error) -> Failure {
             Failure::Fatal(StoreError::Database(cause(e)))
         };
     };
+    let no_room = code == SqlState::CHECK_VIOLATION && finds_no_partition(&e);
     let msg = cause(e);
     match code.code() {
+        _ if no_room => Failure::NoRoom(msg, 0),
         "SL001" => Failure::Fatal(StoreError::AppendOnly(msg)),
         "SL002" => Failure::Fatal(StoreError::Invariant(msg)),
         // A session of an older release sealing events it would read in the

@@ -38,7 +38,7 @@ use crate::store::error::{Cause, Failure};
 use crate::store::load::{Backend, TxIdentity};
 use crate::store::outcome::{release_abandoned, resolve, TxOutcome, Written};
 use crate::store::statements::Statements;
-use crate::store::{load, pool, read, readiness, write, StoreError};
+use crate::store::{load, pool, read, readiness, room, write, StoreError};
 
 /// The answer to each command of a batch, in order.
 pub type BatchResult = Vec<Result<Outcome, Rejection>>;
@@ -163,7 +163,7 @@ async fn attempts(
                 Cause::from("a lock wait ran out")
             }
             Err(Failure::Fatal(e)) => return Err(e),
-            Err(Failure::Retry(why)) => why,
+            Err(Failure::Retry(why) | Failure::NoRoom(why, _)) => why,
             Err(Failure::Broken(why)) => {
                 // Never hand this connection out again.
                 discard(client);
@@ -308,7 +308,7 @@ async fn run_once(
     attempt: &mut Attempt,
 ) -> Result<Vec<Answered>, Failure> {
     let result = transaction(client, batch, attempt).await;
-    if let Err(Failure::Retry(_) | Failure::Fatal(_)) = &result {
+    if let Err(Failure::Retry(_) | Failure::Fatal(_) | Failure::NoRoom(..)) = &result {
         if let Err(e) = client.batch_execute("ROLLBACK").await {
             return Err(Failure::Broken(Cause::with_source(
                 "the failed transaction could not be rolled back",
@@ -316,7 +316,15 @@ async fn run_once(
             )));
         }
     }
-    result
+    match result {
+        // The next attempt finds the room this one made.
+        Err(Failure::NoRoom(why, rows)) => {
+            let client: &tokio_postgres::Client = client;
+            room::make_room(client, rows).await?;
+            Err(Failure::Retry(why))
+        }
+        other => other,
+    }
 }
 
 /// Three round trips at most: load (one or two, `load.rs`), then append,

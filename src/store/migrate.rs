@@ -128,6 +128,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "event_versions",
         sql: include_str!("../../schema/0020_event_versions.sql"),
     },
+    Migration {
+        version: 21,
+        name: "partitioned_log",
+        sql: include_str!("../../schema/0021_partitioned_log.sql"),
+    },
 ];
 
 /// The last schema this release knows.

@@ -21,6 +21,7 @@ mod queries;
 pub mod read;
 mod readiness;
 pub mod roles;
+pub mod room;
 pub(crate) mod rows;
 pub mod snapshot;
 mod statements;

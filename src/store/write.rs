@@ -338,7 +338,11 @@ pub(crate) async fn append_move_commit(
         unless_empty(client, &stmts.set_backlogs, &backlogs, b.0.is_empty()),
         client.batch_execute("COMMIT"),
     );
-    let rows = appended?;
+    let rows = appended.map_err(|err| match Failure::from(err) {
+        // Room for this whole append, which may span partitions.
+        Failure::NoRoom(why, _) => Failure::NoRoom(why, e.streams.len() as i64),
+        other => other,
+    })?;
     updated?;
     inserted?;
     let (set, waiting) = (set?, waiting?);

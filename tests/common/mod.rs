@@ -40,6 +40,50 @@ async fn server() -> tokio_postgres::Config {
 /// The login every test store connects as (a member of the service role).
 pub const SERVICE_LOGIN: &str = "stockledger_test_service";
 
+/// Rows per partition of the log and the chain in a test database: small,
+/// so that most tests' logs span several partitions and every read, fold
+/// and proof is exercised across them (production's size is a million,
+/// `schema/0021_partitioned_log.sql`).
+pub const TEST_PARTITION_ROWS: i64 = 256;
+
+/// Cuts the partitions of an empty log and chain anew, `rows` per
+/// partition: the migration made its first ones at production's size.
+/// Room is made for 4,096 rows ahead, because tests that write the log by
+/// hand (as older releases wrote it) do not make room as the store does.
+pub async fn cut_log_anew(client: &tokio_postgres::Client, rows: i64) {
+    let empty: bool = client
+        .query_one(
+            "SELECT NOT EXISTS (SELECT 1 FROM events) AND NOT EXISTS (SELECT 1 FROM event_chain)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(empty, "only an empty log is cut anew");
+    client
+        .execute(
+            "UPDATE log_partitioning SET rows_per_partition = $1",
+            &[&rows],
+        )
+        .await
+        .unwrap();
+    client
+        .batch_execute(
+            "DO $$
+             DECLARE r record;
+             BEGIN
+                 FOR r IN SELECT parent, name FROM log_partitions WHERE detached_at IS NULL LOOP
+                     EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', r.parent, r.name);
+                     EXECUTE format('DROP TABLE %I', r.name);
+                 END LOOP;
+                 DELETE FROM log_partitions;
+             END $$;
+             SELECT log_make_room(4096);",
+        )
+        .await
+        .unwrap();
+}
+
 pub struct TestDb {
     pub store: Store,
     pub name: String,
@@ -85,6 +129,9 @@ impl TestDb {
                 .await
                 .expect("the service login");
             service.user(SERVICE_LOGIN);
+        }
+        if last >= 21 {
+            cut_log_anew(&client, TEST_PARTITION_ROWS).await;
         }
         let store = Store::new(pool::build(service, size).expect("pool"));
         TestDb {

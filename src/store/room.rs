@@ -1,0 +1,27 @@
+//! Room in the log: its partitions are made ahead of the appends
+//! (`schema/0021_partitioned_log.sql`, docs/archive.md). There is no default
+//! partition, so an append whose position no partition holds fails; the
+//! sealer makes room on every pass and the command path makes room and
+//! tries again when an append finds none, so neither a server nor a ledger
+//! run from the command line stops for want of a partition.
+
+use tokio_postgres::GenericClient;
+use tracing::info;
+
+use crate::store::StoreError;
+
+/// Makes the partitions the log and the chain need next: half a partition
+/// ahead of their last row, or room for `ahead` rows more if that is more
+/// (the database caps it); returns how many it made. Safe to call from any
+/// number of processes at once: the database function serialises them, and
+/// a second caller finds the room made.
+pub async fn make_room(client: &impl GenericClient, ahead: i64) -> Result<i32, StoreError> {
+    let made: i32 = client
+        .query_one("SELECT log_make_room($1)", &[&ahead])
+        .await?
+        .get(0);
+    if made > 0 {
+        info!(made, "partitions of the log made ahead");
+    }
+    Ok(made)
+}

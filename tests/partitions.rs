@@ -1,0 +1,272 @@
+//! The log and the chain, partitioned (schema/0021, docs/archive.md):
+//! streams folded, sealed and audited across many partitions; an append
+//! that finds no partition makes room and goes on; a step an older
+//! partition holds is not appended again; the partitions are the owner's;
+//! and a partition gone from the database is named by `verify`, while the
+//! archive still proves and replays its events.
+
+mod common;
+
+use common::*;
+use stockledger::seal::archive::{self, Archive};
+use stockledger::seal::{self, Finding};
+
+/// Partitions of 16 rows: a few dozen events span many.
+const SMALL: i64 = 16;
+
+async fn small_partitions() -> TestDb {
+    let db = TestDb::new().await;
+    cut_log_anew(&db.client().await, SMALL).await;
+    db
+}
+
+async fn partitions_of(db: &TestDb, parent: &str) -> i64 {
+    db.client()
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_inherits WHERE inhparent = $1::text::regclass",
+            &[&parent],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// How many partitions hold rows of `parent`.
+async fn partitions_holding_rows(db: &TestDb, parent: &str) -> i64 {
+    db.client()
+        .await
+        .query_one(
+            &format!("SELECT count(DISTINCT tableoid) FROM {parent}"),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// A reservation whose stream starts in one partition and goes on in
+/// others, among receipts: folded, answered, sealed, verified, projected
+/// and audited as on one table.
+#[tokio::test]
+async fn streams_span_partitions_and_everything_reads_across_them() {
+    let db = small_partitions().await;
+    db.receive("in-0", "apple", 100).await;
+    db.run(reserve("r1", "o1", &[("apple", 10)], None))
+        .await
+        .unwrap();
+    write_mixed(&db, "a", 40).await;
+    db.run(confirm_lines("r1", "c1", &[("apple", 4)]))
+        .await
+        .unwrap();
+    write_mixed(&db, "b", 40).await;
+    let done = db.run(confirm("r1")).await.unwrap();
+    assert_eq!(state_of(&done), "CONFIRMED");
+    // The stream's first and last events are in different partitions.
+    let spread: i64 = db
+        .client()
+        .await
+        .query_one(
+            "SELECT count(DISTINCT tableoid) FROM events WHERE stream = $1",
+            &[&res_stream("r1")],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(spread >= 2, "r1's events are in {spread} partition(s)");
+    // A retry of the first step answers as it did, from the older partition.
+    let again = db.run(confirm_lines("r1", "c1", &[("apple", 4)])).await;
+    assert!(again.is_ok(), "{again:?}");
+    assert!(partitions_holding_rows(&db, "events").await >= 5);
+    seal_all(&db).await;
+    assert!(partitions_holding_rows(&db, "event_chain").await >= 5);
+    let report = seal::verify::verify(db.store.pool(), Some(&digest(&db).await))
+        .await
+        .unwrap();
+    assert!(report.clean(), "{:?}", report.findings);
+    db.project_all().await;
+    db.assert_audit_clean().await;
+    assert_eq!(db.figures("apple").await.1, 0, "nothing is left reserved");
+}
+
+/// The partition for the next position is missing (the sealer has not
+/// run, the positions jumped): the append fails inside the database, the
+/// store makes room and tries again, and the command is answered. A batch
+/// larger than a partition finds room for all of it.
+#[tokio::test]
+async fn an_append_that_finds_no_partition_makes_room_and_goes_on() {
+    let db = small_partitions().await;
+    db.receive("in-1", "apple", 5).await;
+    let before = partitions_of(&db, "events").await;
+    // Positions jump past every partition made.
+    db.client()
+        .await
+        .batch_execute(
+            "SELECT setval('events_position',
+                           (SELECT max(next) FROM log_partitions WHERE parent = 'events') + 100)",
+        )
+        .await
+        .unwrap();
+    db.receive("in-2", "apple", 5).await;
+    assert!(partitions_of(&db, "events").await > before);
+    let batch: Vec<_> = (0..100)
+        .map(|i| {
+            (
+                receive(&format!("bulk-{i}"), "pear", 1),
+                stockledger::domain::CommandContext::new("test"),
+            )
+        })
+        .collect();
+    let answers = db.store.execute_batch(&batch).await.unwrap();
+    assert_eq!(answers.len(), 100);
+    assert_eq!(db.count_events().await, 102);
+    seal_all(&db).await;
+    let report = seal::verify::verify(db.store.pool(), Some(&digest(&db).await))
+        .await
+        .unwrap();
+    assert!(report.clean(), "{:?}", report.findings);
+    db.project_all().await;
+    db.assert_audit_clean().await;
+}
+
+/// A unique index holds within its partition only; the probe on insert
+/// refuses a step, or a second reservation of an order, that an older
+/// partition holds, as the index would (23505, which the store retries).
+#[tokio::test]
+async fn a_step_an_older_partition_holds_is_not_appended_again() {
+    let db = small_partitions().await;
+    db.receive("in-1", "apple", 50).await;
+    db.run(reserve("r1", "o1", &[("apple", 1)], None))
+        .await
+        .unwrap();
+    write_mixed(&db, "later", 40).await;
+    let client = db.client().await;
+    let first: (String, String) = {
+        let r = client
+            .query_one(
+                "SELECT tableoid::regclass::text, (SELECT tableoid::regclass::text FROM events
+                  ORDER BY position DESC LIMIT 1) FROM events WHERE stream = $1 AND seq = 1",
+                &[&res_stream("r1")],
+            )
+            .await
+            .unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert_ne!(first.0, first.1, "the reservation is in an older partition");
+    let copy = |column: &str| {
+        format!(
+            "INSERT INTO events (stream, seq, type, data, metadata, order_id, skus, locations,
+                                 quantities, version)
+             SELECT {column}, type, data, metadata, order_id, skus, locations, quantities, version
+             FROM events WHERE stream = '{}' AND seq = 1",
+            res_stream("r1")
+        )
+    };
+    for (columns, constraint) in [
+        ("stream, seq", "events_stream_seq"),
+        ("stream || '-again', seq", "events_order_once"),
+    ] {
+        let err = client.batch_execute(&copy(columns)).await.unwrap_err();
+        let db_err = err.as_db_error().expect("a database error");
+        assert_eq!(db_err.code().code(), "23505", "{db_err:?}");
+        assert_eq!(db_err.constraint(), Some(constraint));
+    }
+}
+
+/// The service appends through the parent only: it may not write to a
+/// partition, detach one or make one itself; even the owner cannot
+/// truncate one.
+#[tokio::test]
+async fn partitions_are_the_owners_and_append_only() {
+    let db = small_partitions().await;
+    db.receive("in-1", "apple", 5).await;
+    let service = db.store.pool().get().await.unwrap();
+    let name: String = service
+        .query_one(
+            "SELECT name FROM log_partitions WHERE parent = 'events' ORDER BY first LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    for sql in [
+        format!("SELECT * FROM {name}"),
+        format!("DELETE FROM {name}"),
+        format!("ALTER TABLE events DETACH PARTITION {name}"),
+        "SELECT log_add_partition('events', 100000, 100016)".to_owned(),
+    ] {
+        let err = service.batch_execute(&sql).await.unwrap_err();
+        let code = err.code().map(|c| c.code().to_owned());
+        assert!(matches!(code.as_deref(), Some("42501")), "{sql}: {err:?}");
+    }
+    let owner = db.client().await;
+    let err = owner
+        .batch_execute(&format!("TRUNCATE {name}"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code().map(|c| c.code()), Some("SL001"));
+    assert_eq!(db.count_events().await, 1);
+}
+
+/// A partition of sealed events dropped from the database: plain `verify`
+/// names every event it held as missing, and the plain audit's replay
+/// differs; the archive, written before, still holds them: `verify
+/// --archive` and `audit --from-archive` are clean.
+#[tokio::test]
+async fn a_missing_partition_is_named_and_the_archive_still_holds_its_events() {
+    let db = small_partitions().await;
+    write_mixed(&db, "a", 30).await;
+    seal_all(&db).await;
+    write_mixed(&db, "b", 10).await;
+    seal_all(&db).await;
+    db.project_all().await;
+    let dir = std::env::temp_dir().join(format!("{}-archive", db.name));
+    let _ = std::fs::remove_dir_all(&dir);
+    archive::write::archive(db.store.pool(), &dir, None)
+        .await
+        .unwrap();
+    let client = db.client().await;
+    let (name, held): (String, i64) = {
+        let r = client
+            .query_one(
+                "SELECT p.name, (SELECT count(*) FROM events e WHERE e.position >= p.first
+                                   AND e.position < p.next)
+                 FROM log_partitions p WHERE parent = 'events' ORDER BY first LIMIT 1",
+                &[],
+            )
+            .await
+            .unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert!(held > 0);
+    client
+        .batch_execute(&format!(
+            "ALTER TABLE events DETACH PARTITION {name}; DROP TABLE {name}"
+        ))
+        .await
+        .unwrap();
+    let d = digest(&db).await;
+    let plain = seal::verify::verify(db.store.pool(), Some(&d))
+        .await
+        .unwrap();
+    let missing = plain
+        .findings
+        .iter()
+        .filter(|f| matches!(f, Finding::EventMissing { .. }))
+        .count();
+    assert_eq!(missing as i64, held, "{:?}", plain.findings);
+    let files = Archive::open(&dir).unwrap();
+    let across = seal::verify::verify_across(db.store.pool(), Some(&d), &files)
+        .await
+        .unwrap();
+    assert!(across.clean(), "{:?}", across.findings);
+    let replayed = stockledger::audit::audit(db.store.pool()).await.unwrap();
+    assert!(
+        !replayed.clean(),
+        "the plain audit misses the dropped events"
+    );
+    let from_files = stockledger::audit::audit_from_archive(db.store.pool(), &files)
+        .await
+        .unwrap();
+    assert!(from_files.clean(), "{from_files:?}");
+}
