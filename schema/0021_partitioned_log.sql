@@ -77,28 +77,14 @@ ALTER TABLE event_chain ADD CONSTRAINT event_chain_pkey PRIMARY KEY (seq);
 
 -- What PostgreSQL cannot enforce across partitions: a unique index holds
 -- within one partition only. The command path's advisory locks keep two
--- appends of one stream step, or two reservations of one order, apart;
--- each partition's unique indexes are the backstop where racing appends
--- land (positions are handed out in order, so both land in the newest);
--- and this probe is the backstop for the older partitions, so that even a
--- writer with a bug cannot append a step that an older partition holds.
--- It answers as the unique index would (23505), which the store retries,
--- and the retry answers as the first append did.
-CREATE FUNCTION events_once_across_partitions() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM events WHERE stream = NEW.stream AND seq = NEW.seq) THEN
-        RAISE EXCEPTION 'stream % already has an event at %', NEW.stream, NEW.seq
-            USING ERRCODE = 'unique_violation', CONSTRAINT = 'events_stream_seq';
-    END IF;
-    IF NEW.type = 'ReservationCreated' AND EXISTS (
-        SELECT 1 FROM events WHERE order_id = NEW.order_id AND type = 'ReservationCreated'
-    ) THEN
-        RAISE EXCEPTION 'order % already has a reservation', NEW.order_id
-            USING ERRCODE = 'unique_violation', CONSTRAINT = 'events_order_once';
-    END IF;
-    RETURN NEW;
-END;
-$$;
+-- appends of one stream step, or two reservations of one order, apart (one
+-- transaction per stream and per order, which loads the stream from every
+-- partition before it appends); each partition's unique indexes are the
+-- backstop where racing appends land (positions are handed out in order, so
+-- both land in the newest). A row trigger probing the older partitions was
+-- tried and measured: one probe per partition per appended row, 25 to 270
+-- times the cost of the insert (docs/archive.md, decision 2), so it is not
+-- here. The audit names a doubled step in any partition.
 
 -- One partition, made and attached. The per-partition unique indexes are
 -- made here because a partitioned parent can hold no unique index that
@@ -222,9 +208,6 @@ CREATE TRIGGER events_no_truncate
 CREATE TRIGGER events_stamp
     BEFORE INSERT ON events
     FOR EACH ROW EXECUTE FUNCTION events_stamp();
-CREATE TRIGGER events_once_across_partitions
-    BEFORE INSERT ON events
-    FOR EACH ROW EXECUTE FUNCTION events_once_across_partitions();
 CREATE TRIGGER event_chain_no_update_delete
     BEFORE UPDATE OR DELETE ON event_chain
     FOR EACH ROW EXECUTE FUNCTION events_refuse_change();

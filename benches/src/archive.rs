@@ -15,6 +15,7 @@ use serde_json::json;
 use stockledger::seal::archive::{self, Archive};
 use stockledger::store::{pool, Store};
 
+use crate::database::table_bytes;
 use crate::output::{markdown_table, Printer};
 use crate::projections::benchmark_log;
 
@@ -113,14 +114,11 @@ fn dir_bytes(dir: &Path) -> anyhow::Result<u64> {
 /// and TOAST included.
 async fn database_bytes(store: &Store) -> anyhow::Result<i64> {
     let client = pool::get(store.pool()).await?;
-    Ok(client
-        .query_one(
-            "SELECT pg_total_relation_size('events') + pg_total_relation_size('event_chain')
-                  + pg_total_relation_size('seals')",
-            &[],
-        )
-        .await?
-        .get(0))
+    let mut bytes = 0;
+    for table in ["events", "event_chain", "seals"] {
+        bytes += table_bytes(&client, table).await?;
+    }
+    Ok(bytes)
 }
 
 fn median(v: &[f64]) -> f64 {

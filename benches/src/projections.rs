@@ -10,7 +10,7 @@ use stockledger::projection::{self, rebuild};
 use stockledger::store::{pool, Store};
 use stockledger_bench::fill::{fill, FillConfig, FillReport};
 
-use crate::database::bench_database;
+use crate::database::{bench_database, table_bytes};
 use crate::output::{markdown_table, Printer};
 
 /// Connections of the benchmark's pool (the rebuild takes one per projection).
@@ -145,11 +145,9 @@ pub(crate) async fn count_events(store: &Store) -> anyhow::Result<i64> {
 /// The log's size on disk with its indexes, for people.
 async fn log_size(store: &Store) -> anyhow::Result<String> {
     let client = pool::get(store.pool()).await?;
+    let bytes = table_bytes(&client, "events").await?;
     Ok(client
-        .query_one(
-            "SELECT pg_size_pretty(pg_total_relation_size('events'))",
-            &[],
-        )
+        .query_one("SELECT pg_size_pretty($1::int8)", &[&bytes])
         .await?
         .get(0))
 }

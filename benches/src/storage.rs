@@ -204,10 +204,13 @@ async fn measure(client: &Client, table: &str) -> anyhow::Result<Footprint> {
         .await?
         .get(0);
     let per = |bytes: i64| bytes as f64 / events.max(1) as f64;
+    // Summed over the partitions (a plain table is its own only leaf).
     let sizes = client
         .query_one(
-            "SELECT pg_relation_size($1::oid), pg_total_relation_size($1::oid)
-                    - pg_relation_size($1::oid) - pg_indexes_size($1::oid)",
+            "SELECT coalesce(sum(pg_relation_size(relid)), 0)::int8,
+                    coalesce(sum(pg_total_relation_size(relid) - pg_relation_size(relid)
+                                 - pg_indexes_size(relid)), 0)::int8
+             FROM pg_partition_tree($1::oid) WHERE isleaf",
             &[&oid],
         )
         .await?;
@@ -239,8 +242,16 @@ async fn measure(client: &Client, table: &str) -> anyhow::Result<Footprint> {
     }
     let (alternatives, indexes): (Vec<_>, Vec<_>) = client
         .query(
-            "SELECT indexrelid::regclass::text, pg_relation_size(indexrelid) FROM pg_index
-             WHERE indrelid = $1 ORDER BY 2 DESC",
+            // Each partition's index counted as its parent's; the unique
+            // indexes a partitioned log keeps per partition (no parent
+            // holds them) by their name without the partition's.
+            "SELECT coalesce(h.inhparent::regclass::text,
+                             regexp_replace(x.indexrelid::regclass::text,
+                                            '^(events|event_chain)_(from_[0-9]+|history)_', '\\1_')),
+                    sum(pg_relation_size(x.indexrelid))::int8
+             FROM pg_index x LEFT JOIN pg_inherits h ON h.inhrelid = x.indexrelid
+             WHERE x.indrelid IN (SELECT relid FROM pg_partition_tree($1::oid) WHERE isleaf)
+             GROUP BY 1 ORDER BY 2 DESC",
             &[&oid],
         )
         .await?

@@ -10,6 +10,7 @@ use tokio_postgres::Client;
 use crate::audit::backlogs::{self, ActualBacklogs, Backlogs};
 use crate::audit::deliveries::Deliveries;
 use crate::audit::settings::{self, ActualSettings, Settings};
+use crate::domain::ids::OrderId;
 use crate::domain::reservation::StreamViolation;
 use crate::domain::stream::prefixes;
 use crate::domain::{Event, EventType, Expectation, Reservation, StreamId, StreamKind};
@@ -65,7 +66,9 @@ pub struct Replay {
     deliveries: Deliveries,
     events: u64,
     streams: u64,
-    orders: u64,
+    /// Each order's reservation: a second one is named (one reservation
+    /// per order is a unique index per partition only, docs/archive.md).
+    orders: HashMap<OrderId, StreamId>,
     diffs: Diffs,
 }
 
@@ -91,7 +94,7 @@ impl Replay {
             deliveries: Deliveries::default(),
             events: 0,
             streams: 0,
-            orders: 0,
+            orders: HashMap::default(),
             diffs: Diffs::default(),
         }
     }
@@ -241,8 +244,8 @@ impl Replay {
         let Ok(full) = self.check_rules(&stream, &valid) else {
             return;
         };
-        if full.as_ref().and_then(Reservation::order_id).is_some() {
-            self.orders += 1;
+        if let Some(order) = full.as_ref().and_then(Reservation::order_id) {
+            self.reserves(order.clone(), stream.clone());
         }
         for (target, expected) in &mut self.targets {
             let seen = cursors.iter().filter(|c| **c <= target.cutoff).count();
@@ -265,6 +268,21 @@ impl Replay {
             };
             target.projection.fold(expected, &seen);
         }
+    }
+
+    /// `stream` reserves for `order`; a second reservation of one order is
+    /// named with both streams.
+    fn reserves(&mut self, order: OrderId, stream: StreamId) {
+        if let Some(first) = self.orders.get(&order) {
+            let key = format!("order {order}");
+            // In name order: which reader folded which first is chance.
+            let mut both = [first.to_string(), stream.to_string()];
+            both.sort();
+            let both = both.join(" and ");
+            self.diffs.push("events", key, "reservations", "one", both);
+            return;
+        }
+        self.orders.insert(order, stream);
     }
 
     /// The stream's readable events in seq order (with their cursors),
@@ -362,7 +380,9 @@ impl Replay {
         }
         self.events += other.events;
         self.streams += other.streams;
-        self.orders += other.orders;
+        for (order, stream) in other.orders {
+            self.reserves(order, stream);
+        }
         self.diffs.merge(other.diffs);
     }
 
@@ -396,7 +416,7 @@ impl Replay {
             events: self.events,
             streams: self.streams,
             items: self.balances.len() as u64,
-            orders: self.orders,
+            orders: self.orders.len() as u64,
             compared,
             diffs: self.diffs,
             first_differing,

@@ -46,11 +46,15 @@ pub const SERVICE_LOGIN: &str = "stockledger_test_service";
 /// `schema/0021_partitioned_log.sql`).
 pub const TEST_PARTITION_ROWS: i64 = 256;
 
+/// Room made ahead in a test database: 16 partitions of the test size, for
+/// the tests that write the log by hand.
+pub const TEST_ROOM_AHEAD: i64 = 4096;
+
 /// Cuts the partitions of an empty log and chain anew, `rows` per
 /// partition: the migration made its first ones at production's size.
-/// Room is made for 4,096 rows ahead, because tests that write the log by
-/// hand (as older releases wrote it) do not make room as the store does.
-pub async fn cut_log_anew(client: &tokio_postgres::Client, rows: i64) {
+/// Room is made for `ahead` rows: tests that write the log by hand (as older
+/// releases wrote it) do not make room as the store does.
+pub async fn cut_log_anew(client: &tokio_postgres::Client, rows: i64, ahead: i64) {
     let empty: bool = client
         .query_one(
             "SELECT NOT EXISTS (SELECT 1 FROM events) AND NOT EXISTS (SELECT 1 FROM event_chain)",
@@ -77,9 +81,12 @@ pub async fn cut_log_anew(client: &tokio_postgres::Client, rows: i64) {
                      EXECUTE format('DROP TABLE %I', r.name);
                  END LOOP;
                  DELETE FROM log_partitions;
-             END $$;
-             SELECT log_make_room(4096);",
+             END $$;",
         )
+        .await
+        .unwrap();
+    client
+        .execute("SELECT log_make_room($1)", &[&ahead])
         .await
         .unwrap();
 }
@@ -131,7 +138,7 @@ impl TestDb {
             service.user(SERVICE_LOGIN);
         }
         if last >= 21 {
-            cut_log_anew(&client, TEST_PARTITION_ROWS).await;
+            cut_log_anew(&client, TEST_PARTITION_ROWS, TEST_ROOM_AHEAD).await;
         }
         let store = Store::new(pool::build(service, size).expect("pool"));
         TestDb {
