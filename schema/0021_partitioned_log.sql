@@ -15,10 +15,12 @@
 -- that finds no partition calls it and tries again (src/store/room.rs).
 
 -- How many positions (or chain rows) a partition holds. The partitions
--- made from now on take the value at the time they are made.
+-- made from now on take the value at the time they are made. Large (2^24),
+-- because every lookup of a stream or an order by name probes each attached
+-- partition (docs/archive.md, "What the number of attached partitions costs").
 CREATE TABLE log_partitioning (
     only_row           boolean PRIMARY KEY DEFAULT true CHECK (only_row),
-    rows_per_partition bigint  NOT NULL DEFAULT 1048576
+    rows_per_partition bigint  NOT NULL DEFAULT 16777216
         CHECK (rows_per_partition BETWEEN 16 AND 1073741824)
 );
 INSERT INTO log_partitioning DEFAULT VALUES;
