@@ -7,8 +7,9 @@
 -- the parent takes a sequence default that goes on from the same value),
 -- the parent's indexes are created on the parent first, so that attaching
 -- adopts the partition's existing indexes instead of building new ones, and
--- attaching checks the range with one scan under this migration's lock
--- (about 0.2 s per million events, docs/archive.md).
+-- the table is read twice under this migration's lock (validating the
+-- version check, then attaching checks the range): the whole migration took
+-- 480 ms on a million events (docs/archive.md).
 --
 -- Every later partition is made ahead of time by log_make_room(), below,
 -- which the service may call: the sealer calls it on every pass and a write
@@ -26,14 +27,17 @@ CREATE TABLE log_partitioning (
 INSERT INTO log_partitioning DEFAULT VALUES;
 
 -- Every partition of the log and of the chain there has been: the ranges
--- log_make_room() goes on from, and, once a partition was archived and
--- detached, when it left (the table itself is then gone).
+-- log_make_room() goes on from; when a full, sealed partition of the log had
+-- its indexes rebuilt packed (`stockledger pack`, src/store/pack.rs); and,
+-- once a partition was archived and detached, when it left (the table
+-- itself is then gone).
 CREATE TABLE log_partitions (
     parent      text        NOT NULL CHECK (parent IN ('events', 'event_chain')),
     first       bigint      NOT NULL CHECK (first >= 1),
     next        bigint      NOT NULL,
     name        text        NOT NULL UNIQUE,
     made_at     timestamptz NOT NULL DEFAULT now(),
+    packed_at   timestamptz,
     detached_at timestamptz,
     PRIMARY KEY (parent, first),
     CHECK (next > first)
@@ -83,10 +87,13 @@ ALTER TABLE event_chain ADD CONSTRAINT event_chain_pkey PRIMARY KEY (seq);
 -- transaction per stream and per order, which loads the stream from every
 -- partition before it appends); each partition's unique indexes are the
 -- backstop where racing appends land (positions are handed out in order, so
--- both land in the newest). A row trigger probing the older partitions was
--- tried and measured: one probe per partition per appended row, 25 to 270
--- times the cost of the insert (docs/archive.md, decision 2), so it is not
--- here. The audit names a doubled step in any partition.
+-- both land in the newest partition, but for two that straddle its end). A
+-- row trigger probing the older partitions was tried and measured: one
+-- probe per partition per appended row, 8 to 227 times the cost of the
+-- insert (docs/archive.md, decision 2), so it is not here. The audit names a
+-- doubled step, or a second reservation of an order, in any partitions.
+-- The chain's `position` is likewise unique per partition only: the sealer
+-- chains under its own lock, and `verify` recomputes the chain from the log.
 
 -- One partition, made and attached. The per-partition unique indexes are
 -- made here because a partitioned parent can hold no unique index that
@@ -131,9 +138,12 @@ $$;
 -- append almost never finds no room; `ahead` asks for room for that many
 -- rows more (an append of a large batch, a sealer's block), at most 65,536.
 -- Returns how many partitions it made. Callers are serialised by an
--- advisory lock; its waits are bounded by lock_timeout.
+-- advisory lock; its waits are bounded by lock_timeout, 2 s, inside the
+-- store's 3-second attempt (TRANSACTION_ATTEMPT_DEADLINE_MS). It reads what
+-- the last caller made after taking the lock, so it must run in READ
+-- COMMITTED (a later snapshot per statement), and refuses otherwise.
 CREATE FUNCTION log_make_room(ahead bigint DEFAULT 0) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp SET lock_timeout = '5s' AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp SET lock_timeout = '2s' AS $$
 DECLARE
     size bigint := (SELECT rows_per_partition FROM log_partitioning);
     made integer := 0;
@@ -141,6 +151,10 @@ DECLARE
     top bigint;
     t text;
 BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'log_make_room() runs in READ COMMITTED only, not %',
+            current_setting('transaction_isolation');
+    END IF;
     -- A key of its own (no other lock of the ledger uses it).
     PERFORM pg_advisory_xact_lock(7346712890155112028);
     FOREACH t IN ARRAY ARRAY['events', 'event_chain'] LOOP

@@ -531,6 +531,17 @@ pub const MAX_ARCHIVE_LINE_BYTES: usize = 1 << 20;
 pub const ARCHIVE_BATCH_ROWS: usize = 1_024;
 pub const ARCHIVE_QUEUE_BATCHES: usize = 4;
 
+/// `pack`: most partitions one run packs (oldest first; the next run goes
+/// on), so that a run's length is bounded by what an operator asked for.
+pub const MAX_PARTITIONS_PER_PACK: i64 = 64;
+
+/// `pack`: longest one partition's `REINDEX … CONCURRENTLY` may run (a
+/// partition of 2^24 events has about 4 GB of indexes), and longest it may
+/// wait for the transactions it must outlast (an audit's snapshot, say)
+/// before giving up; the next run drops what it left half built.
+pub const PACK_STATEMENT_TIMEOUT_MS: u64 = 3_600_000;
+pub const PACK_LOCK_WAIT_MS: u64 = 60_000;
+
 /// The per-address connection cap is at most this fraction (1/N) of the total
 /// cap, whatever `--max-connections-per-address` says: when the open-files
 /// limit lowers the total below the per-address cap, one address could

@@ -428,6 +428,56 @@ async fn metrics_say_when_the_database_is_down() {
     .await;
 }
 
+/// `/metrics` counts the partitions the log and the chain have attached
+/// (every lookup of a stream or an order probes each of the log's), and
+/// follows as more are made.
+#[tokio::test]
+async fn metrics_count_the_logs_partitions() {
+    let s = TestServer::start(ServerConfig {
+        ops_rate_per_second: 1_000_000,
+        ops_rate_burst: 1_000_000,
+        ..quiet()
+    })
+    .await;
+    let client = s.db.client().await;
+    let attached = |table: &'static str| {
+        let client = &client;
+        async move {
+            let n: i64 = client
+                .query_one(
+                    "SELECT count(*) FROM pg_inherits WHERE inhparent = $1::text::regclass",
+                    &[&table],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            format!("stockledger_log_partitions{{table=\"{table}\"}} {n}")
+        }
+    };
+    let (events, chain) = (attached("events").await, attached("event_chain").await);
+    let text = metrics_text(&s).await;
+    assert!(
+        text.contains(&events) && text.contains(&chain),
+        "{events}, {chain}:\n{text}"
+    );
+    // Room for 64 partitions' rows: more than a test database is made with.
+    let made: i32 = client
+        .query_one(
+            "SELECT log_make_room(64 * (SELECT rows_per_partition FROM log_partitioning))",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(made > 0, "partitions were made");
+    let more = attached("events").await;
+    assert_ne!(more, events);
+    eventually("metrics show the partitions made", || async {
+        metrics_text(&s).await.contains(&more)
+    })
+    .await;
+}
+
 /// The value of `stockledger_database_figures_age_seconds` in `text`.
 fn figures_age(text: &str) -> f64 {
     text.lines()

@@ -136,26 +136,31 @@ async fn an_append_that_finds_no_partition_makes_room_and_goes_on() {
 }
 
 /// A unique index holds within its partition only, and no probe looks in
-/// the older ones (docs/archive.md, decision 2): a step, or a reservation
-/// of an order, copied into the newest partition behind the store's back
-/// is taken by the database, and the audit names both.
+/// the older ones (docs/archive.md, decision 2): steps and a reservation of
+/// an order, copied into newer partitions behind the store's back, are
+/// taken by the database, and the audit names each: a step of an open
+/// reservation, of a closed one, of a one-event receipt, and an order
+/// reserved by a second stream.
 #[tokio::test]
 async fn a_step_doubled_across_partitions_is_named_by_the_audit() {
     let db = small_partitions().await;
     db.receive("in-1", "apple", 50).await;
-    for (id, order) in [("r1", "o1"), ("r2", "o2")] {
+    for (id, order) in [("r1", "o1"), ("r2", "o2"), ("r3", "o3")] {
         db.run(reserve(id, order, &[("apple", 1)], None))
             .await
             .unwrap();
     }
+    db.run(confirm("r3")).await.unwrap();
     write_mixed(&db, "later", 40).await;
     db.project_all().await;
     db.assert_audit_clean().await;
     let client = db.client().await;
-    // r1's first step again, and r2's reservation of o2 in a stream of its own.
-    for (from, to, tag) in [
-        (res_stream("r1"), res_stream("r1"), "between"),
-        (res_stream("r2"), res_stream("r2-again"), "after"),
+    let receipt = "receipt:in-1".to_owned();
+    for (from, seq, to, tag) in [
+        (res_stream("r1"), 1, res_stream("r1"), "a"),
+        (res_stream("r3"), 2, res_stream("r3"), "b"),
+        (receipt.clone(), 1, receipt.clone(), "c"),
+        (res_stream("r2"), 1, res_stream("r2-again"), "d"),
     ] {
         let (first, landed): (String, String) = {
             let r = client
@@ -163,31 +168,30 @@ async fn a_step_doubled_across_partitions_is_named_by_the_audit() {
                     "WITH copy AS (
                          INSERT INTO events (stream, seq, type, data, metadata, order_id, skus,
                                              locations, quantities, version)
-                         SELECT $2, seq, type, data, metadata, order_id, skus, locations,
+                         SELECT $3, seq, type, data, metadata, order_id, skus, locations,
                                 quantities, version
-                         FROM events WHERE stream = $1 AND seq = 1
+                         FROM events WHERE stream = $1 AND seq = $2
                          RETURNING tableoid::regclass::text AS landed)
                      SELECT (SELECT tableoid::regclass::text FROM events
-                             WHERE stream = $1 AND seq = 1), landed FROM copy",
-                    &[&from, &to],
+                             WHERE stream = $1 AND seq = $2), landed FROM copy",
+                    &[&from, &seq, &to],
                 )
                 .await
                 .unwrap();
             (r.get(0), r.get(1))
         };
-        assert_ne!(landed, first, "the copy is in a newer partition");
+        assert_ne!(landed, first, "the copy of {from} is in a newer partition");
         // The next copy lands beyond this one's partition too.
         write_mixed(&db, tag, 40).await;
     }
     let report = stockledger::audit::audit(db.store.pool()).await.unwrap();
     let found: Vec<String> = report.differences.iter().map(|d| d.to_string()).collect();
-    let doubled = format!("events {} seq: expected 2, found 1", res_stream("r1"));
-    assert!(
-        found.contains(&doubled),
-        "the doubled step is named: {found:#?}"
-    );
+    for (stream, seq) in [(res_stream("r1"), 1), (res_stream("r3"), 2), (receipt, 1)] {
+        let doubled = format!("events {stream} seq {seq} events: expected 1, found 2");
+        assert!(found.contains(&doubled), "{doubled} is named: {found:#?}");
+    }
     let second = format!(
-        "events order o2 reservations: expected one, found {} and {}",
+        "events order o2 reservations: expected 1, found {} and {}",
         res_stream("r2"),
         res_stream("r2-again")
     );
@@ -215,7 +219,14 @@ async fn partitions_are_the_owners_and_append_only() {
         .get(0);
     for sql in [
         format!("SELECT * FROM {name}"),
+        format!(
+            "INSERT INTO {name} (position, stream, seq, type, data, metadata, skus, locations,
+                                 quantities)
+             VALUES (2, 'receipt:x', 1, 'StockReceived', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}')"
+        ),
         format!("DELETE FROM {name}"),
+        format!("TRUNCATE {name}"),
+        "TRUNCATE events".to_owned(),
         format!("ALTER TABLE events DETACH PARTITION {name}"),
         "SELECT log_add_partition('events', 100000, 100016)".to_owned(),
     ] {
@@ -293,4 +304,114 @@ async fn a_missing_partition_is_named_and_the_archive_still_holds_its_events() {
         .await
         .unwrap();
     assert!(from_files.clean(), "{from_files:?}");
+}
+
+/// The files of `table`'s indexes, by index name: a rebuilt index has a
+/// new one.
+async fn index_files(db: &TestDb, table: &str) -> Vec<(String, u32)> {
+    db.client()
+        .await
+        .query(
+            "SELECT c.relname::text, c.relfilenode::int8 FROM pg_index i
+             JOIN pg_class c ON c.oid = i.indexrelid
+             WHERE i.indrelid = $1::text::regclass ORDER BY 1",
+            &[&table],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get::<_, i64>(1) as u32))
+        .collect()
+}
+
+/// `pack` rebuilds the indexes of the full, sealed partitions of the log,
+/// only theirs, once; the service may not; a half-built index an earlier
+/// run left is dropped; and the ledger goes on as before.
+#[tokio::test]
+async fn pack_rebuilds_full_sealed_partitions_once_and_only_as_the_owner() {
+    let db = small_partitions().await;
+    write_mixed(&db, "a", 30).await;
+    seal_all(&db).await;
+    write_mixed(&db, "b", 10).await;
+    let client = db.client().await;
+    let due: Vec<String> = client
+        .query(
+            "SELECT name FROM log_partitions WHERE parent = 'events'
+               AND next - 1 <= (SELECT max(last_position) FROM seals) ORDER BY first",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let open: String = client
+        .query_one(
+            "SELECT tableoid::regclass::text FROM events ORDER BY position DESC LIMIT 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(due.len() >= 3 && !due.contains(&open), "{due:?}, {open}");
+    // An interrupted run's leftover: a concurrent build that failed.
+    let leftover = client
+        .batch_execute(&format!(
+            "CREATE UNIQUE INDEX CONCURRENTLY leftover ON {} (type)",
+            due[0]
+        ))
+        .await;
+    assert!(leftover.is_err(), "types repeat, so the build fails");
+    let (before_due, before_open) = (
+        index_files(&db, &due[1]).await,
+        index_files(&db, &open).await,
+    );
+
+    let refused = stockledger::store::pack::pack_sealed(db.store.pool()).await;
+    assert!(
+        refused.is_err(),
+        "the service may not rebuild a partition's indexes"
+    );
+    let packed = stockledger::store::pack::pack_sealed(db.owner_store().pool())
+        .await
+        .unwrap();
+    let names: Vec<&str> = packed.iter().map(|p| p.partition.as_str()).collect();
+    assert_eq!(names, due.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(packed[0].leftovers_dropped, 1);
+    assert!(index_files(&db, &due[0])
+        .await
+        .iter()
+        .all(|(n, _)| n != "leftover"));
+    let after_due = index_files(&db, &due[1]).await;
+    assert_eq!(after_due.len(), before_due.len());
+    for ((name, old), (_, new)) in before_due.iter().zip(&after_due) {
+        assert_ne!(old, new, "{name} was rebuilt");
+    }
+    assert_eq!(
+        index_files(&db, &open).await,
+        before_open,
+        "the open partition is left"
+    );
+    let marked: i64 = client
+        .query_one(
+            "SELECT count(*) FROM log_partitions WHERE packed_at IS NOT NULL",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(marked, due.len() as i64);
+    let again = stockledger::store::pack::pack_sealed(db.owner_store().pool())
+        .await
+        .unwrap();
+    assert!(again.is_empty(), "packed once: {again:?}");
+
+    write_mixed(&db, "c", 10).await;
+    seal_all(&db).await;
+    let report = seal::verify::verify(db.store.pool(), Some(&digest(&db).await))
+        .await
+        .unwrap();
+    assert!(report.clean(), "{:?}", report.findings);
+    db.project_all().await;
+    db.assert_audit_clean().await;
 }

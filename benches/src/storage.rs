@@ -240,11 +240,28 @@ async fn measure(client: &Client, table: &str) -> anyhow::Result<Footprint> {
             .get(0);
         columns.push((c, avg));
     }
-    let (alternatives, indexes): (Vec<_>, Vec<_>) = client
+    let (alternatives, indexes): (Vec<_>, Vec<_>) = index_bytes(client, oid)
+        .await?
+        .into_iter()
+        .map(|(name, bytes)| (name, per(bytes)))
+        .partition(|(name, _)| ALTERNATIVES.contains(&name.as_str()));
+    Ok(Footprint {
+        events,
+        heap: per(sizes.get(0)),
+        other: per(sizes.get(1)),
+        columns,
+        indexes,
+        alternatives,
+    })
+}
+
+/// Each index of `table` (oid) and its bytes, summed over the partitions:
+/// each partition's index counted as its parent's; the unique indexes a
+/// partitioned log keeps per partition (no parent holds them) by their name
+/// without the partition's.
+async fn index_bytes(client: &Client, oid: u32) -> anyhow::Result<Vec<(String, i64)>> {
+    Ok(client
         .query(
-            // Each partition's index counted as its parent's; the unique
-            // indexes a partitioned log keeps per partition (no parent
-            // holds them) by their name without the partition's.
             "SELECT coalesce(h.inhparent::regclass::text,
                              regexp_replace(x.indexrelid::regclass::text,
                                             '^(events|event_chain)_(from_[0-9]+|history)_', '\\1_')),
@@ -256,16 +273,8 @@ async fn measure(client: &Client, table: &str) -> anyhow::Result<Footprint> {
         )
         .await?
         .iter()
-        .map(|r| (r.get::<_, String>(0), per(r.get(1))))
-        .partition(|(name, _)| ALTERNATIVES.contains(&name.as_str()));
-    Ok(Footprint {
-        events,
-        heap: per(sizes.get(0)),
-        other: per(sizes.get(1)),
-        columns,
-        indexes,
-        alternatives,
-    })
+        .map(|r| (r.get(0), r.get(1)))
+        .collect())
 }
 
 /// The candidate lean table.

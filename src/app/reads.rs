@@ -1,6 +1,7 @@
 //! Reads the shells ask of `Store` that the read models and the seals
 //! answer: an item's current figures, an order's view, the reservation
-//! totals, the latest digest and the projections' status.
+//! totals, the latest digest, the projections' status and the log's
+//! partitions.
 
 use crate::domain::{promise, Balance, Item, OrderId, Promise};
 use crate::limits::MAX_LOW_STOCK_ITEMS;
@@ -8,7 +9,7 @@ use crate::projection::status::{self, ProjectionStatus};
 use crate::read_model::low_stock::{self, LowRow};
 use crate::read_model::{incoming, order_view, reservation_totals, stock_levels};
 use crate::seal;
-use crate::store::{pool, read, Store, StoreError};
+use crate::store::{pool, read, room, Store, StoreError};
 
 /// An item's current figures and where they come from.
 #[derive(Clone, Copy, Debug)]
@@ -137,6 +138,11 @@ impl Store {
     /// first block is sealed.
     pub async fn digest(&self) -> Result<Option<seal::Digest>, StoreError> {
         pool::reading(self.pool(), async |c| seal::digest::latest(c).await).await
+    }
+
+    /// The partitions the log and the chain have attached, by table.
+    pub async fn log_partitions(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        pool::reading(self.pool(), async |c| room::attached(&***c).await).await
     }
 
     /// Every read model's checkpoint, lag and state.

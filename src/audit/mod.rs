@@ -11,6 +11,7 @@
 
 mod backlogs;
 mod deliveries;
+mod doubles;
 mod replay;
 mod settings;
 

@@ -9,8 +9,8 @@ use tokio_postgres::Client;
 
 use crate::audit::backlogs::{self, ActualBacklogs, Backlogs};
 use crate::audit::deliveries::Deliveries;
+use crate::audit::doubles::{self, Doubles};
 use crate::audit::settings::{self, ActualSettings, Settings};
-use crate::domain::ids::OrderId;
 use crate::domain::reservation::StreamViolation;
 use crate::domain::stream::prefixes;
 use crate::domain::{Event, EventType, Expectation, Reservation, StreamId, StreamKind};
@@ -66,9 +66,7 @@ pub struct Replay {
     deliveries: Deliveries,
     events: u64,
     streams: u64,
-    /// Each order's reservation: a second one is named (one reservation
-    /// per order is a unique index per partition only, docs/archive.md).
-    orders: HashMap<OrderId, StreamId>,
+    orders: u64,
     diffs: Diffs,
 }
 
@@ -94,7 +92,7 @@ impl Replay {
             deliveries: Deliveries::default(),
             events: 0,
             streams: 0,
-            orders: HashMap::default(),
+            orders: 0,
             diffs: Diffs::default(),
         }
     }
@@ -244,8 +242,8 @@ impl Replay {
         let Ok(full) = self.check_rules(&stream, &valid) else {
             return;
         };
-        if let Some(order) = full.as_ref().and_then(Reservation::order_id) {
-            self.reserves(order.clone(), stream.clone());
+        if full.as_ref().and_then(Reservation::order_id).is_some() {
+            self.orders += 1;
         }
         for (target, expected) in &mut self.targets {
             let seen = cursors.iter().filter(|c| **c <= target.cutoff).count();
@@ -268,21 +266,6 @@ impl Replay {
             };
             target.projection.fold(expected, &seen);
         }
-    }
-
-    /// `stream` reserves for `order`; a second reservation of one order is
-    /// named with both streams.
-    fn reserves(&mut self, order: OrderId, stream: StreamId) {
-        if let Some(first) = self.orders.get(&order) {
-            let key = format!("order {order}");
-            // In name order: which reader folded which first is chance.
-            let mut both = [first.to_string(), stream.to_string()];
-            both.sort();
-            let both = both.join(" and ");
-            self.diffs.push("events", key, "reservations", "one", both);
-            return;
-        }
-        self.orders.insert(order, stream);
     }
 
     /// The stream's readable events in seq order (with their cursors),
@@ -380,9 +363,7 @@ impl Replay {
         }
         self.events += other.events;
         self.streams += other.streams;
-        for (order, stream) in other.orders {
-            self.reserves(order, stream);
-        }
+        self.orders += other.orders;
         self.diffs.merge(other.diffs);
     }
 
@@ -395,6 +376,7 @@ impl Replay {
     /// for the same targets in the same snapshot.
     pub(crate) fn diff(mut self, tables: Tables) -> Outcome {
         std::mem::take(&mut self.deliveries).check(&mut self.diffs);
+        tables.doubles.report(&mut self.diffs);
         if let Some((balances, settings, backlogs)) = tables.balances {
             compare_figures("item_balances", &self.balances, balances, &mut self.diffs);
             self.settings
@@ -416,7 +398,7 @@ impl Replay {
             events: self.events,
             streams: self.streams,
             items: self.balances.len() as u64,
-            orders: self.orders.len() as u64,
+            orders: self.orders,
             compared,
             diffs: self.diffs,
             first_differing,
@@ -429,6 +411,9 @@ pub(crate) struct Tables {
     /// The write side's figures, settings and backlogs, when asked for.
     pub balances: Option<(ActualFigures, ActualSettings, ActualBacklogs)>,
     pub projections: Vec<Actual>,
+    /// Steps and orders the log holds twice across partitions (with the
+    /// balances: the whole audit's check, not a rebuild's).
+    pub doubles: Doubles,
 }
 
 /// Loads the write-side balances (when asked) and every target's tables.
@@ -437,14 +422,15 @@ pub(crate) async fn load_tables(
     targets: &[Target],
     balances: bool,
 ) -> Result<Tables, StoreError> {
-    let balances = if balances {
-        Some((
+    let (balances, doubles) = if balances {
+        let figures = (
             load_figures(client, "public.item_balances").await?,
             settings::load(client).await?,
             backlogs::load(client).await?,
-        ))
+        );
+        (Some(figures), doubles::load(client).await?)
     } else {
-        None
+        (None, Doubles::default())
     };
     let mut projections = Vec::with_capacity(targets.len());
     for t in targets {
@@ -453,6 +439,7 @@ pub(crate) async fn load_tables(
     Ok(Tables {
         balances,
         projections,
+        doubles,
     })
 }
 

@@ -88,6 +88,10 @@ pub enum Cmd {
         #[arg(long)]
         through_block: Option<i64>,
     },
+    /// Rebuild the indexes of the log's full, sealed partitions packed, once
+    /// each (REINDEX CONCURRENTLY: appends and reads go on), oldest first;
+    /// as the owner (docs/archive.md).
+    Pack,
     /// Chain and seal every event not sealed yet (a server's sealer does
     /// this by itself; this is for a ledger without one).
     Seal,

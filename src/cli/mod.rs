@@ -10,6 +10,7 @@ mod chaos;
 mod commands;
 mod demo;
 mod output;
+mod pack;
 mod read_models;
 mod relay;
 mod seal;
@@ -240,20 +241,28 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
         Cmd::Chaos(args) => chaos::run(args, database_url, printer).await?,
         Cmd::Serve(args) => serve::serve(args, database_url, printer).await?,
         Cmd::Openapi => print!("{}", stockledger::server::openapi::document()),
-        // Minting and revoking keys is the key administrators' privilege
-        // (schema 0013), not the service's: on the private cluster its
-        // superuser, on DATABASE_URL a login in stockledger_keys_admin (or
-        // the owner's).
-        Cmd::Keys { command } => {
-            let (store, _) = db::open_owner(database_url)
-                .await
-                .map_err(anyhow::Error::from)?;
-            serve::keys(command, &store, printer).await?;
-        }
+        c @ (Cmd::Keys { .. } | Cmd::Pack) => as_owner(c, database_url, printer).await?,
         Cmd::Demo => {
             let store = open(database_url, printer).await?;
             demo::run(&store, printer).await?;
         }
+    }
+    Ok(())
+}
+
+/// The commands that act as the owner. Minting and revoking keys is the key
+/// administrators' privilege (schema 0013), not the service's: on the
+/// private cluster its superuser, on DATABASE_URL a login in
+/// stockledger_keys_admin (or the owner's). Rebuilding a partition's indexes
+/// is the owner's, as rebuilds are.
+async fn as_owner(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Result<(), Failure> {
+    let (store, _) = db::open_owner(database_url)
+        .await
+        .map_err(anyhow::Error::from)?;
+    match cmd {
+        Cmd::Keys { command } => serve::keys(command, &store, printer).await?,
+        Cmd::Pack => pack::pack(&store, printer).await?,
+        other => unreachable!("not an owner's command: {other:?}"),
     }
     Ok(())
 }

@@ -81,6 +81,11 @@ struct RelayLabel {
     stream: Escaped,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TableLabel {
+    table: Escaped,
+}
+
 fn latency_histogram() -> Histogram {
     Histogram::new(BUCKETS)
 }
@@ -100,6 +105,7 @@ pub struct Metrics {
     reservation_units: Family<StateLabel, Gauge>,
     relay_lag: Family<RelayLabel, Gauge>,
     relay_published: Family<RelayLabel, Gauge>,
+    log_partitions: Family<TableLabel, Gauge>,
     database_up: Gauge,
     figures_age: Gauge<f64, AtomicU64>,
     worker_restarts: Family<WorkerLabel, Counter>,
@@ -120,6 +126,8 @@ pub struct Gauges {
     pub reservations: Vec<(String, i64, i64)>,
     /// (broker stream, events published, lag in events), from the relay checkpoints.
     pub relays: Vec<(String, i64, i64)>,
+    /// (the log or the chain, partitions attached).
+    pub partitions: Vec<(String, i64)>,
     /// Whether the database answered the server's last readiness check.
     pub database_up: bool,
     /// Seconds since the figures read from the database (lag, reservations,
@@ -147,6 +155,7 @@ impl Default for Metrics {
             reservation_units: Family::default(),
             relay_lag: Family::default(),
             relay_published: Family::default(),
+            log_partitions: Family::default(),
             database_up: Gauge::default(),
             figures_age: Gauge::default(),
             worker_restarts: Family::default(),
@@ -216,6 +225,13 @@ impl Metrics {
             "Units held or settled by reservations, by state",
             self.reservation_units.clone(),
         );
+        self.register_log();
+        self.register_health();
+    }
+
+    /// The log beyond the commands: the relay's progress, the partitions.
+    fn register_log(&mut self) {
+        let r = &mut self.registry;
         r.register(
             "relay_lag_events",
             "Committed events the event relay has not yet had acknowledged by the broker",
@@ -226,7 +242,12 @@ impl Metrics {
             "Events in the broker stream, as the relay last saw acknowledged",
             self.relay_published.clone(),
         );
-        self.register_health();
+        r.register(
+            "log_partitions",
+            "Partitions of the log (events) and the chain (event_chain) attached; every lookup \
+             of a stream or an order probes each of the log's",
+            self.log_partitions.clone(),
+        );
     }
 
     /// The server's own health: the database, the figures' age, the workers.
@@ -304,6 +325,7 @@ impl Metrics {
         self.reservation_units.clear();
         self.relay_lag.clear();
         self.relay_published.clear();
+        self.log_partitions.clear();
         self.database_up.set(i64::from(g.database_up));
         self.figures_age.set(g.figures_age_seconds);
         for (worker, up) in &g.workers {
@@ -337,6 +359,12 @@ impl Metrics {
             self.relay_lag.get_or_create(&l).set(*lag);
             self.relay_published.get_or_create(&l).set(*published);
         }
+        for (table, n) in &g.partitions {
+            let t = TableLabel {
+                table: Escaped(table.clone()),
+            };
+            self.log_partitions.get_or_create(&t).set(*n);
+        }
         let mut out = String::new();
         encode(&mut out, &self.registry).expect("writing to a String cannot fail");
         out
@@ -358,6 +386,7 @@ mod tests {
             projections: vec![("stock_levels", 3, 0.5)],
             reservations: vec![("RESERVED".into(), 2, 7)],
             relays: vec![("LEDGER".into(), 10, 4)],
+            partitions: vec![("events".into(), 3)],
             database_up: true,
             figures_age_seconds: 0.5,
             workers: vec![("expiry", true)],
@@ -369,6 +398,7 @@ mod tests {
         assert!(text.contains(r#"stockledger_projection_lag_events{projection="stock_levels"} 3"#));
         assert!(text.contains(r#"stockledger_reservation_units{state="RESERVED"} 7"#));
         assert!(text.contains(r#"stockledger_relay_lag_events{stream="LEDGER"} 4"#));
+        assert!(text.contains(r#"stockledger_log_partitions{table="events"} 3"#));
         assert!(text.contains("stockledger_database_up 1"));
         assert!(text.contains(r#"stockledger_worker_up{worker="expiry"} 1"#));
         assert!(text.ends_with("# EOF\n"));
@@ -384,6 +414,7 @@ mod tests {
             projections: lag,
             reservations: vec![],
             relays: vec![],
+            partitions: vec![],
             database_up: up,
             figures_age_seconds: 0.0,
             workers: vec![],

@@ -69,7 +69,7 @@ pub async fn ops_limit(
 
 /// Prometheus (OpenMetrics) text: commands by type and outcome, latency
 /// histograms, pool use, projection lag, expiries, reservations by state,
-/// whether the database is up and how old the figures read from it are,
+/// the log's attached partitions, whether the database is up and how old the figures read from it are,
 /// workers and their restarts. With `--metrics-key-required`, only for
 /// callers with a key (any role).
 #[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String),
@@ -95,6 +95,7 @@ pub async fn metrics(State(s): State<AppState>, req: axum::extract::Request) -> 
         projections: read.lag,
         reservations: read.totals,
         relays: read.relays,
+        partitions: read.partitions,
         database_up: s.health.database_up().unwrap_or(false),
         figures_age_seconds: s.scrape.figures_age().as_secs_f64(),
         workers: s
@@ -129,6 +130,7 @@ struct Read {
     lag: Vec<(&'static str, i64, f64)>,
     totals: Vec<(String, i64, i64)>,
     relays: Vec<(String, i64, i64)>,
+    partitions: Vec<(String, i64)>,
 }
 
 /// What `/metrics` reads from the database, read at most once per
@@ -193,6 +195,13 @@ impl ScrapeCache {
                 Vec::new()
             }
         };
+        let partitions = match s.store.log_partitions().await {
+            Ok(all) => all,
+            Err(_) => {
+                complete = false;
+                Vec::new()
+            }
+        };
         if complete {
             *self.complete.lock().expect("scrape time") = std::time::Instant::now();
         }
@@ -200,6 +209,7 @@ impl ScrapeCache {
             lag,
             totals,
             relays,
+            partitions,
         };
         *cached = Some((std::time::Instant::now(), read.clone()));
         read

@@ -317,11 +317,18 @@ async fn run_once(
         }
     }
     match result {
-        // The next attempt finds the room this one made.
+        // The next attempt finds the room this one made. Making room that
+        // failed (its lock wait, 2 s, ran out behind another maker) is
+        // retried like the append: the next attempt may find it made.
         Err(Failure::NoRoom(why, rows)) => {
             let client: &tokio_postgres::Client = client;
-            room::make_room(client, rows).await?;
-            Err(Failure::Retry(why))
+            match room::make_room(client, rows).await {
+                Ok(_) => Err(Failure::Retry(why)),
+                Err(e) => Err(Failure::Retry(Cause::with_source(
+                    "making room in the log",
+                    e,
+                ))),
+            }
         }
         other => other,
     }

@@ -16,6 +16,7 @@ pub mod locks;
 pub mod log_row;
 pub mod migrate;
 mod outcome;
+pub mod pack;
 pub mod pool;
 mod queries;
 pub mod read;

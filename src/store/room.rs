@@ -25,3 +25,23 @@ pub async fn make_room(client: &impl GenericClient, ahead: i64) -> Result<i32, S
     }
     Ok(made)
 }
+
+/// How many partitions the log (`events`) and the chain (`event_chain`)
+/// have attached now, by table: what every lookup of a stream or an order
+/// pays for (docs/archive.md), for `/metrics`.
+pub async fn attached(client: &impl GenericClient) -> Result<Vec<(String, i64)>, StoreError> {
+    Ok(client
+        // From the catalog, not `log_partitions`: a partition detached by
+        // hand is still in the ranges' record.
+        .query(
+            "SELECT c.relname::text, count(i.inhrelid) FROM pg_class c
+             LEFT JOIN pg_inherits i ON i.inhparent = c.oid
+             WHERE c.oid IN ('events'::regclass, 'event_chain'::regclass)
+             GROUP BY c.relname ORDER BY 1",
+            &[],
+        )
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect())
+}

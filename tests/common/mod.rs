@@ -42,7 +42,7 @@ pub const SERVICE_LOGIN: &str = "stockledger_test_service";
 
 /// Rows per partition of the log and the chain in a test database: small,
 /// so that most tests' logs span several partitions and every read, fold
-/// and proof is exercised across them (production's size is a million,
+/// and proof is exercised across them (production's size is 2^24 rows,
 /// `schema/0021_partitioned_log.sql`).
 pub const TEST_PARTITION_ROWS: i64 = 256;
 
