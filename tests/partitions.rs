@@ -26,6 +26,18 @@ async fn small_partitions() -> TestDb {
     db
 }
 
+/// Seals everything, then `verify` against the digest and the audit are
+/// both clean.
+async fn sealed_verified_and_audited(db: &TestDb) {
+    seal_all(db).await;
+    let report = seal::verify::verify(db.store.pool(), Some(&digest(db).await))
+        .await
+        .unwrap();
+    assert!(report.clean(), "{:?}", report.findings);
+    db.project_all().await;
+    db.assert_audit_clean().await;
+}
+
 async fn partitions_of(db: &TestDb, parent: &str) -> i64 {
     db.client()
         .await
@@ -84,14 +96,8 @@ async fn streams_span_partitions_and_everything_reads_across_them() {
     let again = db.run(confirm_lines("r1", "c1", &[("apple", 4)])).await;
     assert!(again.is_ok(), "{again:?}");
     assert!(partitions_holding_rows(&db, "events").await >= 5);
-    seal_all(&db).await;
+    sealed_verified_and_audited(&db).await;
     assert!(partitions_holding_rows(&db, "event_chain").await >= 5);
-    let report = seal::verify::verify(db.store.pool(), Some(&digest(&db).await))
-        .await
-        .unwrap();
-    assert!(report.clean(), "{:?}", report.findings);
-    db.project_all().await;
-    db.assert_audit_clean().await;
     assert_eq!(db.figures("apple").await.1, 0, "nothing is left reserved");
 }
 
@@ -126,13 +132,7 @@ async fn an_append_that_finds_no_partition_makes_room_and_goes_on() {
     let answers = db.store.execute_batch(&batch).await.unwrap();
     assert_eq!(answers.len(), 100);
     assert_eq!(db.count_events().await, 102);
-    seal_all(&db).await;
-    let report = seal::verify::verify(db.store.pool(), Some(&digest(&db).await))
-        .await
-        .unwrap();
-    assert!(report.clean(), "{:?}", report.findings);
-    db.project_all().await;
-    db.assert_audit_clean().await;
+    sealed_verified_and_audited(&db).await;
 }
 
 /// A unique index holds within its partition only, and no probe looks in
@@ -407,11 +407,5 @@ async fn pack_rebuilds_full_sealed_partitions_once_and_only_as_the_owner() {
     assert!(again.is_empty(), "packed once: {again:?}");
 
     write_mixed(&db, "c", 10).await;
-    seal_all(&db).await;
-    let report = seal::verify::verify(db.store.pool(), Some(&digest(&db).await))
-        .await
-        .unwrap();
-    assert!(report.clean(), "{:?}", report.findings);
-    db.project_all().await;
-    db.assert_audit_clean().await;
+    sealed_verified_and_audited(&db).await;
 }
