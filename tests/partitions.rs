@@ -22,7 +22,7 @@ const NO_ROOM_AHEAD: i64 = 0;
 
 async fn small_partitions() -> TestDb {
     let db = TestDb::new().await;
-    cut_log_anew(&db.client().await, SMALL, NO_ROOM_AHEAD).await;
+    cut_log_anew(&mut db.client().await, SMALL, NO_ROOM_AHEAD).await;
     db
 }
 

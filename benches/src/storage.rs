@@ -23,7 +23,7 @@ use stockledger::store::group::GroupConfig;
 use stockledger::store::{pool, Store};
 use tokio_postgres::Client;
 
-use crate::database::bench_database;
+use crate::database::{bench_database, LEAVES};
 use crate::output::{markdown_table, Printer};
 
 /// Units of the hot item: more than any run reserves.
@@ -43,6 +43,15 @@ pub struct StorageArgs {
     /// Measure the log already in `--database`; write nothing.
     #[arg(long)]
     reuse: bool,
+    /// Partitions of this many rows for the log written (the product's
+    /// default, 2^24, holds the whole run in one open partition): with
+    /// `--pack`, the full ones are packed and measured again.
+    #[arg(long)]
+    rows_per_partition: Option<i64>,
+    /// After the first measurement, run `pack` (the full, sealed
+    /// partitions' indexes rebuilt) and measure the log again.
+    #[arg(long)]
+    pack: bool,
 }
 
 pub async fn run(
@@ -54,6 +63,11 @@ pub async fn run(
     let store = Store::new(pool::build(config.clone(), args.callers as usize)?);
     store.migrate().await?;
     if !args.reuse {
+        if let Some(rows) = args.rows_per_partition {
+            let (mut client, connection) = config.connect(tokio_postgres::NoTls).await?;
+            tokio::spawn(connection);
+            stockledger::store::room::partition_anew(&mut client, rows, 0).await?;
+        }
         printer.progress(&format!("writing {} hot reservations", args.events));
         write_hot(&store, &args).await?;
     }
@@ -62,6 +76,11 @@ pub async fn run(
     // statement timeout, which is for commands.
     client.batch_execute("SET statement_timeout = 0").await?;
     let live = measure(&client, "events").await?;
+    let packed_live = if args.pack {
+        Some(pack_and_measure(&store, &client, printer).await?)
+    } else {
+        None
+    };
     printer.progress("copying the log into the lean layout");
     fill_lean(&client).await?;
     let lean = measure(&client, LEAN).await?;
@@ -71,18 +90,36 @@ pub async fn run(
         .batch_execute(&format!("REINDEX TABLE {LEAN}"))
         .await?;
     let packed = measure(&client, LEAN).await?;
-    let markdown = format!(
+    let mut markdown = format!(
         "### The log as it is (`events`)\n\n{}\n### The lean layout (`{LEAN}`)\n\n{}\n\
          ### The lean layout, its indexes rebuilt\n\n{}",
         live.markdown(),
         lean.markdown(),
         packed.markdown()
     );
+    if let Some(p) = &packed_live {
+        markdown.push_str(&format!("\n### The log after `pack`\n\n{}", p.markdown()));
+    }
     printer.result(
-        &json!({"events": live.json(), "lean": lean.json(), "lean_reindexed": packed.json()}),
+        &json!({"events": live.json(), "lean": lean.json(), "lean_reindexed": packed.json(),
+                "events_packed": packed_live.as_ref().map(Footprint::json)}),
         &markdown,
     );
     Ok(())
+}
+
+/// Seals the log, packs its full, sealed partitions (`stockledger pack`)
+/// and measures it again.
+async fn pack_and_measure(
+    store: &Store,
+    client: &Client,
+    printer: &Printer,
+) -> anyhow::Result<Footprint> {
+    printer.progress("sealing, then packing the full partitions");
+    stockledger::seal::sealer::catch_up(store.pool()).await?;
+    let packed = stockledger::store::pack::pack_sealed(store.pool()).await?;
+    printer.progress(&format!("packed {} partitions", packed.len()));
+    measure(client, "events").await
 }
 
 /// The hot workload: a receipt, then `events` reservations of one unit of
@@ -204,13 +241,15 @@ async fn measure(client: &Client, table: &str) -> anyhow::Result<Footprint> {
         .await?
         .get(0);
     let per = |bytes: i64| bytes as f64 / events.max(1) as f64;
-    // Summed over the partitions (a plain table is its own only leaf).
+    // Summed over the tables that hold its rows.
     let sizes = client
         .query_one(
-            "SELECT coalesce(sum(pg_relation_size(relid)), 0)::int8,
-                    coalesce(sum(pg_total_relation_size(relid) - pg_relation_size(relid)
-                                 - pg_indexes_size(relid)), 0)::int8
-             FROM pg_partition_tree($1::oid) WHERE isleaf",
+            &format!(
+                "SELECT coalesce(sum(pg_relation_size(relid)), 0)::int8,
+                        coalesce(sum(pg_total_relation_size(relid) - pg_relation_size(relid)
+                                     - pg_indexes_size(relid)), 0)::int8
+                 FROM ({LEAVES}) l"
+            ),
             &[&oid],
         )
         .await?;
@@ -262,13 +301,16 @@ async fn measure(client: &Client, table: &str) -> anyhow::Result<Footprint> {
 async fn index_bytes(client: &Client, oid: u32) -> anyhow::Result<Vec<(String, i64)>> {
     Ok(client
         .query(
-            "SELECT coalesce(h.inhparent::regclass::text,
-                             regexp_replace(x.indexrelid::regclass::text,
-                                            '^(events|event_chain)_(from_[0-9]+|history)_', '\\1_')),
-                    sum(pg_relation_size(x.indexrelid))::int8
-             FROM pg_index x LEFT JOIN pg_inherits h ON h.inhrelid = x.indexrelid
-             WHERE x.indrelid IN (SELECT relid FROM pg_partition_tree($1::oid) WHERE isleaf)
-             GROUP BY 1 ORDER BY 2 DESC",
+            &format!(
+                "SELECT coalesce(h.inhparent::regclass::text,
+                                 regexp_replace(x.indexrelid::regclass::text,
+                                                '^(events|event_chain)_(from_[0-9]+|history)_',
+                                                '\\1_')),
+                        sum(pg_relation_size(x.indexrelid))::int8
+                 FROM pg_index x LEFT JOIN pg_inherits h ON h.inhrelid = x.indexrelid
+                 WHERE x.indrelid IN ({LEAVES})
+                 GROUP BY 1 ORDER BY 2 DESC"
+            ),
             &[&oid],
         )
         .await?

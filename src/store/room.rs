@@ -45,3 +45,47 @@ pub async fn attached(client: &impl GenericClient) -> Result<Vec<(String, i64)>,
         .map(|r| (r.get(0), r.get(1)))
         .collect())
 }
+
+/// Cuts an empty log anew into partitions of `rows` rows (the owner's, for
+/// a ledger that has not written its first event: the partitions made at
+/// migration are dropped, the size is set, and room for `ahead` rows is
+/// made). A log or chain with a row in it is refused and left as it was.
+pub async fn partition_anew(
+    client: &mut tokio_postgres::Client,
+    rows: i64,
+    ahead: i64,
+) -> Result<i32, StoreError> {
+    let tx = client.transaction().await?;
+    let empty: bool = tx
+        .query_one(
+            "SELECT NOT EXISTS (SELECT 1 FROM events) AND NOT EXISTS (SELECT 1 FROM event_chain)",
+            &[],
+        )
+        .await?
+        .get(0);
+    if !empty {
+        return Err(StoreError::Database(
+            "only an empty log is cut into partitions anew".into(),
+        ));
+    }
+    tx.execute(
+        "UPDATE log_partitioning SET rows_per_partition = $1",
+        &[&rows],
+    )
+    .await?;
+    tx.batch_execute(
+        "DO $$
+         DECLARE r record;
+         BEGIN
+             FOR r IN SELECT parent, name FROM log_partitions WHERE detached_at IS NULL LOOP
+                 EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', r.parent, r.name);
+                 EXECUTE format('DROP TABLE %I', r.name);
+             END LOOP;
+             DELETE FROM log_partitions;
+         END $$;",
+    )
+    .await?;
+    let made = make_room(&tx, ahead).await?;
+    tx.commit().await?;
+    Ok(made)
+}

@@ -54,41 +54,10 @@ pub const TEST_ROOM_AHEAD: i64 = 4096;
 /// partition: the migration made its first ones at production's size.
 /// Room is made for `ahead` rows: tests that write the log by hand (as older
 /// releases wrote it) do not make room as the store does.
-pub async fn cut_log_anew(client: &tokio_postgres::Client, rows: i64, ahead: i64) {
-    let empty: bool = client
-        .query_one(
-            "SELECT NOT EXISTS (SELECT 1 FROM events) AND NOT EXISTS (SELECT 1 FROM event_chain)",
-            &[],
-        )
+pub async fn cut_log_anew(client: &mut tokio_postgres::Client, rows: i64, ahead: i64) {
+    stockledger::store::room::partition_anew(client, rows, ahead)
         .await
-        .unwrap()
-        .get(0);
-    assert!(empty, "only an empty log is cut anew");
-    client
-        .execute(
-            "UPDATE log_partitioning SET rows_per_partition = $1",
-            &[&rows],
-        )
-        .await
-        .unwrap();
-    client
-        .batch_execute(
-            "DO $$
-             DECLARE r record;
-             BEGIN
-                 FOR r IN SELECT parent, name FROM log_partitions WHERE detached_at IS NULL LOOP
-                     EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', r.parent, r.name);
-                     EXECUTE format('DROP TABLE %I', r.name);
-                 END LOOP;
-                 DELETE FROM log_partitions;
-             END $$;",
-        )
-        .await
-        .unwrap();
-    client
-        .execute("SELECT log_make_room($1)", &[&ahead])
-        .await
-        .unwrap();
+        .expect("an empty log cut anew");
 }
 
 pub struct TestDb {
@@ -138,7 +107,7 @@ impl TestDb {
             service.user(SERVICE_LOGIN);
         }
         if last >= 21 {
-            cut_log_anew(&client, TEST_PARTITION_ROWS, TEST_ROOM_AHEAD).await;
+            cut_log_anew(&mut client, TEST_PARTITION_ROWS, TEST_ROOM_AHEAD).await;
         }
         let store = Store::new(pool::build(service, size).expect("pool"));
         TestDb {
