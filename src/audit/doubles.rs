@@ -36,33 +36,33 @@ pub(crate) async fn load(client: &Client) -> Result<Doubles, StoreError> {
         return Ok(Doubles::default());
     }
     let limit = MAX_REPORTED_DIFFERENCES as i64;
-    let mut doubles = Doubles::default();
-    for r in client
+    // Each query's last column counts every double, before the LIMIT.
+    let steps = client
         .query(
             "SELECT stream, seq, count(*), count(*) OVER () FROM events
              GROUP BY stream, seq HAVING count(*) > 1 ORDER BY stream, seq LIMIT $1",
             &[&limit],
         )
-        .await?
-    {
-        doubles.total = r.get::<_, i64>(3) as u64;
-        doubles.steps.push((r.get(0), r.get(1), r.get(2)));
-    }
-    let mut orders_total = 0;
-    for r in client
+        .await?;
+    let orders = client
         .query(
             "SELECT order_id, array_agg(stream ORDER BY stream), count(*) OVER () FROM events
              WHERE type = 'ReservationCreated'
              GROUP BY order_id HAVING count(*) > 1 ORDER BY order_id LIMIT $1",
             &[&limit],
         )
-        .await?
-    {
-        orders_total = r.get::<_, i64>(2) as u64;
-        doubles.orders.push((r.get(0), r.get(1)));
-    }
-    doubles.total += orders_total;
-    Ok(doubles)
+        .await?;
+    let all = |rows: &[tokio_postgres::Row], column| {
+        rows.first().map_or(0, |r| r.get::<_, i64>(column) as u64)
+    };
+    Ok(Doubles {
+        total: all(&steps, 3) + all(&orders, 2),
+        steps: steps
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect(),
+        orders: orders.iter().map(|r| (r.get(0), r.get(1))).collect(),
+    })
 }
 
 impl Doubles {

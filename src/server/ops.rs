@@ -69,8 +69,8 @@ pub async fn ops_limit(
 
 /// Prometheus (OpenMetrics) text: commands by type and outcome, latency
 /// histograms, pool use, projection lag, expiries, reservations by state,
-/// the log's attached partitions, whether the database is up and how old the figures read from it are,
-/// workers and their restarts. With `--metrics-key-required`, only for
+/// the log's attached partitions, whether the database is up and how old
+/// the figures read from it are, workers and their restarts. With `--metrics-key-required`, only for
 /// callers with a key (any role).
 #[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String),
     (status = 401, description = "UNAUTHENTICATED (only with --metrics-key-required)", body = crate::server::openapi::ErrorBody)))]
@@ -124,7 +124,8 @@ pub async fn openapi() -> Response {
 }
 
 /// What `/metrics` reads from the database: projection lag as (name, lag in
-/// events, lag in seconds), and reservations and units by state.
+/// events, lag in seconds), reservations and units by state, the relays'
+/// progress and the partitions attached by table.
 #[derive(Clone, Default)]
 struct Read {
     lag: Vec<(&'static str, i64, f64)>,
