@@ -542,6 +542,20 @@ pub const MAX_PARTITIONS_PER_PACK: i64 = 64;
 pub const PACK_STATEMENT_TIMEOUT_MS: u64 = 3_600_000;
 pub const PACK_LOCK_WAIT_MS: u64 = 60_000;
 
+/// `archive --detach`: most partitions of the log one run takes out (the
+/// oldest first; the next run goes on), so a run's length is bounded.
+pub const MAX_PARTITIONS_PER_DETACH: usize = 64;
+
+/// `archive --detach`: longest one statement may run (the directory of a
+/// partition of 2^24 events is one statement), longest a detach may wait
+/// for the transactions it must outlast, and longest it waits for the
+/// appenders that were running when it began to end (a command's attempt
+/// ends within 3 s; a connection left idle in a transaction, within a
+/// minute).
+pub const DETACH_STATEMENT_TIMEOUT_MS: u64 = 3_600_000;
+pub const DETACH_LOCK_WAIT_MS: u64 = 60_000;
+pub const DETACH_WRITERS_WAIT_MS: u64 = 60_000;
+
 /// The per-address connection cap is at most this fraction (1/N) of the total
 /// cap, whatever `--max-connections-per-address` says: when the open-files
 /// limit lowers the total below the per-address cap, one address could

@@ -9,6 +9,7 @@ mod archive;
 mod commands;
 mod database;
 mod flash;
+mod growth;
 mod ha;
 mod output;
 mod projections;
@@ -67,6 +68,9 @@ enum Cmd {
     /// Archive files on the benchmark log: archiving it whole, and verify and
     /// the audit across the archive beside the database alone.
     Archive(archive::ArchiveArgs),
+    /// A long run with archiving on: rounds of the realistic workload, each
+    /// sealed, archived and detached, and what the database keeps.
+    Growth(growth::GrowthArgs),
     /// What the log costs on disk per event, column by column and index
     /// by index, as it is and in a candidate lean layout.
     Storage(storage::StorageArgs),
@@ -89,6 +93,7 @@ async fn main() -> ExitCode {
         Cmd::Ha(a) => ha::run(a, &printer).await,
         Cmd::Storage(a) => storage::run(a, database_url, &printer).await,
         Cmd::Archive(a) => archive::run(a, database_url, &printer).await,
+        Cmd::Growth(a) => growth::run(a, database_url, &printer).await,
         Cmd::Serve(a) => serve::run(a, database_url).await,
     };
     match result {

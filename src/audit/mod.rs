@@ -94,6 +94,12 @@ async fn audit_with(pool: &Pool, archive: Option<&Archive>) -> Result<AuditRepor
     let started = Instant::now();
     let mut client = pool::get(pool).await?;
     let tx = snapshot(&mut client).await?;
+    if archive.is_none() {
+        crate::store::cut::refuse_if_cut(&*tx, || {
+            "a replay of the whole log (run `stockledger audit --from-archive DIR`)".to_owned()
+        })
+        .await?;
+    }
     let mut targets = Vec::new();
     for &p in ALL {
         if let Some(cutoff) = checkpoint(&tx, p, Slot::Live).await? {

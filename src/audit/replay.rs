@@ -145,10 +145,15 @@ impl Replay {
                 self.take(&mut waiting, &name, row);
             }
         }
-        let (all, one, archived_seq) = (0i32, 1i32, archive.last_seq());
-        let sql = format!("{LOG} AND NOT EXISTS (SELECT 1 FROM event_chain c WHERE c.position = events.position AND c.seq <= $3)");
-        self.read_rows(client, &sql, &[&all, &one, &archived_seq], &mut waiting)
-            .await?;
+        // The archive holds exactly the events up to its last cursor (the
+        // chain is in safe commit order); the database's are the rest. By
+        // cursor, not by chain row: the chain rows of archived events may
+        // have left the database with them (`archive --detach`).
+        let (all, one, last) = (0i32, 1i32, archive.last_cursor());
+        let sql = format!("{LOG} AND (tx_id, position) > ($3::text::xid8, $4::bigint)");
+        let params: [&(dyn ToSql + Sync); 4] =
+            [&all, &one, &last.tx_id.to_string(), &last.position];
+        self.read_rows(client, &sql, &params, &mut waiting).await?;
         self.finish_waiting(waiting);
         Ok(())
     }

@@ -87,6 +87,11 @@ pub enum Cmd {
         /// Archive no block after this one.
         #[arg(long)]
         through_block: Option<i64>,
+        /// Then take out of the database, as the owner, the oldest
+        /// partitions of the log and the chain that the archive holds and
+        /// nothing still needs (docs/archive.md, "Detaching").
+        #[arg(long)]
+        detach: bool,
     },
     /// Rebuild the indexes of the log's full, sealed partitions packed, once
     /// each (REINDEX CONCURRENTLY: appends and reads go on), oldest first;

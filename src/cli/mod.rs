@@ -95,7 +95,8 @@ fn exit_code(code: stockledger::domain::RejectionCode) -> u8 {
         | ExpectedReceiptFull
         | ExpectedItemMismatch
         | BackorderWaiting
-        | BacklogFull => 3,
+        | BacklogFull
+        | Archived => 3,
     }
 }
 

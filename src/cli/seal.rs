@@ -36,9 +36,22 @@ pub async fn dispatch(
             let store = open(database_url, printer).await?;
             prove(&store, position, digest.as_deref(), archive.as_deref()).await
         }
-        Cmd::Archive { dir, through_block } => {
-            let store = open(database_url, printer).await?;
-            archive(&store, &dir, through_block, printer).await
+        Cmd::Archive {
+            dir,
+            through_block,
+            detach,
+        } => {
+            // Taking partitions out is the owner's; writing files is not.
+            let store = match detach {
+                true => {
+                    let (store, _) = super::db::open_owner(database_url)
+                        .await
+                        .map_err(anyhow::Error::from)?;
+                    store
+                }
+                false => open(database_url, printer).await?,
+            };
+            archive(&store, &dir, through_block, detach, printer).await
         }
         other => unreachable!("not an auditor's command: {other:?}"),
     }
@@ -135,6 +148,7 @@ pub async fn archive(
     store: &Store,
     dir: &str,
     through_block: Option<i64>,
+    detach: bool,
     printer: &Printer,
 ) -> Result<(), Failure> {
     let started = Instant::now();
@@ -160,8 +174,41 @@ pub async fn archive(
     if written.is_empty() {
         text.push_str("\n  every sealed block is archived already");
     }
-    printer.value(&json!({ "dir": dir, "segments": written }), &text);
+    let mut value = json!({ "dir": dir, "segments": written });
+    if detach {
+        let archive = open_archive(dir)?;
+        let report = seal::archive::detach::detach(store.pool(), &archive)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        text.push_str(&detach_text(&report));
+        value["detach"] = json!(report);
+    }
+    printer.value(&value, &text);
     Ok(())
+}
+
+fn detach_text(r: &seal::archive::detach::DetachReport) -> String {
+    let mut text = format!(
+        "\ndetached {} partition(s) the archive holds",
+        r.detached.len()
+    );
+    for d in &r.detached {
+        text.push_str(&format!(
+            "\n  {} ({} {} to {}): {} rows, {:.1} MiB freed; {} streams archived, {} events carried",
+            d.partition,
+            if d.parent == "events" { "positions" } else { "chain rows" },
+            d.first,
+            d.next - 1,
+            d.rows,
+            d.bytes as f64 / f64::from(1 << 20),
+            d.archived_streams,
+            d.carried_events
+        ));
+    }
+    for why in &r.kept {
+        text.push_str(&format!("\n  stays: {why}"));
+    }
+    text
 }
 
 /// Exit 0 when everything matches, 5 on any finding.

@@ -49,6 +49,17 @@ pub struct LedgerState {
     /// What waits for each item whose balance row is loaded, and what is
     /// expected of it; an item without an entry has neither.
     pub backlogs: BTreeMap<Item, Backlog>,
+    /// Streams the batch touches whose events all left the database with an
+    /// archived partition (the store's directory, `archived_streams`): none
+    /// of them takes a step (`Rejection::Archived`).
+    pub archived: HashMap<StreamId, ArchivedStream>,
+}
+
+/// Where an archived stream ended: its last step and that event's position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArchivedStream {
+    pub last_seq: u32,
+    pub position: i64,
 }
 
 impl LedgerState {
@@ -270,10 +281,32 @@ pub fn decide(
     command_id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<Decision, Rejection> {
+    if let Some(refused) = archived(state, cmd) {
+        return Err(refused);
+    }
     let mut decision = cmd.decide(state, command_id, now)?;
     let alerts = crate::domain::alerts::alerts(state, &decision.events, command_id);
     decision.events.extend(alerts);
     Ok(decision)
+}
+
+/// A command on an archived stream is refused whatever it asks: its original
+/// answer is in the archive, and deciding without the stream's events would
+/// take it for a new stream (a release would write a tombstone, a receipt
+/// would be received again).
+fn archived(state: &LedgerState, cmd: &Command) -> Option<Rejection> {
+    if state.archived.is_empty() {
+        return None;
+    }
+    let touches = cmd.touches();
+    let found = touches
+        .streams()
+        .find_map(|s| state.archived.get(s).map(|a| (s, a)));
+    found.map(|(stream, a)| Rejection::Archived {
+        stream: stream.to_string(),
+        last_seq: a.last_seq,
+        position: a.position,
+    })
 }
 
 /// Folds an accepted decision into the state, as the store will once it commits.

@@ -107,6 +107,9 @@ enum Setup {
     PartlyReleased,
     /// Held until second 121 by extension `e1` (120 s) at second 1.
     Extended,
+    /// Confirmed, then its events left the database with an archived
+    /// partition: the store loads only its directory entry and its order.
+    Archived,
 }
 
 fn setup(s: Setup) -> LedgerState {
@@ -117,7 +120,7 @@ fn setup(s: Setup) -> LedgerState {
         run(&mut st, &reserve("o1", 2), t(0)).unwrap();
     }
     let follow = match s {
-        Setup::Confirmed => Some((command::confirm("r1").unwrap(), t(1))),
+        Setup::Confirmed | Setup::Archived => Some((command::confirm("r1").unwrap(), t(1))),
         Setup::Released => Some((command::release("r1", None).unwrap(), t(1))),
         Setup::Expired => Some((command::expire("r1").unwrap(), t(61))),
         Setup::Tombstone => Some((command::release("r1", None).unwrap(), t(0))),
@@ -128,6 +131,16 @@ fn setup(s: Setup) -> LedgerState {
     };
     if let Some((cmd, at)) = follow {
         run(&mut st, &cmd, at).unwrap();
+    }
+    if matches!(s, Setup::Archived) {
+        let r1 = crate::domain::ReservationId::parse("reservation_id", "r1").unwrap();
+        st.reservations.remove(&r1);
+        let stream = StreamId::Reservation(r1);
+        let at = ArchivedStream {
+            last_seq: 2,
+            position: 7,
+        };
+        st.archived.insert(stream, at);
     }
     st
 }
@@ -176,6 +189,7 @@ fn cases() -> Vec<Case> {
     use ReservationState::*;
     use Setup::{Confirmed as IsConfirmed, Expired as IsExpired, None as Nothing};
     use Setup::{Released as IsReleased, Reserved as IsReserved, Tombstone};
+    use Setup::Archived as IsArchived;
     let confirm = || command::confirm("r1").unwrap();
     let release = || command::release("r1", Some("customer cancelled")).unwrap();
     let expire = || command::expire("r1").unwrap();
@@ -206,6 +220,11 @@ fn cases() -> Vec<Case> {
         case("expire | CONFIRMED -> nothing", IsConfirmed, expire(), 90, NotDue, (0, 0, 0)),
         case("expire | RELEASED -> nothing", IsReleased, expire(), 90, NotDue, (0, 0, 0)),
         case("expire | none -> nothing", Nothing, expire(), 90, NotDue, (0, 0, 0)),
+        // The stream left the database (docs/archive.md, decision 3).
+        case("reserve same | archived -> archived", IsArchived, reserve("o1", 2), 5, Rejected(Code::Archived), (0, 0, 0)),
+        case("confirm | archived -> archived", IsArchived, confirm(), 5, Rejected(Code::Archived), (0, 0, 0)),
+        case("release | archived -> archived, no tombstone", IsArchived, release(), 5, Rejected(Code::Archived), (0, 0, 0)),
+        case("expire | archived -> archived", IsArchived, expire(), 90, Rejected(Code::Archived), (0, 0, 0)),
     ]
 }
 
@@ -321,6 +340,44 @@ fn a_second_reservation_for_an_order_is_refused() {
     let err = run(&mut st, &other, t(1)).unwrap_err();
     assert_eq!(err.code(), RejectionCode::OrderAlreadyReserved);
     assert_eq!(err.details()["reservation_id"], "r1");
+}
+
+#[test]
+fn an_archived_order_stays_reserved_and_an_archived_receipt_is_not_received_again() {
+    let mut st = setup(Setup::Archived);
+    let other = ReserveRequest {
+        reservation_id: "r2".into(),
+        order_id: "o1".into(),
+        lines: vec![LineRequest {
+            sku: "apple".into(),
+            location: None,
+            quantity: 1,
+        }],
+        ttl_seconds: None,
+        backorder: false,
+        latest_arrival: None,
+    }
+    .validate()
+    .unwrap();
+    let err = run(&mut st, &other, t(5)).unwrap_err();
+    assert_eq!(err.code(), RejectionCode::OrderAlreadyReserved);
+    // A receipt whose stream was archived: a retry is refused, never counted twice.
+    let stream = StreamId::parse("stream", "receipt:in-9").unwrap();
+    let at = ArchivedStream {
+        last_seq: 1,
+        position: 3,
+    };
+    st.archived.insert(stream, at);
+    let before = st.balance(&item());
+    let err = run(&mut st, &receive("in-9", 4), t(5)).unwrap_err();
+    assert_eq!(err.code(), RejectionCode::Archived);
+    assert_eq!(
+        err.details(),
+        serde_json::json!({"stream": "receipt:in-9", "last_seq": 1, "position": 3})
+    );
+    assert_eq!(st.balance(&item()), before);
+    // Other streams are decided as ever.
+    run(&mut st, &receive("in-10", 4), t(5)).unwrap();
 }
 
 #[test]

@@ -30,8 +30,8 @@ pub use command::{
 };
 pub use context::CommandContext;
 pub use decide::{
-    apply, decide, Decision, LedgerState, LineView, NewEvent, Outcome, ReservationView,
-    SingleRecord,
+    apply, decide, ArchivedStream, Decision, LedgerState, LineView, NewEvent, Outcome,
+    ReservationView, SingleRecord,
 };
 pub use event::{
     Balance, Event, EventMetadata, EventType, RecordedEvent, ReservationMove, StockDelta,

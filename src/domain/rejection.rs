@@ -84,6 +84,7 @@ rejection_codes! {
     ExpectedItemMismatch => "EXPECTED_ITEM_MISMATCH",
     BackorderWaiting => "BACKORDER_WAITING",
     BacklogFull => "BACKLOG_FULL",
+    Archived => "ARCHIVED",
 }
 
 impl std::fmt::Display for RejectionCode {
@@ -200,6 +201,19 @@ pub enum Rejection {
         what: &'static str,
         limit: usize,
     },
+
+    /// The stream's events left the database with an archived partition
+    /// (`stockledger archive --detach`): its original answers are in the
+    /// archive, and it takes no new step (docs/archive.md, decision 3).
+    #[error(
+        "{stream} is archived: its last event, seq {last_seq}, is at position {position} \
+         (`stockledger prove {position} --archive DIR` shows it)"
+    )]
+    Archived {
+        stream: String,
+        last_seq: u32,
+        position: i64,
+    },
 }
 
 impl Rejection {
@@ -242,6 +256,7 @@ impl Rejection {
             Rejection::ExpectedItemMismatch { .. } => RejectionCode::ExpectedItemMismatch,
             Rejection::BackorderWaiting { .. } => RejectionCode::BackorderWaiting,
             Rejection::BacklogFull { .. } => RejectionCode::BacklogFull,
+            Rejection::Archived { .. } => RejectionCode::Archived,
         }
     }
 
@@ -362,6 +377,14 @@ mod tests {
                     limit: 1000,
                 },
                 json!({"sku": "a", "location": "default", "what": "waiting orders", "limit": 1000}),
+            ),
+            (
+                Rejection::Archived {
+                    stream: "receipt:r1".into(),
+                    last_seq: 1,
+                    position: 17,
+                },
+                json!({"stream": "receipt:r1", "last_seq": 1, "position": 17}),
             ),
         ]
     }

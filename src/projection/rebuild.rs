@@ -106,6 +106,13 @@ pub async fn rebuild_many(
     progress: impl FnMut(Progress) + Send,
 ) -> Result<Vec<RebuildReport>, RebuildError> {
     let mut clients = lock_copies(pool, ps).await?;
+    // A copy is filled from the first event; once part of the log left the
+    // database, a copy filled from what is left would be wrong and could
+    // still match a replay of the same part.
+    crate::store::cut::refuse_if_cut(&*clients[0], || {
+        "a rebuild from the first event (the archive holds the start of the log)".to_owned()
+    })
+    .await?;
     for (client, &p) in clients.iter_mut().zip(ps) {
         prepare_copy(client, p).await?;
     }

@@ -236,6 +236,12 @@ pub async fn prove(
             .await?
             .ok_or(ProveError::NothingSealed)?,
     };
+    if let Some((cut, floor)) = crate::store::cut::cut_and_floor(&*tx).await? {
+        if position < floor {
+            let what = format!("the event at position {position} (prove it with --archive DIR)");
+            return Err(crate::store::cut::archived(what, cut).into());
+        }
+    }
     let (chain_seq, block, previous_seal) = locate(&tx, position).await?;
     reaches(&block, &digest)?;
     let later = later_blocks(&tx, block.block, &digest).await?;

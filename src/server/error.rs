@@ -27,6 +27,7 @@ const API_ERROR_CODES: &[(&str, StatusCode)] = &[
         crate::store::error::UNAVAILABLE,
         StatusCode::SERVICE_UNAVAILABLE,
     ),
+    (crate::store::error::HISTORY_ARCHIVED, StatusCode::GONE),
     (
         crate::store::error::INTERNAL,
         StatusCode::INTERNAL_SERVER_ERROR,
@@ -53,7 +54,8 @@ fn rejection_status(code: RejectionCode) -> StatusCode {
         | RejectionCode::ExpectedReceiptFull
         | RejectionCode::ExpectedItemMismatch
         | RejectionCode::BackorderWaiting
-        | RejectionCode::BacklogFull => StatusCode::CONFLICT,
+        | RejectionCode::BacklogFull
+        | RejectionCode::Archived => StatusCode::CONFLICT,
     }
 }
 
@@ -111,12 +113,24 @@ pub enum ApiError {
         reason: &'static str,
         detail: String,
     },
+    /// What the read asks for left the database with archived partitions.
+    #[error("{message}")]
+    Archived {
+        message: String,
+        whole_after: String,
+    },
     #[error("internal error")]
     Internal(String),
 }
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
+        if let StoreError::Archived { whole_after, .. } = &e {
+            return ApiError::Archived {
+                whole_after: whole_after.clone(),
+                message: e.to_string(),
+            };
+        }
         if e.is_retryable() {
             ApiError::Unavailable {
                 reason: e.public_reason(),
@@ -148,6 +162,7 @@ impl ApiError {
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             ApiError::RateLimited { .. } => "RATE_LIMITED",
             ApiError::Unavailable { .. } => crate::store::error::UNAVAILABLE,
+            ApiError::Archived { .. } => crate::store::error::HISTORY_ARCHIVED,
             ApiError::Internal(_) => crate::store::error::INTERNAL,
         }
     }
@@ -173,6 +188,7 @@ impl ApiError {
             ApiError::Rejected(r) => r.details(),
             ApiError::PayloadTooLarge { limit } => json!({"limit_bytes": limit}),
             ApiError::RateLimited { retry_after } => json!({"retry_after_seconds": retry_after}),
+            ApiError::Archived { whole_after, .. } => json!({"whole_after": whole_after}),
             ApiError::Unavailable { .. } | ApiError::Internal(_) => {
                 json!({"correlation_id": crate::server::current_correlation_id()})
             }
@@ -195,6 +211,7 @@ impl ApiError {
             | ApiError::Forbidden { .. }
             | ApiError::MethodNotAllowed
             | ApiError::PayloadTooLarge { .. }
+            | ApiError::Archived { .. }
             | ApiError::Internal(_) => None,
         }
     }
@@ -221,7 +238,8 @@ impl IntoResponse for ApiError {
             | ApiError::Forbidden { .. }
             | ApiError::MethodNotAllowed
             | ApiError::PayloadTooLarge { .. }
-            | ApiError::RateLimited { .. } => self.to_string(),
+            | ApiError::RateLimited { .. }
+            | ApiError::Archived { .. } => self.to_string(),
         };
         let body = json!({"code": self.code(), "message": message, "details": self.details()});
         let mut response = (self.status(), axum::Json(body)).into_response();
@@ -253,6 +271,10 @@ mod tests {
             ApiError::PayloadTooLarge { limit: 1 },
             ApiError::RateLimited { retry_after: 1 },
             ApiError::unavailable("test"),
+            ApiError::Archived {
+                message: String::new(),
+                whole_after: "5:9".into(),
+            },
             ApiError::Internal(String::new()),
         ];
         for e in &all {
@@ -266,6 +288,7 @@ mod tests {
                 | ApiError::PayloadTooLarge { .. }
                 | ApiError::RateLimited { .. }
                 | ApiError::Unavailable { .. }
+                | ApiError::Archived { .. }
                 | ApiError::Internal(_) => {}
             }
         }

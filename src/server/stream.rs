@@ -97,6 +97,7 @@ pub async fn events_stream(
     ApiQuery(q): ApiQuery<StreamQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let after = start(resume, &q)?;
+    s.store.refuse_before_cut(after).await?;
     let key_slot = s.streams_by_key.take(&caller.name).ok_or_else(|| {
         ApiError::unavailable("this key has as many event streams open as it may")
     })?;

@@ -53,6 +53,9 @@ impl From<&str> for Cause {
 pub const UNAVAILABLE: &str = "UNAVAILABLE";
 /// The stable code of a failure that is the server's fault.
 pub const INTERNAL: &str = "INTERNAL";
+/// The stable code of a read whose answer left the database with archived
+/// partitions.
+pub const HISTORY_ARCHIVED: &str = "HISTORY_ARCHIVED";
 
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
@@ -103,6 +106,16 @@ pub enum StoreError {
 
     #[error("database error: {0}")]
     Database(#[source] Cause),
+
+    /// What a read asks for left the database with archived partitions
+    /// (`stockledger archive --detach`, `store/cut.rs`): the archive holds
+    /// it. Not retryable; the log here is whole after `whole_after` (a
+    /// cursor, `TX:POSITION`).
+    #[error(
+        "{what} left the database with archived history: the archive holds it \
+         (the log here is whole after {whole_after})"
+    )]
+    Archived { what: String, whole_after: String },
 }
 
 impl StoreError {
@@ -110,6 +123,8 @@ impl StoreError {
     pub fn code(&self) -> &'static str {
         if self.is_retryable() {
             UNAVAILABLE
+        } else if matches!(self, StoreError::Archived { .. }) {
+            HISTORY_ARCHIVED
         } else {
             INTERNAL
         }
@@ -127,7 +142,8 @@ impl StoreError {
             | StoreError::Invariant(_)
             | StoreError::Corrupt(_)
             | StoreError::Migration(_)
-            | StoreError::Database(_) => false,
+            | StoreError::Database(_)
+            | StoreError::Archived { .. } => false,
         }
     }
 
@@ -148,6 +164,7 @@ impl StoreError {
             | StoreError::Corrupt(_)
             | StoreError::Migration(_)
             | StoreError::Database(_) => "internal error",
+            StoreError::Archived { .. } => "what was asked for is in the archive",
         }
     }
 }

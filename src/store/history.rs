@@ -17,9 +17,9 @@ use futures_util::TryStreamExt;
 
 use crate::domain::{Balance, Item, OrderId, RecordedEvent, ReservationId, StreamId};
 use crate::store::error::corrupt;
-use crate::store::horizon;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
 use crate::store::StoreError;
+use crate::store::{cut, horizon};
 
 pub use crate::domain::AsOf;
 
@@ -43,6 +43,7 @@ pub fn item_events_sql() -> String {
 
 /// Every event that moved `item`, oldest first, below the safe horizon.
 pub async fn item_events(client: &Client, item: &Item) -> Result<Vec<RecordedEvent>, StoreError> {
+    cut::refuse_if_cut(&**client, || format!("the history of {item}")).await?;
     let horizon = horizon::safe_horizon(client).await?;
     let stmt = client.prepare_cached(&item_events_sql()).await?;
     let none_time: Option<DateTime<Utc>> = None;
@@ -81,6 +82,12 @@ pub async fn figures_as_of(
     item: &Item,
     as_of: AsOf,
 ) -> Result<AsOfFigures, StoreError> {
+    // Figures are folded from the item's first event; once part of the log
+    // left, no moment can be answered from what is left.
+    cut::refuse_if_cut(&**client, || {
+        format!("the figures of {item} as of a past moment")
+    })
+    .await?;
     let stable = horizon::stable(client).await?;
     let (answered, clamped) = match as_of {
         AsOf::Time(t) if t >= stable.before => (
@@ -164,10 +171,18 @@ pub async fn reservation_of_order(
     client: &Client,
     order: &OrderId,
 ) -> Result<Option<ReservationId>, StoreError> {
+    // The order's reservation may have left the database: carried while
+    // open, in the directory once archived (schema 0022).
     let stmt = client
         .prepare_cached(
             "SELECT stream FROM events
-             WHERE type = 'ReservationCreated' AND order_id = $1",
+             WHERE type = 'ReservationCreated' AND order_id = $1
+             UNION ALL
+             SELECT stream FROM carried_events
+             WHERE type = 'ReservationCreated' AND order_id = $1
+             UNION ALL
+             SELECT stream FROM archived_streams WHERE order_id = $1
+             LIMIT 1",
         )
         .await?;
     let Some(row) = client.query_opt(&stmt, &[&order.as_str()]).await? else {

@@ -20,8 +20,9 @@ use tokio_postgres::Row;
 
 use crate::domain::backorder::Backlog;
 use crate::domain::{
-    Balance, Command, CommandContext, Item, ItemSettings, Items, LedgerState, Location, OrderId,
-    RecordedEvent, Reservation, ReservationId, SingleRecord, Sku, StreamId, Touches,
+    ArchivedStream, Balance, Command, CommandContext, Item, ItemSettings, Items, LedgerState,
+    Location, OrderId, RecordedEvent, Reservation, ReservationId, SingleRecord, Sku, StreamId,
+    Touches,
 };
 use crate::store::error::{corrupt, Cause, Failure};
 use crate::store::locks::Lock;
@@ -95,6 +96,7 @@ pub(crate) async fn lock_and_load(
     let mut state = LedgerState::default();
     let timelines = read_streams(first.events, &mut state)?;
     read_order_owners(first.owners, &mut state)?;
+    read_archived(first.archived, &mut state)?;
     // Decide at the database's clock, read after every lock is held, so an
     // expiry is judged as close to the commit as the transaction allows.
     // The transaction id is taken here too (after the locks, so a waiting
@@ -133,6 +135,8 @@ struct Wanted<'a> {
 struct RoundOne {
     events: Vec<Row>,
     owners: Vec<Row>,
+    /// The directory rows of the streams named (`archived_streams`).
+    archived: Vec<Row>,
     /// The balance rows and the clock, when the items were known up front.
     balances: Option<(Vec<Row>, Row)>,
 }
@@ -181,7 +185,7 @@ async fn round_one(
     let no_rows = || async { Ok::<_, tokio_postgres::Error>(Vec::new()) };
     let lock_params: [&(dyn ToSql + Sync); 1] = [&wanted.keys];
     let read_params: [&(dyn ToSql + Sync); 1] = [&wanted.streams];
-    let (begun, who, locked, events, owners, balances) = tokio::join!(
+    let (begun, who, locked, events, owners, archived, balances) = tokio::join!(
         client.batch_execute("BEGIN"),
         client.query_one(&stmts.who, &[]),
         client.execute(&stmts.lock, &lock_params),
@@ -192,6 +196,7 @@ async fn round_one(
                 false => client.query(&stmts.owners, &[&wanted.orders]).await,
             }
         },
+        client.query(&stmts.archived, &read_params),
         async {
             match &wanted.items {
                 None => None,
@@ -208,7 +213,7 @@ async fn round_one(
         xact_start: who.get(1),
     });
     locked?;
-    let (events, owners) = (events?, owners?);
+    let (events, owners, archived) = (events?, owners?, archived?);
     let balances = match balances {
         Some((rows, clock)) => Some((rows?, clock?)),
         None => None,
@@ -216,15 +221,24 @@ async fn round_one(
     Ok(RoundOne {
         events,
         owners,
+        archived,
         balances,
     })
 }
 
 /// The streams themselves, folded; returns the reservation streams' events.
-/// The rows come in stream and seq order (`statements.rs`).
+/// The rows come in stream and seq order (`statements.rs`); a step read
+/// twice (from the log and from `carried_events`, while a detach copies it)
+/// is taken once.
 fn read_streams(rows: Vec<Row>, state: &mut LedgerState) -> Result<Timelines, Failure> {
     let mut by_reservation: BTreeMap<ReservationId, Vec<RecordedEvent>> = BTreeMap::new();
+    let mut last: Option<(String, i32)> = None;
     for row in rows {
+        let step = (row.get::<_, String>(1), row.get::<_, i32>(2));
+        if last.as_ref() == Some(&step) {
+            continue;
+        }
+        last = Some(step);
         let e = recorded_event(&row)?;
         match &e.stream {
             StreamId::Expected(id) => state
@@ -281,6 +295,42 @@ fn read_order_owners(rows: Vec<Row>, state: &mut LedgerState) -> Result<(), Fail
         state.order_owners.insert(order, owner.clone());
     }
     Ok(())
+}
+
+/// The streams of the batch that are in the directory of archived streams
+/// and have no events here: the decision refuses any step on them. (While
+/// a detach is under way a stream may be in both; its events count.)
+fn read_archived(rows: Vec<Row>, state: &mut LedgerState) -> Result<(), Failure> {
+    for row in rows {
+        let stream = StreamId::parse("stream", row.get(0)).map_err(corrupt)?;
+        if loaded(state, &stream) {
+            continue;
+        }
+        let last_seq: i32 = row.get(1);
+        let archived = ArchivedStream {
+            last_seq: u32::try_from(last_seq).map_err(|_| {
+                StoreError::Corrupt(format!("{stream} is archived at seq {last_seq}").into())
+            })?,
+            position: row.get(2),
+        };
+        state.archived.insert(stream, archived);
+    }
+    Ok(())
+}
+
+/// Whether the stream's events were read into the state.
+fn loaded(state: &LedgerState, stream: &StreamId) -> bool {
+    match stream {
+        StreamId::Reservation(id) => state.reservations.contains_key(id),
+        StreamId::Expected(id) => state.expectations.contains_key(id),
+        StreamId::Alert(_) => false,
+        StreamId::Receipt(_)
+        | StreamId::Adjustment(_)
+        | StreamId::Transfer(_)
+        | StreamId::Count(_)
+        | StreamId::Limit(_)
+        | StreamId::ReorderPoint(_) => state.singles.contains_key(stream),
+    }
 }
 
 /// Round trip 2, for a batch whose items were not known up front.

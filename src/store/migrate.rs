@@ -133,6 +133,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "partitioned_log",
         sql: include_str!("../../schema/0021_partitioned_log.sql"),
     },
+    Migration {
+        version: 22,
+        name: "detached_partitions",
+        sql: include_str!("../../schema/0022_detached_partitions.sql"),
+    },
 ];
 
 /// The last schema this release knows.

@@ -3,6 +3,8 @@
 //! Nothing in here decides a business rule.
 
 mod context;
+pub mod cut;
+pub mod detach;
 pub mod error;
 pub mod event_types;
 mod execute;

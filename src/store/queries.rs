@@ -74,6 +74,17 @@ impl Store {
         .await
     }
 
+    /// Refuses (`HISTORY_ARCHIVED`) a read of the log from `after` on that
+    /// would start before the cut: for a subscription, checked once before
+    /// it begins, so the subscriber gets the refusal, not an empty stream.
+    pub async fn refuse_before_cut(&self, after: Cursor) -> Result<(), StoreError> {
+        pool::read_on(self.read_connection().await?, async |c| {
+            crate::store::cut::refuse_before(&***c, after, || format!("the log after {after}"))
+                .await
+        })
+        .await
+    }
+
     /// A batch of the log for the relay: like `events`, up to
     /// `RELAY_BATCH_EVENTS` at once.
     pub async fn log_batch(&self, after: Cursor, limit: i64) -> Result<EventPage, StoreError> {

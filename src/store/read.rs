@@ -132,6 +132,9 @@ pub async fn events(
     limit: i64,
     stream_prefix: Option<&str>,
 ) -> Result<EventPage, StoreError> {
+    // A page that starts before the cut would skip what left the database
+    // and look whole: refused, naming where the log here is whole.
+    crate::store::cut::refuse_before(&**client, after, || format!("the log after {after}")).await?;
     let horizon = crate::store::horizon::safe_horizon(client).await?;
     let bound = match stream_prefix {
         None => None,
@@ -317,21 +320,10 @@ pub async fn reservation(
     client: &Client,
     id: &ReservationId,
 ) -> Result<Option<ReservationDetails>, StoreError> {
-    let stmt = client
-        .prepare_cached(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = $1 ORDER BY seq"
-        ))
-        .await?;
-    let rows = client
-        .query(&stmt, &[&StreamId::Reservation(id.clone()).to_string()])
-        .await?;
-    if rows.is_empty() {
+    let events = stream_events(client, &StreamId::Reservation(id.clone())).await?;
+    if events.is_empty() {
         return Ok(None);
     }
-    let events = rows
-        .iter()
-        .map(recorded_event)
-        .collect::<Result<Vec<_>, _>>()?;
     let r = fold_stream(id, &events)?;
     Ok(Some(ReservationDetails {
         view: (&r).into(),
@@ -341,24 +333,56 @@ pub async fn reservation(
     }))
 }
 
+/// A stream's events in seq order: from the log and, for a stream open when
+/// older partitions left the database, from `carried_events` (a step in
+/// both while a detach copies it is taken once). A stream with no events
+/// that is in the directory of archived streams is refused: it is not
+/// missing, the archive holds it.
+pub(crate) async fn stream_events(
+    client: &Client,
+    stream: &StreamId,
+) -> Result<Vec<RecordedEvent>, StoreError> {
+    let stmt = client
+        .prepare_cached(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = $1
+             UNION ALL
+             SELECT {EVENT_COLUMNS} FROM carried_events WHERE stream = $1
+             ORDER BY seq"
+        ))
+        .await?;
+    let name = stream.to_string();
+    let rows = client.query(&stmt, &[&name]).await?;
+    let mut events: Vec<RecordedEvent> = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let e = recorded_event(row)?;
+        if events.last().is_none_or(|last| last.seq != e.seq) {
+            events.push(e);
+        }
+    }
+    if events.is_empty() {
+        let archived = client
+            .query_opt(
+                "SELECT last_position FROM archived_streams WHERE stream = $1",
+                &[&name],
+            )
+            .await?;
+        if let Some(row) = archived {
+            let position: i64 = row.get(0);
+            let what = format!("{stream} (its last event is at position {position})");
+            let cut = crate::store::cut::cut(&**client).await?.unwrap_or_default();
+            return Err(crate::store::cut::archived(what, cut));
+        }
+    }
+    Ok(events)
+}
+
 /// An expected receipt folded from its stream, with its events; `None` if
 /// there is no such stream.
 pub async fn expected_receipt(
     client: &Client,
     id: &ExpectedId,
 ) -> Result<Option<(Expectation, Vec<RecordedEvent>)>, StoreError> {
-    let stmt = client
-        .prepare_cached(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE stream = $1 ORDER BY seq"
-        ))
-        .await?;
-    let rows = client
-        .query(&stmt, &[&StreamId::Expected(id.clone()).to_string()])
-        .await?;
-    let events = rows
-        .iter()
-        .map(recorded_event)
-        .collect::<Result<Vec<_>, _>>()?;
+    let events = stream_events(client, &StreamId::Expected(id.clone())).await?;
     let folded = Expectation::fold_all(
         id,
         events.iter().map(|e| {

@@ -21,6 +21,8 @@ pub(crate) struct Statements {
     pub read: Statement,
     /// The reservations that hold a set of orders.
     pub owners: Statement,
+    /// Which of a set of streams are archived (`archived_streams`).
+    pub archived: Statement,
     /// The balance rows of a set of items, locked in (location, sku) order.
     pub rows: Statement,
     /// The decision's clock, the transaction id and the server incarnation.
@@ -41,20 +43,39 @@ impl Statements {
         // table (no statistics yet) was planned as a sequential scan of the
         // whole log, one per batch (docs/benchmarks.md, issue 10). `OFFSET 0`
         // keeps the planner from flattening the lateral lookup into a join.
+        //
+        // A stream open when older partitions left the database has its
+        // early events in `carried_events` (schema 0022); while a detach is
+        // under way they are in both, and `load.rs` keeps one of each step.
         let read = format!(
-            "SELECT {EVENT_COLUMNS} FROM unnest($1::text[]) AS s(name)
-             CROSS JOIN LATERAL (SELECT * FROM events WHERE stream = s.name OFFSET 0) AS e
-             ORDER BY e.stream, e.seq"
+            "SELECT e.* FROM unnest($1::text[]) AS s(name)
+             CROSS JOIN LATERAL (
+                 SELECT {EVENT_COLUMNS} FROM events WHERE stream = s.name OFFSET 0
+             ) AS e
+             UNION ALL
+             SELECT {EVENT_COLUMNS} FROM carried_events WHERE stream = ANY($1::text[])
+             ORDER BY stream, seq"
         );
-        let (who, lock, read, owners, rows, clock) = tokio::try_join!(
+        let (who, lock, read, owners, archived, rows, clock) = tokio::try_join!(
             client.prepare_cached("SELECT pg_backend_pid(), now()"),
             client.prepare_cached(TRANSACTION_LOCKS_IN_ORDER),
             client.prepare_cached(&read),
+            // An order stays held by a reservation whose events left the
+            // database: carried, or archived in the directory.
             client.prepare_cached(
                 "SELECT e.order_id, e.stream FROM unnest($1::text[]) AS o(id)
                  CROSS JOIN LATERAL (SELECT order_id, stream FROM events
                                      WHERE type = 'ReservationCreated' AND order_id = o.id
-                                     OFFSET 0) AS e",
+                                     OFFSET 0) AS e
+                 UNION ALL
+                 SELECT order_id, stream FROM carried_events
+                  WHERE type = 'ReservationCreated' AND order_id = ANY($1::text[])
+                 UNION ALL
+                 SELECT order_id, stream FROM archived_streams WHERE order_id = ANY($1::text[])",
+            ),
+            client.prepare_cached(
+                "SELECT stream, last_seq, last_position FROM archived_streams
+                  WHERE stream = ANY($1::text[])",
             ),
             client.prepare_cached(
                 "SELECT b.sku, b.location, b.on_hand, b.reserved, b.confirmed, b.max_per_order, b.reorder_point, b.alerted_low,
@@ -80,6 +101,7 @@ impl Statements {
             lock,
             read,
             owners,
+            archived,
             rows,
             clock,
             append,

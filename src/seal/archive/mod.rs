@@ -17,6 +17,7 @@
 //! streams the rows to `verify`, `prove` and the audit.
 
 pub mod check;
+pub mod detach;
 pub mod prove;
 pub mod read;
 pub mod write;

@@ -183,6 +183,18 @@ impl Archive {
         self.segments.last().map_or(0, |s| s.manifest.last_block)
     }
 
+    /// The cursor of the last archived event in safe commit order (the
+    /// start of the log when nothing is archived): the sealer chains in that
+    /// order, so the archive holds exactly the events at or before it.
+    pub fn last_cursor(&self) -> crate::store::Cursor {
+        self.segments
+            .last()
+            .map_or(crate::store::Cursor::START, |s| crate::store::Cursor {
+                tx_id: s.last_seal.block.last_tx_id,
+                position: s.last_seal.block.last_position,
+            })
+    }
+
     pub fn last_seq(&self) -> i64 {
         self.segments.last().map_or(0, |s| s.manifest.last_seq)
     }

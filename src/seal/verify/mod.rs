@@ -69,6 +69,12 @@ async fn verify_with(
         .read_only(true)
         .start()
         .await?;
+    if archive.is_none() {
+        crate::store::cut::refuse_if_cut(&*tx, || {
+            "the start of the chain (run `stockledger verify --archive DIR`)".to_owned()
+        })
+        .await?;
+    }
     // The archive's files are read before the snapshot is shared.
     crate::store::snapshot::idle_long(&tx).await?;
     let (archived, archived_seq) = archive.map_or((0, 0), |a| (a.last_block(), a.last_seq()));

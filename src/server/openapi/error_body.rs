@@ -22,7 +22,9 @@ pub struct ErrorBody {
     /// `{expected_id, limit}`; EXPECTED_ITEM_MISMATCH: `{expected_id, sku, location}`;
     /// BACKORDER_WAITING: `{reservation_id, waiting}` (the units that would
     /// still wait after filling what stock on hand can fill now);
-    /// BACKLOG_FULL: `{sku, location, what, limit}`; PAYLOAD_TOO_LARGE:
+    /// BACKLOG_FULL: `{sku, location, what, limit}`; ARCHIVED: `{stream,
+    /// last_seq, position}` (the stream left the database with an archived
+    /// partition; `position` is its last event's); PAYLOAD_TOO_LARGE:
     /// `{limit_bytes}`; RATE_LIMITED: `{retry_after_seconds}`; UNAVAILABLE and
     /// INTERNAL: `{correlation_id}`; otherwise `{}`.
     pub details: serde_json::Map<String, serde_json::Value>,

@@ -9,6 +9,8 @@
 //!   connection cap apply to every route).
 //! - Every operation with parameters or a body: 400.
 //! - Every operation with a body: 413 and 415.
+//! - Every command: 409 `ARCHIVED`; every read of the log: 410
+//!   `HISTORY_ARCHIVED` (archived partitions that left the database).
 //! - Every answer of every operation: the `X-Correlation-Id` header.
 //!
 //! And two repairs of what utoipa (5.5) writes:
@@ -91,7 +93,13 @@ fn correlation_header(response: &mut Response) {
 
 impl Modify for Shared {
     fn modify(&self, doc: &mut OpenApi) {
-        for item in doc.paths.paths.values_mut() {
+        for (path, item) in doc.paths.paths.iter_mut() {
+            if let Some(op) = item.get.as_mut() {
+                archived_responses(path, op, false);
+            }
+            if let Some(op) = item.post.as_mut() {
+                archived_responses(path, op, true);
+            }
             for op in [&mut item.get, &mut item.post].into_iter().flatten() {
                 for p in op.parameters.iter_mut().flatten() {
                     if p.parameter_in == ParameterIn::Path {
@@ -124,6 +132,42 @@ fn optional_body(op: &mut Operation) {
             content.schema = inner;
             body.required = Some(Required::False);
         }
+    }
+}
+
+/// The reads that answer from the log, and so refuse once what they ask
+/// for left the database (`store::cut`).
+const HISTORY_READS: &[&str] = &[
+    "/v1/events",
+    "/v1/events/stream",
+    "/v1/reservations/{id}",
+    "/v1/expected-receipts/{id}",
+    "/v1/orders/{order_id}",
+    "/v1/stock/{sku}",
+];
+
+/// What archived history is answered with: 410 on a read of the log that
+/// would start before the cut; 409 `ARCHIVED` on any command, whose
+/// stream may have left (every command names one).
+fn archived_responses(path: &str, op: &mut Operation, is_post: bool) {
+    if is_post {
+        let what = "ARCHIVED: the stream named left the database with an archived partition \
+                    (`stockledger archive --detach`); its answer is in the archive";
+        match op.responses.responses.get_mut("409") {
+            Some(RefOr::T(r)) => r.description.push_str(&format!("; {what}")),
+            _ => add(op, "409", error(what)),
+        }
+    } else if HISTORY_READS.contains(&path) {
+        add(
+            op,
+            "410",
+            error_with(
+                StatusCode::GONE,
+                "what the read asks for left the database with archived partitions \
+                 (`stockledger archive --detach`); the archive holds it, and \
+                 `details.whole_after` is the cursor after which the log here is whole",
+            ),
+        );
     }
 }
 
