@@ -92,6 +92,14 @@ async fn archived_streams_are_refused_open_ones_carried_and_everything_verifies_
     db.run(reserve("r-open", "o-open", &[("apple", 5)], Some(3600)))
         .await
         .unwrap();
+    // Expected receipts: one open for months, one cancelled.
+    db.run(expect("e-open", "apple", 20, "2031-01-01"))
+        .await
+        .unwrap();
+    db.run(expect("e-gone", "apple", 20, "2031-01-01"))
+        .await
+        .unwrap();
+    db.run(cancel_expected("e-gone")).await.unwrap();
     write_mixed(&db, "a", 30).await;
     db.run(confirm_lines("r-span", "c1", &[("apple", 4)]))
         .await
@@ -133,6 +141,24 @@ async fn archived_streams_are_refused_open_ones_carried_and_everything_verifies_
         .unwrap_err();
     assert_eq!(other.code(), RejectionCode::OrderAlreadyReserved, "{other}");
     // Open streams were carried: retried, answered and settled as ever.
+    let carried: Vec<String> = db
+        .column("SELECT DISTINCT stream FROM carried_events ORDER BY 1")
+        .await;
+    for open in [
+        res_stream("r-open"),
+        res_stream("r-span"),
+        "expected:e-open".into(),
+    ] {
+        assert!(carried.contains(&open), "{open} is carried: {carried:?}");
+    }
+    let changed = db
+        .run(change_expected("e-open", "ch-1", 30, "2031-02-01"))
+        .await;
+    assert!(changed.is_ok(), "{changed:?}");
+    let cancelled = db.run(cancel_expected("e-gone")).await.unwrap_err();
+    assert_eq!(cancelled.code(), RejectionCode::Archived);
+    let e_gone = stockledger::domain::ExpectedId::parse("e", "e-gone").unwrap();
+    refused(db.store.expected_receipt(&e_gone).await);
     let retried = db
         .run(reserve("r-open", "o-open", &[("apple", 5)], Some(3600)))
         .await
@@ -157,6 +183,7 @@ async fn archived_streams_are_refused_open_ones_carried_and_everything_verifies_
             .stock_as_of(&sku, stockledger::domain::AsOf::Position(3))
             .await,
     );
+    refused(db.store.item_history(&sku).await);
     let floor: i64 = db
         .client()
         .await
@@ -179,6 +206,28 @@ async fn archived_streams_are_refused_open_ones_carried_and_everything_verifies_
         .unwrap()
         .expect("the archive proves an event that left");
     assert_eq!(proof.event["position"], left);
+    // An event still here whose block the cut runs through: its block's
+    // leaves are partly in the archive, so the plain proof sends there.
+    let kept: i64 = db
+        .client()
+        .await
+        .query_one("SELECT min(position) FROM events", &[])
+        .await
+        .unwrap()
+        .get(0);
+    refused(
+        seal::proof::prove(db.store.pool(), kept, None)
+            .await
+            .map_err(|e| match e {
+                seal::proof::ProveError::Store(s) => s,
+                other => panic!("{other}"),
+            }),
+    );
+    let proof = archive::prove::prove(db.store.pool(), &files, kept, None)
+        .await
+        .unwrap()
+        .expect("the archive and the database prove it together");
+    assert_eq!(proof.event["position"], kept);
     let rebuild = stockledger::projection::rebuild::rebuild(
         db.owner_store().pool(),
         &stockledger::read_model::STOCK_LEVELS,
@@ -224,6 +273,14 @@ async fn archived_streams_are_refused_open_ones_carried_and_everything_verifies_
     let open = db.run(confirm("r-open")).await.unwrap();
     assert_eq!(state_of(&open), "CONFIRMED");
     whole_across(&db, &dir).await;
+
+    // The operator's retention: a forgotten stream's id may be used again.
+    let forgotten =
+        stockledger::store::detach::forget_archived_below(db.owner_store().pool(), i64::MAX)
+            .await
+            .unwrap();
+    assert!(forgotten > 0);
+    db.run(receive("a-in-0", "a-sku-0", 3)).await.unwrap();
 }
 
 #[tokio::test]
@@ -253,9 +310,9 @@ async fn nothing_leaves_that_is_not_archived_applied_and_unaltered() {
     db.project_all().await;
 
     // The service may not.
-    assert!(archive::detach::detach(db.store.pool(), &files)
-        .await
-        .is_err());
+    let service = archive::detach::detach(db.store.pool(), &files).await;
+    let why = format!("{:?}", service.unwrap_err());
+    assert!(why.contains("permission denied"), "{why}");
     assert_eq!(attached(&db, "events").await, before);
 
     // A segment changed since it was written: nothing of what it holds leaves.

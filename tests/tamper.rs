@@ -885,11 +885,13 @@ async fn seals_made_before_schema_12_verify_as_they_were_made() {
     }
     // Block 1 as the sealer before schema 12 made it. This binary reads the
     // `version` column of schema 20, which a version-1 event's leaf leaves
-    // unsaid: lent to the old table for the read, then taken away again.
+    // unsaid, and asks schema 22's `log_cut` where the log is whole: both
+    // lent to the old schema for the read, then taken away again.
     let lend = |sql: &'static str| async {
         db.client().await.batch_execute(sql).await.unwrap();
     };
     lend("ALTER TABLE events ADD COLUMN version smallint NOT NULL DEFAULT 1").await;
+    lend("CREATE TABLE log_cut (tx_id xid8, position bigint, floor bigint); GRANT SELECT ON log_cut TO PUBLIC").await;
     let page = db
         .store
         .log_batch(stockledger::store::Cursor::START, 100)
@@ -901,6 +903,7 @@ async fn seals_made_before_schema_12_verify_as_they_were_made() {
         .map(|e| seal::sealer::leaf_of(e).unwrap())
         .collect();
     lend("ALTER TABLE events DROP COLUMN version").await;
+    lend("DROP TABLE log_cut").await;
     let mut head = chain::ZERO;
     let mut hashes = Vec::new();
     for l in &leaves {

@@ -50,6 +50,11 @@ pub struct GrowthArgs {
     /// The archive directory; emptied first. A temporary one by default.
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Forget the archived streams detached more than this many rounds ago
+    /// (the operator's retention, `archive --forget-ids-after-days`); by
+    /// default every one is kept.
+    #[arg(long)]
+    keep_rounds: Option<usize>,
 }
 
 /// One round's figures.
@@ -79,6 +84,7 @@ pub async fn run(
         .unwrap_or_else(|| std::env::temp_dir().join("stockledger-bench-growth"));
     let _ = std::fs::remove_dir_all(&dir);
     let mut rounds = Vec::new();
+    let mut floors = Vec::new();
     let mut written = 0;
     for round in 1..=args.rounds {
         let cfg = FillConfig {
@@ -90,6 +96,13 @@ pub async fn run(
         };
         written += fill(&store, &cfg, |_| {}).await?.events;
         let detached = archive_round(&store, &dir).await?;
+        floors.push(floor(&store).await?);
+        if let Some(keep) = args.keep_rounds {
+            if floors.len() > keep {
+                let below = floors[floors.len() - 1 - keep];
+                stockledger::store::detach::forget_archived_below(store.pool(), below).await?;
+            }
+        }
         let r = measure(&store, &dir, written, detached).await?;
         printer.progress(&format!(
             "round {round}: {written} events written, {} in the database, {:.1} MiB there",
@@ -131,6 +144,15 @@ async fn archive_round(store: &Store, dir: &Path) -> anyhow::Result<usize> {
         .await?
         .detached
         .len())
+}
+
+/// Every position below this left the database.
+async fn floor(store: &Store) -> anyhow::Result<i64> {
+    let client = pool::get(store.pool()).await?;
+    Ok(client
+        .query_opt("SELECT floor FROM log_cut", &[])
+        .await?
+        .map_or(1, |r| r.get(0)))
 }
 
 async fn measure(
@@ -182,10 +204,15 @@ fn report(printer: &Printer, args: &GrowthArgs, rounds: &[Round], block: i64) {
     let mut header = vec!["round", "events written", "in the database", "detached"];
     header.extend(TABLES.iter().copied());
     header.extend(["database MiB", "files MiB"]);
+    let kept = args
+        .keep_rounds
+        .map_or("every archived stream kept".to_owned(), |k| {
+            format!("archived streams forgotten {k} rounds after they left")
+        });
     let md = format!(
-        "{} events a round, partitions of {} rows; tables in MiB with their indexes; \
-         the last digest (block {block}) verifies across the files and the database, \
-         and the audit from the archive is clean.\n\n{}",
+        "{} events a round, partitions of {} rows, {kept}; tables in MiB with their \
+         indexes; the last digest (block {block}) verifies across the files and the \
+         database, and the audit from the archive is clean.\n\n{}",
         args.events_per_round,
         args.rows_per_partition,
         markdown_table(&header, &rows)

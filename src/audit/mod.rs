@@ -94,11 +94,24 @@ async fn audit_with(pool: &Pool, archive: Option<&Archive>) -> Result<AuditRepor
     let started = Instant::now();
     let mut client = pool::get(pool).await?;
     let tx = snapshot(&mut client).await?;
-    if archive.is_none() {
-        crate::store::cut::refuse_if_cut(&*tx, || {
-            "a replay of the whole log (run `stockledger audit --from-archive DIR`)".to_owned()
-        })
+    // Taken first, so that a detach waits for this snapshot's readers
+    // instead of taking a partition out from under them.
+    tx.batch_execute("LOCK TABLE events IN ACCESS SHARE MODE")
         .await?;
+    match archive {
+        None => {
+            crate::store::cut::refuse_if_cut(&*tx, || {
+                "a replay of the whole log (run `stockledger audit --from-archive DIR`)".to_owned()
+            })
+            .await?
+        }
+        Some(a) => {
+            let last = a.last_cursor();
+            crate::store::cut::refuse_before(&*tx, last, || {
+                format!("the events after the archive's last one ({last}): an archive made since holds them")
+            })
+            .await?
+        }
     }
     let mut targets = Vec::new();
     for &p in ALL {
@@ -212,6 +225,12 @@ pub async fn verify_copies(
 ) -> Result<Verified, StoreError> {
     let mut client = pool::get(pool).await?;
     let tx = snapshot(&mut client).await?;
+    // A rebuild that was filling when a detach took part of the log out
+    // would match a replay of the same part: it stops here instead.
+    crate::store::cut::refuse_if_cut(&*tx, || {
+        "a replay of the whole log to verify a rebuild (the archive holds its start)".to_owned()
+    })
+    .await?;
     let mut targets = Vec::with_capacity(ps.len());
     for &p in ps {
         let cutoff = checkpoint(&tx, p, Slot::Rebuild).await?.ok_or_else(|| {

@@ -92,6 +92,11 @@ pub enum Cmd {
         /// nothing still needs (docs/archive.md, "Detaching").
         #[arg(long)]
         detach: bool,
+        /// With --detach: forget the archived streams of partitions that
+        /// left more than DAYS days ago. Their ids may then be used again,
+        /// and their orders reserved again (docs/archive.md, decision 3).
+        #[arg(long, value_name = "DAYS", requires = "detach")]
+        forget_ids_after_days: Option<u32>,
     },
     /// Rebuild the indexes of the log's full, sealed partitions packed, once
     /// each (REINDEX CONCURRENTLY: appends and reads go on), oldest first;

@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde_json::json;
 use stockledger::seal::archive::Archive;
 use stockledger::seal::{self, Digest, Finding};
-use stockledger::store::Store;
+use stockledger::store::{detach, Store};
 
 use super::args::Cmd;
 use super::output::Printer;
@@ -40,6 +40,7 @@ pub async fn dispatch(
             dir,
             through_block,
             detach,
+            forget_ids_after_days,
         } => {
             // Taking partitions out is the owner's; writing files is not.
             let store = match detach {
@@ -51,6 +52,9 @@ pub async fn dispatch(
                 }
                 false => open(database_url, printer).await?,
             };
+            let detach = detach.then_some(Detach {
+                forget_ids_after_days,
+            });
             archive(&store, &dir, through_block, detach, printer).await
         }
         other => unreachable!("not an auditor's command: {other:?}"),
@@ -148,7 +152,7 @@ pub async fn archive(
     store: &Store,
     dir: &str,
     through_block: Option<i64>,
-    detach: bool,
+    detach: Option<Detach>,
     printer: &Printer,
 ) -> Result<(), Failure> {
     let started = Instant::now();
@@ -175,16 +179,29 @@ pub async fn archive(
         text.push_str("\n  every sealed block is archived already");
     }
     let mut value = json!({ "dir": dir, "segments": written });
-    if detach {
+    if let Some(d) = detach {
         let archive = open_archive(dir)?;
         let report = seal::archive::detach::detach(store.pool(), &archive)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         text.push_str(&detach_text(&report));
         value["detach"] = json!(report);
+        if let Some(days) = d.forget_ids_after_days {
+            let below = detach::detached_days_ago(store.pool(), days).await?;
+            let forgotten = detach::forget_archived_below(store.pool(), below).await?;
+            text.push_str(&format!(
+                "\nforgot {forgotten} archived streams of partitions that left more than {days} days ago: their ids may be used again"
+            ));
+            value["forgotten"] = json!(forgotten);
+        }
     }
     printer.value(&value, &text);
     Ok(())
+}
+
+/// What `--detach` asks for beyond taking partitions out.
+pub struct Detach {
+    pub forget_ids_after_days: Option<u32>,
 }
 
 fn detach_text(r: &seal::archive::detach::DetachReport) -> String {

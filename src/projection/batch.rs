@@ -166,6 +166,13 @@ pub(crate) async fn boundary(
     if events == 0 {
         return Ok(None);
     }
+    // A copy whose checkpoint is before the cut (a read model new since a
+    // detach) would be filled from what is left as if it were the whole
+    // log: refused. After the window is read: the cut commits first.
+    crate::store::cut::refuse_before(&**tx, from, || {
+        "the events a read model's copy has not applied yet (the archive holds them)".to_owned()
+    })
+    .await?;
     let last: Vec<i64> = row.get(1);
     Ok(Some(Boundary {
         events,

@@ -236,7 +236,7 @@ pub async fn prove(
             .await?
             .ok_or(ProveError::NothingSealed)?,
     };
-    if let Some((cut, floor)) = crate::store::cut::cut_and_floor(&*tx).await? {
+    if let Some((cut, floor)) = crate::store::cut::cut_and_floor_any_schema(&*tx).await? {
         if position < floor {
             let what = format!("the event at position {position} (prove it with --archive DIR)");
             return Err(crate::store::cut::archived(what, cut).into());
@@ -382,10 +382,22 @@ async fn block_leaves(
     let altered = || ProveError::Altered(block.block);
     let mut leaves = Vec::with_capacity(rows.len());
     let mut event = None;
-    for r in &rows {
-        if r.get::<_, Option<i64>>(0).is_none() {
-            return Err(altered());
+    let expected = (block.last_seq - block.first_seq + 1) as usize;
+    let missing =
+        rows.len() < expected || rows.iter().any(|r| r.get::<_, Option<i64>>(0).is_none());
+    if missing {
+        // A block the cut runs through: some of its events (and chain
+        // rows) left the database, so its leaves are in the archive.
+        if let Some((cut, _)) = crate::store::cut::cut_and_floor_any_schema(&**tx).await? {
+            let what = format!(
+                "part of block {} (prove position {position} with --archive DIR)",
+                block.block
+            );
+            return Err(crate::store::cut::archived(what, cut).into());
         }
+        return Err(altered());
+    }
+    for r in &rows {
         let e = recorded_event(r).map_err(|_| altered())?;
         leaves.push(leaf_of(&e)?);
         if e.position == position {
@@ -393,7 +405,6 @@ async fn block_leaves(
         }
     }
     let sealed_root = chain::from_hex(&block.merkle_root).ok_or_else(altered)?;
-    let expected = (block.last_seq - block.first_seq + 1) as usize;
     match event {
         Some(e) if leaves.len() == expected && chain::merkle_root(&leaves) == sealed_root => {
             Ok((leaves, e))

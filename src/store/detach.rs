@@ -25,6 +25,7 @@ use tokio_postgres::Client;
 
 use crate::domain::EventType;
 use crate::limits::{DETACH_LOCK_WAIT_MS, DETACH_STATEMENT_TIMEOUT_MS, DETACH_WRITERS_WAIT_MS};
+use crate::store::locks::{Lock, TRY_SESSION_LOCK};
 use crate::store::{cut, pool, Cursor, StoreError};
 
 /// What the archive holds, as the detach needs it: every event at or before
@@ -80,6 +81,14 @@ impl Detacher {
                  SET lock_timeout = {DETACH_LOCK_WAIT_MS}"
             ))
             .await?;
+        let got: bool = client
+            .query_one(TRY_SESSION_LOCK, &[&Lock::Detach.name()])
+            .await?
+            .get(0);
+        if !got {
+            let why = "another `archive --detach` runs on this database";
+            return Err(StoreError::Database(why.into()));
+        }
         finish_pending(&client).await?;
         let settled = settle_appenders(&client).await?;
         Ok(Detacher { client, settled })
@@ -133,6 +142,26 @@ impl Detacher {
             );
             return Ok(Some(why));
         }
+        // An event with no chain row is one `verify` names as inserted
+        // behind the sealer's back: it is in no archive, and dropping it
+        // would destroy the evidence.
+        let unchained: i64 = c
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM {table} AS e WHERE NOT EXISTS
+                     (SELECT 1 FROM event_chain AS c WHERE c.position = e.position AND c.seq <= $1)"
+                ),
+                &[&a.last_seq],
+            )
+            .await?
+            .get(0);
+        if unchained > 0 {
+            let why = format!(
+                "{} holds {unchained} events the chain does not cover (run `stockledger verify`)",
+                p.name
+            );
+            return Ok(Some(why));
+        }
         let Some(last) = last_cursor(c, &table).await? else {
             return Ok(None);
         };
@@ -163,7 +192,7 @@ impl Detacher {
         };
         if let Some(table) = table(&self.client, &p.name).await? {
             if attached(&self.client, &table).await? {
-                (found.archived_streams, found.carried_events) = self.leave(&table, p).await?;
+                (found.archived_streams, found.carried_events) = self.leave(&table).await?;
                 detach(&self.client, p.parent, &table).await?;
             }
             let late: i64 = self
@@ -190,7 +219,7 @@ impl Detacher {
 
     /// Step 3: the directory, the carried events and the cut, in one
     /// transaction. Returns the streams archived and the events carried.
-    async fn leave(&mut self, table: &str, p: &Partition) -> Result<(u64, u64), StoreError> {
+    async fn leave(&mut self, table: &str) -> Result<(u64, u64), StoreError> {
         let closing: Vec<&str> = EventType::ALL
             .iter()
             .filter(|t| t.closes())
@@ -238,7 +267,7 @@ impl Detacher {
                     "INSERT INTO carried_events
                      SELECT e.* FROM {table} AS e
                      WHERE e.stream IN (SELECT stream FROM leaving WHERE NOT closed)
-                     ON CONFLICT DO NOTHING"
+                     ON CONFLICT (position) DO NOTHING"
                 ),
                 &[],
             )
@@ -253,12 +282,12 @@ impl Detacher {
         // gone, so no reader ever takes what is left for the whole log.
         let before = cut::cut(&*tx).await?.unwrap_or(Cursor::START);
         let cut = last.map_or(before, |l| l.max(before));
+        // The floor moves only once the partition is gone (`mark_detached`).
         tx.execute(
-            "INSERT INTO log_cut (tx_id, position, floor) VALUES ($1::text::xid8, $2, $3)
+            "INSERT INTO log_cut (tx_id, position, floor) VALUES ($1::text::xid8, $2, 1)
              ON CONFLICT (only_row) DO UPDATE
-             SET tx_id = EXCLUDED.tx_id, position = EXCLUDED.position,
-                 floor = greatest(log_cut.floor, EXCLUDED.floor), cut_at = now()",
-            &[&cut.tx_id.to_string(), &cut.position, &p.next],
+             SET tx_id = EXCLUDED.tx_id, position = EXCLUDED.position, cut_at = now()",
+            &[&cut.tx_id.to_string(), &cut.position],
         )
         .await?;
         tx.commit().await?;
@@ -487,5 +516,50 @@ async fn mark_detached(c: &Client, p: &Partition, a: &Archived) -> Result<(), St
         &[&p.parent, &p.first, &a.last_block],
     )
     .await?;
+    if p.parent == "events" {
+        c.execute("UPDATE log_cut SET floor = greatest(floor, $1)", &[&p.next])
+            .await?;
+    }
     Ok(())
+}
+
+/// Reclaims the space of the carried events a detach deleted (streams that
+/// closed), so the table stays the size of the streams open across the cut
+/// instead of waiting for autovacuum.
+pub async fn vacuum_carried(pool: &Pool) -> Result<(), StoreError> {
+    let client = pool::get(pool).await?;
+    client.batch_execute("VACUUM carried_events").await?;
+    Ok(())
+}
+
+/// Forgets the directory entries of streams whose last event was below
+/// `position` (docs/archive.md, decision 3): the operator's retention. A
+/// command on a forgotten stream is no longer refused `ARCHIVED`: a
+/// forgotten id may be used again, and a forgotten order reserved again.
+/// Returns how many were forgotten.
+pub async fn forget_archived_below(pool: &Pool, position: i64) -> Result<u64, StoreError> {
+    let client = pool::get(pool).await?;
+    let forgotten = client
+        .execute(
+            "DELETE FROM archived_streams WHERE last_position < $1",
+            &[&position],
+        )
+        .await?;
+    client.batch_execute("VACUUM archived_streams").await?;
+    Ok(forgotten)
+}
+
+/// The lowest position still kept by partitions that left at least `days`
+/// days ago: what `forget_archived_below` takes for a retention in days.
+pub async fn detached_days_ago(pool: &Pool, days: u32) -> Result<i64, StoreError> {
+    let client = pool::get(pool).await?;
+    Ok(client
+        .query_one(
+            "SELECT coalesce(max(next), 1) FROM log_partitions
+             WHERE parent = 'events'
+               AND detached_at < now() - make_interval(days => $1::int)",
+            &[&(days as i32)],
+        )
+        .await?
+        .get(0))
 }

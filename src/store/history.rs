@@ -43,7 +43,6 @@ pub fn item_events_sql() -> String {
 
 /// Every event that moved `item`, oldest first, below the safe horizon.
 pub async fn item_events(client: &Client, item: &Item) -> Result<Vec<RecordedEvent>, StoreError> {
-    cut::refuse_if_cut(&**client, || format!("the history of {item}")).await?;
     let horizon = horizon::safe_horizon(client).await?;
     let stmt = client.prepare_cached(&item_events_sql()).await?;
     let none_time: Option<DateTime<Utc>> = None;
@@ -60,7 +59,13 @@ pub async fn item_events(client: &Client, item: &Item) -> Result<Vec<RecordedEve
             ],
         )
         .await?;
-    rows.iter().map(recorded_event).collect()
+    let events = rows
+        .iter()
+        .map(recorded_event)
+        .collect::<Result<Vec<_>, _>>()?;
+    // After the read: the cut commits before any event leaves (`store::cut`).
+    cut::refuse_if_cut(&**client, || format!("the history of {item}")).await?;
+    Ok(events)
 }
 
 /// An item's figures at a past moment, and where the answer stands.
@@ -82,12 +87,6 @@ pub async fn figures_as_of(
     item: &Item,
     as_of: AsOf,
 ) -> Result<AsOfFigures, StoreError> {
-    // Figures are folded from the item's first event; once part of the log
-    // left, no moment can be answered from what is left.
-    cut::refuse_if_cut(&**client, || {
-        format!("the figures of {item} as of a past moment")
-    })
-    .await?;
     let stable = horizon::stable(client).await?;
     let (answered, clamped) = match as_of {
         AsOf::Time(t) if t >= stable.before => (
@@ -135,6 +134,13 @@ pub async fn figures_as_of(
         }
         time => (time, clamped),
     };
+    // Figures are folded from the item's first event; once part of the log
+    // left, no moment can be answered from what is left. Checked after the
+    // fold: the cut commits before any event leaves (`store::cut`).
+    cut::refuse_if_cut(&**client, || {
+        format!("the figures of {item} as of a past moment")
+    })
+    .await?;
     Ok(AsOfFigures {
         figures,
         answered,

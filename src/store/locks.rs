@@ -35,6 +35,8 @@ pub enum Lock<'a> {
     Relay(&'a str),
     /// The one sealer of the database (session lock).
     Sealer,
+    /// The one `archive --detach` of the database (session lock).
+    Detach,
 }
 
 impl Lock<'_> {
@@ -48,6 +50,7 @@ impl Lock<'_> {
             Lock::Rebuild(model) => format!("rebuild:{model}"),
             Lock::Relay(stream) => format!("relay:{stream}"),
             Lock::Sealer => "stockledger:sealer".to_owned(),
+            Lock::Detach => "stockledger:detach".to_owned(),
         }
     }
 }

@@ -132,9 +132,22 @@ pub async fn events(
     limit: i64,
     stream_prefix: Option<&str>,
 ) -> Result<EventPage, StoreError> {
+    let page = page(client, after, limit, stream_prefix).await?;
     // A page that starts before the cut would skip what left the database
-    // and look whole: refused, naming where the log here is whole.
+    // and look whole: refused, naming where the log here is whole. Checked
+    // after the page is read: the cut commits before any event leaves, so a
+    // page that missed some sees it.
     crate::store::cut::refuse_before(&**client, after, || format!("the log after {after}")).await?;
+    Ok(page)
+}
+
+/// One page, as `events` describes it.
+async fn page(
+    client: &Client,
+    after: Cursor,
+    limit: i64,
+    stream_prefix: Option<&str>,
+) -> Result<EventPage, StoreError> {
     let horizon = crate::store::horizon::safe_horizon(client).await?;
     let bound = match stream_prefix {
         None => None,

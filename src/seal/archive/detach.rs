@@ -57,6 +57,9 @@ pub async fn detach(pool: &Pool, archive: &Archive) -> Result<DetachReport, Arch
         recheck(pool, archive, &p).await?;
         report.detached.push(d.detach_events(&p, &a).await?);
     }
+    if report.detached.iter().any(|d| d.parent == "events") {
+        crate::store::detach::vacuum_carried(pool).await?;
+    }
     for _ in 0..MAX_PARTITIONS_PER_DETACH {
         let Some(p) = d.oldest("event_chain").await? else {
             break;

@@ -55,6 +55,36 @@ pub async fn verify_across(
     verify_with(pool, digest, VERIFY_WINDOW_ROWS, Some(archive)).await
 }
 
+/// Takes the log first, so that a detach waits for this snapshot's readers
+/// instead of taking a partition out from under them; then refuses a walk
+/// that would start before the cut: the plain one, and one across an
+/// archive older than the cut.
+async fn hold_against_detach(
+    tx: &deadpool_postgres::Transaction<'_>,
+    archive: Option<&Archive>,
+) -> Result<(), StoreError> {
+    tx.batch_execute("LOCK TABLE events, event_chain IN ACCESS SHARE MODE")
+        .await?;
+    if !crate::store::cut::schema_has_cut(&**tx).await? {
+        return Ok(());
+    }
+    match archive {
+        None => {
+            crate::store::cut::refuse_if_cut(&**tx, || {
+                "the start of the chain (run `stockledger verify --archive DIR`)".to_owned()
+            })
+            .await
+        }
+        Some(a) => {
+            let last = a.last_cursor();
+            crate::store::cut::refuse_before(&**tx, last, || {
+                format!("the chain after the archive's last event ({last}): an archive made since holds it")
+            })
+            .await
+        }
+    }
+}
+
 async fn verify_with(
     pool: &deadpool_postgres::Pool,
     digest: Option<&Digest>,
@@ -69,12 +99,7 @@ async fn verify_with(
         .read_only(true)
         .start()
         .await?;
-    if archive.is_none() {
-        crate::store::cut::refuse_if_cut(&*tx, || {
-            "the start of the chain (run `stockledger verify --archive DIR`)".to_owned()
-        })
-        .await?;
-    }
+    hold_against_detach(&tx, archive).await?;
     // The archive's files are read before the snapshot is shared.
     crate::store::snapshot::idle_long(&tx).await?;
     let (archived, archived_seq) = archive.map_or((0, 0), |a| (a.last_block(), a.last_seq()));
