@@ -43,18 +43,8 @@ async fn archive_and_detach(db: &TestDb, dir: &Path) -> DetachReport {
         .unwrap()
 }
 
-async fn attached(db: &TestDb, parent: &str) -> i64 {
-    db.client()
-        .await
-        .query_one(
-            "SELECT count(*) FROM pg_inherits WHERE inhparent = $1::text::regclass",
-            &[&parent],
-        )
-        .await
-        .unwrap()
-        .get(0)
-}
-
+/// Asserts that a read was refused because what it asks for left the
+/// database; returns the refusal.
 fn refused(r: Result<impl std::fmt::Debug, StoreError>) -> String {
     match r {
         Err(e @ StoreError::Archived { .. }) => e.to_string(),
@@ -293,7 +283,7 @@ async fn nothing_leaves_that_is_not_archived_applied_and_unaltered() {
         .await
         .unwrap();
     let files = Archive::open(&dir).unwrap().whole().unwrap();
-    let before = attached(&db, "events").await;
+    let before = attached_partitions(&db, "events").await;
 
     // The read models have not applied the events yet.
     let behind = archive::detach::detach(db.owner_store().pool(), &files)
@@ -313,7 +303,7 @@ async fn nothing_leaves_that_is_not_archived_applied_and_unaltered() {
     let service = archive::detach::detach(db.store.pool(), &files).await;
     let why = format!("{:?}", service.unwrap_err());
     assert!(why.contains("permission denied"), "{why}");
-    assert_eq!(attached(&db, "events").await, before);
+    assert_eq!(attached_partitions(&db, "events").await, before);
 
     // A segment changed since it was written: nothing of what it holds leaves.
     let segment = &files.segments[0];
@@ -323,7 +313,7 @@ async fn nothing_leaves_that_is_not_archived_applied_and_unaltered() {
     std::fs::write(&segment.rows_path, &bytes).unwrap();
     let altered = archive::detach::detach(db.owner_store().pool(), &files).await;
     assert!(altered.is_err(), "{altered:?}");
-    assert_eq!(attached(&db, "events").await, before);
+    assert_eq!(attached_partitions(&db, "events").await, before);
     let cut: i64 = db
         .client()
         .await

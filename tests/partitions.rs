@@ -38,18 +38,6 @@ async fn sealed_verified_and_audited(db: &TestDb) {
     db.assert_audit_clean().await;
 }
 
-async fn partitions_of(db: &TestDb, parent: &str) -> i64 {
-    db.client()
-        .await
-        .query_one(
-            "SELECT count(*) FROM pg_inherits WHERE inhparent = $1::text::regclass",
-            &[&parent],
-        )
-        .await
-        .unwrap()
-        .get(0)
-}
-
 /// How many partitions hold rows of `parent`.
 async fn partitions_holding_rows(db: &TestDb, parent: &str) -> i64 {
     db.client()
@@ -109,7 +97,7 @@ async fn streams_span_partitions_and_everything_reads_across_them() {
 async fn an_append_that_finds_no_partition_makes_room_and_goes_on() {
     let db = small_partitions().await;
     db.receive("in-1", "apple", 5).await;
-    let before = partitions_of(&db, "events").await;
+    let before = attached_partitions(&db, "events").await;
     // Positions jump past every partition made.
     db.client()
         .await
@@ -120,7 +108,7 @@ async fn an_append_that_finds_no_partition_makes_room_and_goes_on() {
         .await
         .unwrap();
     db.receive("in-2", "apple", 5).await;
-    assert!(partitions_of(&db, "events").await > before);
+    assert!(attached_partitions(&db, "events").await > before);
     let batch: Vec<_> = (0..100)
         .map(|i| {
             (

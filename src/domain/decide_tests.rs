@@ -320,10 +320,9 @@ fn outcome_table() {
     }
 }
 
-#[test]
-fn a_second_reservation_for_an_order_is_refused() {
-    let mut st = setup(Setup::Reserved);
-    let other = ReserveRequest {
+/// Reservation `r2` of one apple for order `o1`, which `r1` holds.
+fn second_reservation_of_o1() -> Command {
+    ReserveRequest {
         reservation_id: "r2".into(),
         order_id: "o1".into(),
         lines: vec![LineRequest {
@@ -336,7 +335,13 @@ fn a_second_reservation_for_an_order_is_refused() {
         latest_arrival: None,
     }
     .validate()
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn a_second_reservation_for_an_order_is_refused() {
+    let mut st = setup(Setup::Reserved);
+    let other = second_reservation_of_o1();
     let err = run(&mut st, &other, t(1)).unwrap_err();
     assert_eq!(err.code(), RejectionCode::OrderAlreadyReserved);
     assert_eq!(err.details()["reservation_id"], "r1");
@@ -345,20 +350,7 @@ fn a_second_reservation_for_an_order_is_refused() {
 #[test]
 fn an_archived_order_stays_reserved_and_an_archived_receipt_is_not_received_again() {
     let mut st = setup(Setup::Archived);
-    let other = ReserveRequest {
-        reservation_id: "r2".into(),
-        order_id: "o1".into(),
-        lines: vec![LineRequest {
-            sku: "apple".into(),
-            location: None,
-            quantity: 1,
-        }],
-        ttl_seconds: None,
-        backorder: false,
-        latest_arrival: None,
-    }
-    .validate()
-    .unwrap();
+    let other = second_reservation_of_o1();
     let err = run(&mut st, &other, t(5)).unwrap_err();
     assert_eq!(err.code(), RejectionCode::OrderAlreadyReserved);
     // A receipt whose stream was archived: a retry is refused, never counted twice.

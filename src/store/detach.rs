@@ -63,6 +63,22 @@ pub struct Detached {
     pub carried_events: u64,
 }
 
+impl Detached {
+    /// `p`, before anything of it is counted.
+    fn of(p: &Partition) -> Detached {
+        Detached {
+            parent: p.parent,
+            partition: p.name.clone(),
+            first: p.first,
+            next: p.next,
+            rows: 0,
+            bytes: 0,
+            archived_streams: 0,
+            carried_events: 0,
+        }
+    }
+}
+
 /// A connection of the owner's, with the detach's own timeouts, not given
 /// back to the pool (DETACH CONCURRENTLY runs outside any transaction).
 pub struct Detacher {
@@ -180,16 +196,7 @@ impl Detacher {
         p: &Partition,
         a: &Archived,
     ) -> Result<Detached, StoreError> {
-        let mut found = Detached {
-            parent: p.parent,
-            partition: p.name.clone(),
-            first: p.first,
-            next: p.next,
-            rows: 0,
-            bytes: 0,
-            archived_streams: 0,
-            carried_events: 0,
-        };
+        let mut found = Detached::of(p);
         if let Some(table) = table(&self.client, &p.name).await? {
             if attached(&self.client, &table).await? {
                 (found.archived_streams, found.carried_events) = self.leave(&table).await?;
@@ -338,16 +345,7 @@ impl Detacher {
 
     /// Takes the chain's partition `p` out; `chain_keeps` said it may leave.
     pub async fn detach_chain(&self, p: &Partition, a: &Archived) -> Result<Detached, StoreError> {
-        let mut found = Detached {
-            parent: p.parent,
-            partition: p.name.clone(),
-            first: p.first,
-            next: p.next,
-            rows: 0,
-            bytes: 0,
-            archived_streams: 0,
-            carried_events: 0,
-        };
+        let mut found = Detached::of(p);
         if let Some(table) = table(&self.client, &p.name).await? {
             if attached(&self.client, &table).await? {
                 detach(&self.client, p.parent, &table).await?;

@@ -708,3 +708,16 @@ pub async fn position_of(db: &TestDb, stream: &str, seq: i32) -> i64 {
         .unwrap()
         .get(0)
 }
+
+/// How many partitions of `parent` (`events` or `event_chain`) are attached.
+pub async fn attached_partitions(db: &TestDb, parent: &str) -> i64 {
+    db.client()
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_inherits WHERE inhparent = $1::text::regclass",
+            &[&parent],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
