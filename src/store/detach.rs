@@ -141,16 +141,7 @@ impl Detacher {
         let Some(table) = table(c, &p.name).await? else {
             return Ok(None); // Dropped by a run cut short: only its row is left.
         };
-        let unarchived: i64 = c
-            .query_one(
-                &format!(
-                    "SELECT count(*) FROM {table}
-                     WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)"
-                ),
-                &[&a.cursor.tx_id.to_string(), &a.cursor.position],
-            )
-            .await?
-            .get(0);
+        let unarchived = after_archive(c, &table, a).await?;
         if unarchived > 0 {
             let why = format!(
                 "{} holds {unarchived} events not archived yet (archive again once they are sealed)",
@@ -202,17 +193,7 @@ impl Detacher {
                 (found.archived_streams, found.carried_events) = self.leave(&table).await?;
                 detach(&self.client, p.parent, &table).await?;
             }
-            let late: i64 = self
-                .client
-                .query_one(
-                    &format!(
-                        "SELECT count(*) FROM {table}
-                         WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)"
-                    ),
-                    &[&a.cursor.tx_id.to_string(), &a.cursor.position],
-                )
-                .await?
-                .get(0);
+            let late = after_archive(&self.client, &table, a).await?;
             if late > 0 {
                 reattach(&self.client, p, &table).await?;
                 let why = format!("{late} events not archived were found in {table} once it was detached; it is attached again");
@@ -371,6 +352,19 @@ async fn attached(c: &Client, table: &str) -> Result<bool, StoreError> {
     Ok(c.query_one(
         "SELECT EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = $1::text::regclass)",
         &[&table],
+    )
+    .await?
+    .get(0))
+}
+
+/// How many events of `table` come after the archive's last one: not in it.
+async fn after_archive(c: &Client, table: &str, a: &Archived) -> Result<i64, StoreError> {
+    Ok(c.query_one(
+        &format!(
+            "SELECT count(*) FROM {table}
+             WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)"
+        ),
+        &[&a.cursor.tx_id.to_string(), &a.cursor.position],
     )
     .await?
     .get(0))
