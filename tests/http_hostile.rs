@@ -265,9 +265,12 @@ async fn unavailable_answers_are_plain_and_carry_the_correlation_id() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status().as_u16(), 503);
-    assert!(r.headers().contains_key("retry-after"));
-    let body: serde_json::Value = r.json().await.unwrap();
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    let text = r.text().await.unwrap();
+    assert_eq!(status, 503, "{text}");
+    assert!(headers.contains_key("retry-after"));
+    let body: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(body["code"], "UNAVAILABLE");
     assert_eq!(body["details"]["correlation_id"], "corr-42");
     let message = body["message"].as_str().unwrap();

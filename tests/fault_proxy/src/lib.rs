@@ -109,7 +109,11 @@ impl Proxy {
                     continue; // dropped: connection refused in effect
                 }
                 c.connections.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(relay(client, upstream.clone(), c.clone()));
+                // The cut this connection answers to is the one in force when
+                // it was accepted: a `cut_all` while it is still connecting
+                // upstream must end it too.
+                let cut = c.cut.lock().expect("proxy state").clone();
+                tokio::spawn(relay(client, upstream.clone(), c.clone(), cut));
             }
         });
         Ok(Proxy {
@@ -195,14 +199,21 @@ struct ReplyState {
     black_hole: AtomicBool,
 }
 
-async fn relay(client: TcpStream, upstream: Upstream, control: Arc<Control>) {
+async fn relay(
+    client: TcpStream,
+    upstream: Upstream,
+    control: Arc<Control>,
+    cut: CancellationToken,
+) {
     // Messages are relayed one write each: without NODELAY, Nagle's
     // algorithm would hold every second one for a delayed ACK (~40 ms).
     let _ = client.set_nodelay(true);
     let Ok(server) = connect(&upstream).await else {
         return;
     };
-    let cut = control.cut.lock().expect("proxy state").clone();
+    if cut.is_cancelled() {
+        return;
+    }
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = tokio::io::split(server);
     let reply = Arc::new(ReplyState::default());
@@ -216,16 +227,19 @@ async fn relay(client: TcpStream, upstream: Upstream, control: Arc<Control>) {
     );
     let downward = downward(server_read, client_write, control, reply.clone());
     // Either side ending ends the connection, except a black hole, which
-    // keeps the client waiting until it gives up or the proxy is cut.
+    // keeps the client waiting until it gives up or the proxy is cut. The cut
+    // is polled first, so a connection cut while both sides had messages
+    // ready relays none of them.
     tokio::select! {
+        biased;
+        _ = cut.cancelled() => {}
+        _ = close.cancelled() => {}
         _ = upward => {
             if reply.black_hole.load(Ordering::SeqCst) {
                 tokio::select! { _ = cut.cancelled() => {}, _ = close.cancelled() => {} }
             }
         }
         _ = downward => {}
-        _ = cut.cancelled() => {}
-        _ = close.cancelled() => {}
     }
 }
 
