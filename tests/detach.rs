@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use stockledger::domain::RejectionCode;
+use stockledger::projection::rebuild::{self, RebuildError, RebuildReport};
+use stockledger::projection::snapshot::Snapshots;
 use stockledger::seal::archive::{self, detach::DetachReport, Archive};
 use stockledger::seal::{self, Finding};
 use stockledger::store::{Cursor, StoreError};
@@ -38,7 +40,7 @@ async fn archive_and_detach(db: &TestDb, dir: &Path) -> DetachReport {
         .await
         .unwrap();
     let files = Archive::open(dir).unwrap().whole().unwrap();
-    archive::detach::detach(db.owner_store().pool(), &files)
+    archive::detach::detach(db.owner_store().pool(), &files, &Snapshots)
         .await
         .unwrap()
 }
@@ -286,7 +288,7 @@ async fn nothing_leaves_that_is_not_archived_applied_and_unaltered() {
     let before = attached_partitions(&db, "events").await;
 
     // The read models have not applied the events yet.
-    let behind = archive::detach::detach(db.owner_store().pool(), &files)
+    let behind = archive::detach::detach(db.owner_store().pool(), &files, &Snapshots)
         .await
         .unwrap();
     assert!(
@@ -300,7 +302,7 @@ async fn nothing_leaves_that_is_not_archived_applied_and_unaltered() {
     db.project_all().await;
 
     // The service may not.
-    let service = archive::detach::detach(db.store.pool(), &files).await;
+    let service = archive::detach::detach(db.store.pool(), &files, &Snapshots).await;
     let why = format!("{:?}", service.unwrap_err());
     assert!(why.contains("permission denied"), "{why}");
     assert_eq!(attached_partitions(&db, "events").await, before);
@@ -311,7 +313,7 @@ async fn nothing_leaves_that_is_not_archived_applied_and_unaltered() {
     let last = bytes.len() - 9;
     bytes[last] ^= 0x01;
     std::fs::write(&segment.rows_path, &bytes).unwrap();
-    let altered = archive::detach::detach(db.owner_store().pool(), &files).await;
+    let altered = archive::detach::detach(db.owner_store().pool(), &files, &Snapshots).await;
     assert!(altered.is_err(), "{altered:?}");
     assert_eq!(attached_partitions(&db, "events").await, before);
     let cut: i64 = db
@@ -331,7 +333,7 @@ async fn nothing_leaves_that_is_not_archived_applied_and_unaltered() {
     assert!(!report.detached.is_empty(), "{report:?}");
     write_mixed(&db, "c", 10).await;
     let files = Archive::open(&dir).unwrap().whole().unwrap();
-    let unarchived = archive::detach::detach(db.owner_store().pool(), &files)
+    let unarchived = archive::detach::detach(db.owner_store().pool(), &files, &Snapshots)
         .await
         .unwrap();
     assert!(
@@ -372,6 +374,115 @@ async fn archive_detach_from_the_command_line() {
     assert_eq!(out["code"], "HISTORY_ARCHIVED", "{out}");
     let (code, out) = cli_json(&db.url(), &["audit", "--from-archive", dir_arg]);
     assert_eq!(code, Some(0), "{out}");
+    let (code, out) = cli_json(&db.url(), &["projections", "rebuild", "--all"]);
+    assert_ne!(code, Some(0), "{out}");
+    assert_eq!(out["code"], "HISTORY_ARCHIVED", "{out}");
+    let rebuild = ["projections", "rebuild", "--all", "--archive", dir_arg];
+    let (code, out) = cli_json(&db.url(), &rebuild);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(
+        out["rebuilt"].as_array().unwrap().len(),
+        stockledger::read_model::ALL.len(),
+        "{out}"
+    );
+}
+
+/// Rebuilds every read model with `verifier`.
+async fn rebuild_all(
+    db: &TestDb,
+    verifier: &dyn stockledger::projection::rebuild::VerifyCopies,
+) -> Result<Vec<RebuildReport>, RebuildError> {
+    rebuild::rebuild_many(
+        db.owner_store().pool(),
+        stockledger::read_model::ALL,
+        stockledger::limits::REBUILD_BATCH_EVENTS,
+        verifier,
+        |_| {},
+    )
+    .await
+}
+
+/// Decision 5: every read model's snapshot is brought to the cut before
+/// events leave; a rebuild after the cut starts from it, replays what
+/// stayed, and is checked against the files and the log. A snapshot that
+/// was altered fails that check, and `audit --from-archive` names it.
+#[tokio::test]
+async fn a_rebuild_after_the_cut_starts_from_the_snapshot_checked_against_the_files() {
+    let db = small_partitions().await;
+    db.receive("in-0", "apple", 100).await;
+    db.run(reserve("r-open", "o-open", &[("apple", 5)], Some(3600)))
+        .await
+        .unwrap();
+    write_mixed(&db, "a", 30).await;
+    let dir = archive_dir(&db);
+    let report = archive_and_detach(&db, &dir).await;
+    assert!(report.detached.iter().any(|d| d.parent == "events"));
+    let at_the_cut: i64 = db
+        .client()
+        .await
+        .query_one(
+            "SELECT count(*) FROM projection_checkpoints AS s, log_cut AS c
+             WHERE s.slot = 'snapshot' AND (s.tx_id, s.position) >= (c.tx_id, c.position)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(at_the_cut as usize, stockledger::read_model::ALL.len());
+    write_mixed(&db, "b", 10).await;
+    db.run(confirm("r-open")).await.unwrap();
+    db.project_all().await;
+
+    // Without the files nothing can check the copy: refused before filling.
+    match rebuild_all(&db, &stockledger::audit::ReplayVerifier).await {
+        Err(RebuildError::Store(StoreError::Archived { .. })) => {}
+        other => panic!("expected HISTORY_ARCHIVED, got {other:?}"),
+    }
+    let files = Archive::open(&dir).unwrap().whole().unwrap();
+    let verifier = stockledger::audit::ArchiveReplayVerifier(&files);
+    let rebuilt = rebuild_all(&db, &verifier).await.unwrap();
+    let remaining = db.count_events().await;
+    for r in &rebuilt {
+        assert!(r.events <= remaining, "only what stayed is replayed: {r:?}");
+    }
+    whole_across(&db, &dir).await;
+
+    // An altered snapshot: the rebuild's check refuses the copy, the live
+    // one stays, and the audit from the archive names the snapshot.
+    let live = "SELECT on_hand FROM stock_levels WHERE sku = 'apple'";
+    let live_before: Vec<i64> = db.column(live).await;
+    db.client()
+        .await
+        .execute(
+            "UPDATE stockledger_snapshot.stock_levels SET on_hand = on_hand + 1 WHERE sku = 'apple'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let altered = rebuild::rebuild(
+        db.owner_store().pool(),
+        &stockledger::read_model::STOCK_LEVELS,
+        stockledger::limits::REBUILD_BATCH_EVENTS,
+        &verifier,
+        |_| {},
+    )
+    .await;
+    assert!(
+        matches!(altered, Err(RebuildError::VerificationFailed { .. })),
+        "{altered:?}"
+    );
+    assert_eq!(db.column::<i64>(live).await, live_before);
+    let audited = stockledger::audit::audit_from_archive(db.store.pool(), &files)
+        .await
+        .unwrap();
+    assert!(
+        audited
+            .differences
+            .iter()
+            .any(|d| d.table == "stockledger_snapshot.stock_levels"),
+        "{:#?}",
+        audited.differences
+    );
 }
 
 /// Over HTTP, as callers meet it: a command on a stream that left is a 409

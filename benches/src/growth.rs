@@ -5,11 +5,14 @@
 //! Reported per round: the events written so far, what the database holds
 //! for them (the log, the chain, the seals, the directory of archived
 //! streams and the carried events, with their indexes) and what the files
-//! take. At the end the files and the database verify against the last
-//! digest as one chain, and the audit replays both.
+//! take, and the read models' live copies and their snapshots at the cut
+//! (`projection::snapshot`), which the detach brings forward. At the end the
+//! files and the database verify against the last digest as one chain, the
+//! audit replays both, and every read model is rebuilt from its snapshot,
+//! checked against the files.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Args as ClapArgs;
 use serde_json::json;
@@ -64,6 +67,12 @@ struct Round {
     tables: Vec<i64>,
     file_bytes: u64,
     detached: usize,
+    /// The read models' live tables and their snapshots, with indexes.
+    read_models: i64,
+    snapshots: i64,
+    /// How long the archive and the detach took (the snapshots brought
+    /// forward included).
+    archive_seconds: f64,
 }
 
 pub async fn run(
@@ -95,7 +104,9 @@ pub async fn run(
             prefix: format!("g{round}"),
         };
         written += fill(&store, &cfg, |_| {}).await?.events;
+        let started = Instant::now();
         let detached = archive_round(&store, &dir).await?;
+        let archive_seconds = started.elapsed().as_secs_f64();
         floors.push(floor(&store).await?);
         if let Some(keep) = args.keep_rounds {
             if floors.len() > keep {
@@ -103,7 +114,8 @@ pub async fn run(
                 stockledger::store::detach::forget_archived_below(store.pool(), below).await?;
             }
         }
-        let r = measure(&store, &dir, written, detached).await?;
+        let mut r = measure(&store, &dir, written, detached).await?;
+        r.archive_seconds = archive_seconds;
         printer.progress(&format!(
             "round {round}: {written} events written, {} in the database, {:.1} MiB there",
             r.in_database,
@@ -112,9 +124,22 @@ pub async fn run(
         rounds.push(r);
     }
     let digest = store.digest().await?.expect("a sealed log");
-    let files = Archive::open(&dir)?.whole()?;
+    let rebuild = check_at_the_end(&store, &dir, &digest).await?;
+    report(printer, &args, &rounds, digest.block, rebuild);
+    Ok(())
+}
+
+/// The last digest verifies across the files and the database, the audit
+/// from the archive is clean, and every read model rebuilds from its
+/// snapshot, checked against the files: what the rebuild took.
+async fn check_at_the_end(
+    store: &Store,
+    dir: &Path,
+    digest: &stockledger::seal::Digest,
+) -> anyhow::Result<serde_json::Value> {
+    let files = Archive::open(dir)?.whole()?;
     let verified =
-        stockledger::seal::verify::verify_across(store.pool(), Some(&digest), &files).await?;
+        stockledger::seal::verify::verify_across(store.pool(), Some(digest), &files).await?;
     anyhow::ensure!(
         verified.clean(),
         "verify --archive: {:?}",
@@ -126,8 +151,38 @@ pub async fn run(
         "audit --from-archive: {:?}",
         audited.differences
     );
-    report(printer, &args, &rounds, digest.block);
-    Ok(())
+    let rebuilt = stockledger::projection::rebuild::rebuild_many(
+        store.pool(),
+        stockledger::read_model::ALL,
+        stockledger::limits::REBUILD_BATCH_EVENTS,
+        &stockledger::audit::ArchiveReplayVerifier(&files),
+        |_| {},
+    )
+    .await?;
+    let rebuild = json!({
+        "events_replayed": rebuilt.iter().map(|r| r.events).max(),
+        "fill_seconds": rebuilt.iter().map(|r| r.fill.as_secs_f64()).fold(0.0, f64::max),
+        "verify_seconds": rebuilt[0].verify.as_secs_f64(),
+    });
+    Ok(rebuild)
+}
+
+/// The tables of every read model in `schema`, with their indexes.
+async fn read_model_bytes(client: &tokio_postgres::Client, schema: &str) -> anyhow::Result<i64> {
+    let mut bytes = 0;
+    for p in stockledger::read_model::ALL {
+        for t in p.tables() {
+            let name = format!("{schema}.{t}");
+            let exists: bool = client
+                .query_one("SELECT to_regclass($1) IS NOT NULL", &[&name])
+                .await?
+                .get(0);
+            if exists {
+                bytes += table_bytes(client, &name).await?;
+            }
+        }
+    }
+    Ok(bytes)
 }
 
 /// Seals, projects, archives and detaches; returns the partitions taken out.
@@ -140,10 +195,14 @@ async fn archive_round(store: &Store, dir: &Path) -> anyhow::Result<usize> {
     anyhow::ensure!(current, "the read models did not catch up");
     archive::write::archive(store.pool(), dir, None).await?;
     let files = Archive::open(dir)?.whole()?;
-    Ok(archive::detach::detach(store.pool(), &files)
-        .await?
-        .detached
-        .len())
+    Ok(archive::detach::detach(
+        store.pool(),
+        &files,
+        &stockledger::projection::snapshot::Snapshots,
+    )
+    .await?
+    .detached
+    .len())
 }
 
 /// Every position below this left the database.
@@ -174,16 +233,26 @@ async fn measure(
     for entry in std::fs::read_dir(dir)? {
         file_bytes += entry?.metadata()?.len();
     }
+    use stockledger::projection::{LIVE_SCHEMA, SNAPSHOT_SCHEMA};
     Ok(Round {
         written,
         in_database,
         tables,
         file_bytes,
         detached,
+        read_models: read_model_bytes(&client, LIVE_SCHEMA).await?,
+        snapshots: read_model_bytes(&client, SNAPSHOT_SCHEMA).await?,
+        archive_seconds: 0.0,
     })
 }
 
-fn report(printer: &Printer, args: &GrowthArgs, rounds: &[Round], block: i64) {
+fn report(
+    printer: &Printer,
+    args: &GrowthArgs,
+    rounds: &[Round],
+    block: i64,
+    rebuild: serde_json::Value,
+) {
     let mib = |b: i64| format!("{:.1}", b as f64 / f64::from(1 << 20));
     let rows: Vec<Vec<String>> = rounds
         .iter()
@@ -198,12 +267,21 @@ fn report(printer: &Printer, args: &GrowthArgs, rounds: &[Round], block: i64) {
             row.extend(r.tables.iter().map(|b| mib(*b)));
             row.push(mib(r.tables.iter().sum()));
             row.push(mib(r.file_bytes as i64));
+            row.push(mib(r.read_models));
+            row.push(mib(r.snapshots));
+            row.push(format!("{:.1}", r.archive_seconds));
             row
         })
         .collect();
     let mut header = vec!["round", "events written", "in the database", "detached"];
     header.extend(TABLES.iter().copied());
-    header.extend(["database MiB", "files MiB"]);
+    header.extend([
+        "database MiB",
+        "files MiB",
+        "read models MiB",
+        "snapshots MiB",
+        "archive s",
+    ]);
     let kept = args
         .keep_rounds
         .map_or("every archived stream kept".to_owned(), |k| {
@@ -212,9 +290,14 @@ fn report(printer: &Printer, args: &GrowthArgs, rounds: &[Round], block: i64) {
     let md = format!(
         "{} events a round, partitions of {} rows, {kept}; tables in MiB with their \
          indexes; the last digest (block {block}) verifies across the files and the \
-         database, and the audit from the archive is clean.\n\n{}",
+         database, and the audit from the archive is clean. Every read model rebuilt from \
+         its snapshot: {} events replayed, filled in {:.2} s, checked against the files in \
+         {:.2} s.\n\n{}",
         args.events_per_round,
         args.rows_per_partition,
+        rebuild["events_replayed"],
+        rebuild["fill_seconds"].as_f64().unwrap_or_default(),
+        rebuild["verify_seconds"].as_f64().unwrap_or_default(),
         markdown_table(&header, &rows)
     );
     let doc = json!({
@@ -222,9 +305,11 @@ fn report(printer: &Printer, args: &GrowthArgs, rounds: &[Round], block: i64) {
             "written": r.written, "in_database": r.in_database, "detached": r.detached,
             "tables": TABLES.iter().zip(&r.tables).map(|(t, b)| (t.to_string(), json!(b)))
                 .collect::<serde_json::Map<_, _>>(),
-            "file_bytes": r.file_bytes,
+            "file_bytes": r.file_bytes, "read_model_bytes": r.read_models,
+            "snapshot_bytes": r.snapshots, "archive_seconds": r.archive_seconds,
         })).collect::<Vec<_>>(),
         "digest_block": block,
+        "rebuild": rebuild,
     });
     printer.result(&doc, &md);
 }

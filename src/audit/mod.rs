@@ -98,29 +98,23 @@ async fn audit_with(pool: &Pool, archive: Option<&Archive>) -> Result<AuditRepor
     // instead of taking a partition out from under them.
     tx.batch_execute("LOCK TABLE events IN ACCESS SHARE MODE")
         .await?;
-    match archive {
-        None => {
-            crate::store::cut::refuse_if_cut(&*tx, || {
-                "a replay of the whole log (run `stockledger audit --from-archive DIR`)".to_owned()
-            })
-            .await?
-        }
-        Some(a) => {
-            let last = a.last_cursor();
-            crate::store::cut::refuse_before(&*tx, last, || {
-                format!("the events after the archive's last one ({last}): an archive made since holds them")
-            })
-            .await?
-        }
-    }
+    refuse_part_of_log(&tx, archive, "to audit").await?;
+    // With the archive, the snapshots at the cut are checked too: a rebuild
+    // after the cut starts from them.
+    let slots: &[Slot] = match archive {
+        None => &[Slot::Live],
+        Some(_) => &[Slot::Live, Slot::Snapshot],
+    };
     let mut targets = Vec::new();
-    for &p in ALL {
-        if let Some(cutoff) = checkpoint(&tx, p, Slot::Live).await? {
-            targets.push(Target {
-                projection: p,
-                cutoff,
-                slot: Slot::Live,
-            });
+    for &slot in slots {
+        for &p in ALL {
+            if let Some(cutoff) = checkpoint(&tx, p, slot).await? {
+                targets.push(Target {
+                    projection: p,
+                    cutoff,
+                    slot,
+                });
+            }
         }
     }
     let result = compare_in_snapshot(pool, &tx, targets, true, archive).await?;
@@ -204,7 +198,7 @@ fn report(r: replay::Outcome, elapsed: Duration) -> AuditReport {
 }
 
 /// The audit's replay as the check a rebuild makes before its swap
-/// (`projection::rebuild::VerifyCopies`).
+/// (`projection::rebuild::VerifyCopies`), of the log in the database.
 pub struct ReplayVerifier;
 
 impl VerifyCopies for ReplayVerifier {
@@ -213,24 +207,45 @@ impl VerifyCopies for ReplayVerifier {
         pool: &'a Pool,
         ps: &'a [&'static dyn ReadModel],
     ) -> futures_util::future::BoxFuture<'a, Result<Verified, StoreError>> {
-        Box::pin(verify_copies(pool, ps))
+        Box::pin(verify_copies(pool, ps, None))
+    }
+
+    fn reads_archive(&self) -> bool {
+        false
     }
 }
 
-/// Verifies the rebuild copies of `ps` against the log, each at its own
-/// checkpoint, in one replay.
+/// The same check replaying the archived part of the log from an
+/// archive's files (which must be whole) and the rest from the database:
+/// the check of a rebuild once partitions were detached.
+pub struct ArchiveReplayVerifier<'a>(pub &'a Archive);
+
+impl VerifyCopies for ArchiveReplayVerifier<'_> {
+    fn verify<'a>(
+        &'a self,
+        pool: &'a Pool,
+        ps: &'a [&'static dyn ReadModel],
+    ) -> futures_util::future::BoxFuture<'a, Result<Verified, StoreError>> {
+        Box::pin(verify_copies(pool, ps, Some(self.0)))
+    }
+
+    fn reads_archive(&self) -> bool {
+        true
+    }
+}
+
+/// Verifies the rebuild copies of `ps` against the log (its archived part
+/// from `archive`, when given), each at its own checkpoint, in one replay.
 pub async fn verify_copies(
     pool: &Pool,
     ps: &[&'static dyn ReadModel],
+    archive: Option<&Archive>,
 ) -> Result<Verified, StoreError> {
     let mut client = pool::get(pool).await?;
     let tx = snapshot(&mut client).await?;
     // A rebuild that was filling when a detach took part of the log out
     // would match a replay of the same part: it stops here instead.
-    crate::store::cut::refuse_if_cut(&*tx, || {
-        "a replay of the whole log to verify a rebuild (the archive holds its start)".to_owned()
-    })
-    .await?;
+    refuse_part_of_log(&tx, archive, "to verify a rebuild").await?;
     let mut targets = Vec::with_capacity(ps.len());
     for &p in ps {
         let cutoff = checkpoint(&tx, p, Slot::Rebuild).await?.ok_or_else(|| {
@@ -242,7 +257,7 @@ pub async fn verify_copies(
             slot: Slot::Rebuild,
         });
     }
-    let result = compare_in_snapshot(pool, &tx, targets, false, None).await?;
+    let result = compare_in_snapshot(pool, &tx, targets, false, archive).await?;
     tx.commit().await?;
     let differs = result.diffs.count > 0;
     Ok(Verified {
@@ -251,4 +266,32 @@ pub async fn verify_copies(
             .or(ps.first().copied().filter(|_| differs)),
         differences: result.diffs.kept,
     })
+}
+
+/// Refuses a replay that would read only part of the log: without an
+/// archive, once any of it left; with one, when events after the archive's
+/// last one left too (an archive made since holds them). `why` says what
+/// the replay is for.
+async fn refuse_part_of_log(
+    tx: &deadpool_postgres::Transaction<'_>,
+    archive: Option<&Archive>,
+    why: &str,
+) -> Result<(), StoreError> {
+    match archive {
+        None => {
+            crate::store::cut::refuse_if_cut(&**tx, || {
+                format!(
+                    "a replay of the whole log {why} (replay the archive with it: `--archive DIR`)"
+                )
+            })
+            .await
+        }
+        Some(a) => {
+            let last = a.last_cursor();
+            crate::store::cut::refuse_before(&**tx, last, || {
+                format!("the events after the archive's last one ({last}): an archive made since holds them")
+            })
+            .await
+        }
+    }
 }

@@ -391,13 +391,21 @@ impl Replay {
         let mut compared = Vec::new();
         let mut first_differing = None;
         for ((target, expected), actual) in self.targets.into_iter().zip(tables.projections) {
-            let before = self.diffs.count;
+            let (before, kept) = (self.diffs.count, self.diffs.kept.len());
             target.projection.compare(expected, actual, &mut self.diffs);
             if self.diffs.count > before && first_differing.is_none() {
                 first_differing = Some(target.projection);
             }
-            let checkpoint = target.cutoff.to_string();
-            compared.push((target.projection.name().to_owned(), checkpoint));
+            // A copy other than the live one is named by its schema, in the
+            // differences and in the list of what was compared.
+            let mut name = target.projection.name().to_owned();
+            if target.slot != Slot::Live {
+                for d in &mut self.diffs.kept[kept..] {
+                    d.table = format!("{}.{}", target.slot.schema(), d.table);
+                }
+                name = format!("{name} ({})", target.slot.as_str());
+            }
+            compared.push((name, target.cutoff.to_string()));
         }
         Outcome {
             events: self.events,

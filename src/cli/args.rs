@@ -203,13 +203,18 @@ pub enum ProjectionsCmd {
     /// Each projection's checkpoint, lag in events and seconds, and state.
     Status,
     /// Build a fresh copy from the start while the live one serves, verify it,
-    /// and swap it in atomically.
+    /// and swap it in atomically. Once partitions were detached, the copy
+    /// starts from its snapshot at the cut and needs --archive.
     Rebuild {
         /// The read model's name (see `projections status`).
         #[arg(required_unless_present = "all")]
         name: Option<String>,
         #[arg(long, conflicts_with = "name")]
         all: bool,
+        /// Verify the copy against a replay of this archive directory's
+        /// files and the log (docs/archive.md, decision 5).
+        #[arg(long, value_name = "DIR")]
+        archive: Option<String>,
     },
 }
 

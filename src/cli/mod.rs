@@ -279,11 +279,12 @@ async fn projections(
             read_models::status(&open(database_url, printer).await?, printer).await
         }
         // A rebuild creates and swaps tables: the owner's work.
-        ProjectionsCmd::Rebuild { name, all } => {
+        ProjectionsCmd::Rebuild { name, all, archive } => {
+            let archive = archive.as_deref().map(seal::open_archive).transpose()?;
             let (store, _) = db::open_owner(database_url)
                 .await
                 .map_err(anyhow::Error::from)?;
-            read_models::rebuild_cmd(&store, name, all, printer).await
+            read_models::rebuild_cmd(&store, name, all, archive.as_ref(), printer).await
         }
     }
 }

@@ -90,6 +90,7 @@ pub async fn rebuild_cmd(
     store: &Store,
     name: Option<String>,
     all: bool,
+    archive: Option<&stockledger::seal::archive::Archive>,
     printer: &Printer,
 ) -> Result<(), Failure> {
     let targets: Vec<&'static dyn projection::ReadModel> = match (name, all) {
@@ -116,15 +117,23 @@ pub async fn rebuild_cmd(
         }
     };
     let mut display = Progress::new(&targets, printer.json);
+    let verifier: &dyn rebuild::VerifyCopies = match archive {
+        Some(a) => &stockledger::audit::ArchiveReplayVerifier(a),
+        None => &stockledger::audit::ReplayVerifier,
+    };
     let reports = rebuild::rebuild_many(
         store.pool(),
         &targets,
         stockledger::limits::REBUILD_BATCH_EVENTS,
-        &stockledger::audit::ReplayVerifier,
+        verifier,
         |pr| display.update(pr),
     )
     .await
-    .map_err(anyhow::Error::from)?;
+    .map_err(|e| match e {
+        // Keeps its code (`HISTORY_ARCHIVED`, `UNAVAILABLE`) for the output.
+        rebuild::RebuildError::Store(e) => Failure::from(e),
+        other => anyhow::Error::from(other).into(),
+    })?;
     display.finish();
     let mut docs = Vec::new();
     for r in &reports {

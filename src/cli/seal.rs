@@ -181,9 +181,13 @@ pub async fn archive(
     let mut value = json!({ "dir": dir, "segments": written });
     if let Some(d) = detach {
         let archive = open_archive(dir)?;
-        let report = seal::archive::detach::detach(store.pool(), &archive)
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let report = seal::archive::detach::detach(
+            store.pool(),
+            &archive,
+            &stockledger::projection::snapshot::Snapshots,
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
         text.push_str(&detach_text(&report));
         value["detach"] = json!(report);
         if let Some(days) = d.forget_ids_after_days {

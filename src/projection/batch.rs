@@ -95,7 +95,7 @@ pub(crate) async fn lock_checkpoint(
 pub(crate) async fn use_slot(tx: &Transaction<'_>, slot: Slot) -> Result<(), StoreError> {
     let commit = match slot {
         Slot::Live => "SET LOCAL synchronous_commit = off;",
-        Slot::Rebuild => "",
+        Slot::Rebuild | Slot::Snapshot => "",
     };
     tx.batch_execute(&format!(
         "SET LOCAL search_path = {}, public; SET LOCAL jit = off; {commit}",

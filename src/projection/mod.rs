@@ -6,10 +6,13 @@
 mod batch;
 mod live;
 pub mod rebuild;
+pub mod snapshot;
 pub mod status;
 pub mod worker;
 
-pub use crate::read_model::slot::{Slot, LIVE_SCHEMA, REBUILD_SCHEMA, RETIRED_SCHEMA};
+pub use crate::read_model::slot::{
+    Slot, LIVE_SCHEMA, REBUILD_SCHEMA, RETIRED_SCHEMA, SNAPSHOT_SCHEMA,
+};
 pub use crate::read_model::{by_name, ReadModel, ALL};
 pub use batch::{apply_batch, Applied};
 pub use live::apply_live;

@@ -1,7 +1,9 @@
 //! Rebuilding a projection without downtime.
 //!
 //! 1. A fresh copy is created in the rebuild schema with the projection's own
-//!    `schema.sql`, with a checkpoint of its own at the start of the log.
+//!    `schema.sql`, with a checkpoint of its own at the start of the log, or,
+//!    once partitions of the log were detached, a copy of its snapshot at
+//!    the cut with the snapshot's checkpoint (`projection::snapshot`).
 //! 2. The copy is filled batch by batch with the projection's own apply SQL,
 //!    while the live copy keeps serving and its worker keeps running.
 //! 3. The copy is verified against an independent replay of the log at the
@@ -39,6 +41,10 @@ pub trait VerifyCopies: Sync {
         pool: &'a Pool,
         ps: &'a [&'static dyn ReadModel],
     ) -> BoxFuture<'a, Result<Verified, StoreError>>;
+
+    /// Whether the check replays the archived part of the log from the
+    /// archive's files: the only check of a copy once that part left.
+    fn reads_archive(&self) -> bool;
 }
 
 /// What a verification of rebuild copies found.
@@ -106,15 +112,22 @@ pub async fn rebuild_many(
     progress: impl FnMut(Progress) + Send,
 ) -> Result<Vec<RebuildReport>, RebuildError> {
     let mut clients = lock_copies(pool, ps).await?;
-    // A copy is filled from the first event; once part of the log left the
-    // database, a copy filled from what is left would be wrong and could
-    // still match a replay of the same part.
-    crate::store::cut::refuse_if_cut(&*clients[0], || {
-        "a rebuild from the first event (the archive holds the start of the log)".to_owned()
-    })
-    .await?;
+    // Once part of the log left the database, a copy starts from its
+    // snapshot at the cut, and only a replay that reads the archive too can
+    // check it: a copy filled from what is left, checked against a replay of
+    // the same part, would be wrong and still match.
+    let cut = crate::store::cut::cut(&*clients[0]).await?;
+    if cut.is_some() && !verifier.reads_archive() {
+        crate::store::cut::refuse_if_cut(&*clients[0], || {
+            "a rebuild's check from the first event (pass the archive: `--archive DIR`)".to_owned()
+        })
+        .await?;
+    }
     for (client, &p) in clients.iter_mut().zip(ps) {
-        prepare_copy(client, p).await?;
+        prepare_copy(client, p, Slot::Rebuild).await?;
+        if cut.is_some() {
+            crate::projection::snapshot::seed(client, p).await?;
+        }
     }
     let filled = fill_copies(&mut clients, ps, batch_events, progress).await?;
     let verify_started = Instant::now();
@@ -203,18 +216,24 @@ async fn fill_copies(
     futures_util::future::try_join_all(fills).await
 }
 
-/// Drops any copy left by an earlier, interrupted rebuild and creates an empty one.
-async fn prepare_copy(client: &mut ClientWrapper, p: &dyn ReadModel) -> Result<(), StoreError> {
+/// Drops any copy of `slot` left by an earlier, interrupted run and creates
+/// an empty one, with its checkpoint at the start of the log.
+pub(crate) async fn prepare_copy(
+    client: &mut ClientWrapper,
+    p: &dyn ReadModel,
+    slot: Slot,
+) -> Result<(), StoreError> {
+    let schema = slot.schema();
     let tx = client.transaction().await?;
     // The copy is the owner's, as the live tables are (the service may
     // write it, by the owner's default privileges).
     crate::store::roles::act_as_owner(&*tx).await?;
-    let mut sql = format!("CREATE SCHEMA IF NOT EXISTS {REBUILD_SCHEMA};");
+    let mut sql = format!("CREATE SCHEMA IF NOT EXISTS {schema};");
     for t in p.tables() {
-        sql.push_str(&format!("DROP TABLE IF EXISTS {REBUILD_SCHEMA}.{t};"));
+        sql.push_str(&format!("DROP TABLE IF EXISTS {schema}.{t};"));
     }
     sql.push_str(&format!(
-        "SET LOCAL search_path = {REBUILD_SCHEMA}, public; {}",
+        "SET LOCAL search_path = {schema}, public; {}",
         p.schema_sql()
     ));
     tx.batch_execute(&sql).await?;
@@ -223,7 +242,7 @@ async fn prepare_copy(client: &mut ClientWrapper, p: &dyn ReadModel) -> Result<(
          ON CONFLICT (name, slot) DO UPDATE
          SET tx_id = '0'::xid8, position = 0, events_applied = 0, last_event_at = NULL,
              definition_checksum = EXCLUDED.definition_checksum, updated_at = now(), started_at = now()",
-        &[&p.name(), &p.checksum(), &Slot::Rebuild.as_str()],
+        &[&p.name(), &p.checksum(), &slot.as_str()],
     )
     .await?;
     tx.commit().await?;

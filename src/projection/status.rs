@@ -80,6 +80,11 @@ pub async fn status_of(
             tx_id: r.get(1),
             position: r.get(2),
         };
+        // The snapshot at the cut (`projection::snapshot`) is no copy
+        // anyone reads or waits for.
+        if slot_name == Slot::Snapshot.as_str() {
+            continue;
+        }
         let s = slot(client, cursor, r.get(3)).await?;
         if slot_name == Slot::Live.as_str() {
             current = r.get::<_, String>(4) == p.checksum();

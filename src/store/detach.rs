@@ -128,6 +128,16 @@ impl Detacher {
         }))
     }
 
+    /// The last event of the log's partition `p` in safe commit order: where
+    /// the cut goes when it leaves. `None` when it holds none (or its table
+    /// is gone).
+    pub async fn last_of(&self, p: &Partition) -> Result<Option<Cursor>, StoreError> {
+        match table(&self.client, &p.name).await? {
+            Some(table) => last_cursor(&self.client, &table).await,
+            None => Ok(None),
+        }
+    }
+
     /// Why the log's partition `p` must stay, or `None` when it may leave.
     pub async fn keeps(&self, p: &Partition, a: &Archived) -> Result<Option<String>, StoreError> {
         let c = &self.client;

@@ -138,6 +138,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "detached_partitions",
         sql: include_str!("../../schema/0022_detached_partitions.sql"),
     },
+    Migration {
+        version: 23,
+        name: "snapshot_slot",
+        sql: include_str!("../../schema/0023_snapshot_slot.sql"),
+    },
 ];
 
 /// The last schema this release knows.

@@ -8,14 +8,30 @@
 //! and its seals against the ones the database keeps (seals never leave).
 //! A file changed since it was written stops the run before anything of
 //! that partition is touched.
+//!
+//! What the read models must keep of a partition's events before the cut
+//! passes it (their snapshots, decision 5) is the caller's to provide
+//! (`BeforeTheCut`, the projection runtime's `projection::snapshot`): it
+//! stands on a floor above this one.
 
 use deadpool_postgres::Pool;
+use futures_util::future::BoxFuture;
 
 use crate::limits::MAX_PARTITIONS_PER_DETACH;
 use crate::seal::archive::read::{check_segment, Segment};
 use crate::seal::archive::{Archive, ArchiveError};
 use crate::store::detach::{Archived, Detached, Detacher, Partition};
-use crate::store::{pool, StoreError};
+use crate::store::{pool, Cursor, StoreError};
+
+/// Keeps what the read models need of the events up to `through` before
+/// they leave: called before a partition is considered, with its last event.
+pub trait BeforeTheCut: Sync {
+    fn cover<'a>(
+        &'a self,
+        pool: &'a Pool,
+        through: Cursor,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+}
 
 /// What a run took out, and why the next partition stays.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -29,7 +45,11 @@ pub struct DetachReport {
 /// Takes out every partition of the log, then of the chain, that `archive`
 /// (opened whole) holds and the database no longer needs, oldest first, at
 /// most `MAX_PARTITIONS_PER_DETACH` of each.
-pub async fn detach(pool: &Pool, archive: &Archive) -> Result<DetachReport, ArchiveError> {
+pub async fn detach(
+    pool: &Pool,
+    archive: &Archive,
+    before_the_cut: &dyn BeforeTheCut,
+) -> Result<DetachReport, ArchiveError> {
     let client = pool::get(pool).await?;
     archive
         .anchor(&**client)
@@ -50,6 +70,10 @@ pub async fn detach(pool: &Pool, archive: &Archive) -> Result<DetachReport, Arch
         let Some(p) = d.oldest("events").await? else {
             break;
         };
+        // First, so that a snapshot left short is named by `keeps`.
+        if let Some(last) = d.last_of(&p).await? {
+            before_the_cut.cover(pool, last).await?;
+        }
         if let Some(why) = d.keeps(&p, &a).await? {
             report.kept.push(why);
             break;
