@@ -483,6 +483,48 @@ async fn a_rebuild_after_the_cut_starts_from_the_snapshot_checked_against_the_fi
         "{:#?}",
         audited.differences
     );
+
+    // A snapshot by an earlier definition (a release changed the model):
+    // the next detach drops it and goes on; that model's rebuild is refused.
+    db.client()
+        .await
+        .execute(
+            "UPDATE projection_checkpoints SET definition_checksum = 'earlier'
+             WHERE name = 'stock_levels' AND slot = 'snapshot'",
+            &[],
+        )
+        .await
+        .unwrap();
+    write_mixed(&db, "c", 30).await;
+    let later = archive_and_detach(&db, &dir).await;
+    assert!(
+        later.detached.iter().any(|d| d.parent == "events"),
+        "{later:?}"
+    );
+    let snapshots: Vec<String> = db
+        .column("SELECT name FROM projection_checkpoints WHERE slot = 'snapshot'")
+        .await;
+    assert!(
+        !snapshots.contains(&"stock_levels".to_owned()),
+        "{snapshots:?}"
+    );
+    assert_eq!(snapshots.len(), stockledger::read_model::ALL.len() - 1);
+    let files = Archive::open(&dir).unwrap().whole().unwrap();
+    let refused_rebuild = rebuild::rebuild(
+        db.owner_store().pool(),
+        &stockledger::read_model::STOCK_LEVELS,
+        stockledger::limits::REBUILD_BATCH_EVENTS,
+        &stockledger::audit::ArchiveReplayVerifier(&files),
+        |_| {},
+    )
+    .await;
+    assert!(
+        matches!(
+            refused_rebuild,
+            Err(RebuildError::Store(StoreError::Archived { .. }))
+        ),
+        "{refused_rebuild:?}"
+    );
 }
 
 /// Over HTTP, as callers meet it: a command on a stream that left is a 409

@@ -14,9 +14,10 @@
 //! A snapshot is made from the first event, so the first detach makes it
 //! (as long as a rebuild takes); each later one only brings it forward. Its
 //! definition is the one it was made by: after a change of a read model's
-//! definition, its snapshot cannot be made again once the log's start left,
-//! and the detach and the rebuild say so (`HISTORY_ARCHIVED`) instead of
-//! mixing two definitions in one copy.
+//! definition, its snapshot cannot be made again once the log's start left.
+//! The detach then drops it (with a warning) and goes on, rather than mix two
+//! definitions in one copy or hold every later partition back; a rebuild of
+//! that model is refused from then on (`HISTORY_ARCHIVED`).
 
 use deadpool_postgres::{ClientWrapper, Object, Pool};
 use futures_util::future::BoxFuture;
@@ -47,6 +48,11 @@ impl BeforeTheCut for Snapshots {
 /// the detach's own check of who has not taken a partition's events).
 pub async fn take(pool: &Pool, through: Cursor) -> Result<(), StoreError> {
     let mut client = Object::take(pool::get(pool).await?);
+    // Every run, not only after a copy is made: a run cut short between the
+    // two would leave the service able to write a snapshot.
+    if snapshot_schema_exists(&client).await? {
+        read_only_for_the_service(&mut client).await?;
+    }
     for &p in ALL {
         bring_forward(&mut client, p, through).await?;
     }
@@ -66,14 +72,24 @@ async fn bring_forward(
         .await?
         .map(|r| r.get::<_, String>(0));
     if checksum.as_deref() != Some(&p.checksum()) {
-        // Made (again) from the first event: only while all of it is here.
-        cut::refuse_if_cut(&**client, || {
-            format!(
-                "the events a snapshot of {} by this release's definition starts from",
-                p.name()
-            )
-        })
-        .await?;
+        let cut = cut::cut(&**client).await?;
+        if checksum.is_none() && cut.is_some() {
+            // Dropped by an earlier run (below), or a model new since the
+            // cut: nothing to bring forward, and it cannot be rebuilt.
+            return Ok(());
+        }
+        if cut.is_some() {
+            // By an earlier definition, and it cannot be made again from the
+            // first event: it goes, so that it holds no partition back and
+            // no audit compares it with this definition's fold. Rebuilds of
+            // this model are refused from now on (`seed`).
+            tracing::warn!(
+                read_model = p.name(),
+                "the snapshot at the cut was made by an earlier definition and cannot be made again: dropped; this read model can no longer be rebuilt"
+            );
+            return drop_snapshot(client, p).await;
+        }
+        // Made from the first event: the whole log is still here.
         prepare_copy(client, p, Slot::Snapshot).await?;
         read_only_for_the_service(client).await?;
     }
@@ -96,6 +112,35 @@ async fn bring_forward(
         }
         tx.commit().await?;
     }
+}
+
+async fn snapshot_schema_exists(client: &ClientWrapper) -> Result<bool, StoreError> {
+    Ok(client
+        .query_one(
+            "SELECT to_regnamespace($1) IS NOT NULL",
+            &[&Slot::Snapshot.schema()],
+        )
+        .await?
+        .get(0))
+}
+
+/// Drops `p`'s snapshot: its tables and its checkpoint, in one transaction.
+async fn drop_snapshot(client: &mut ClientWrapper, p: &dyn ReadModel) -> Result<(), StoreError> {
+    let schema = Slot::Snapshot.schema();
+    let tx = client.transaction().await?;
+    crate::store::roles::act_as_owner(&*tx).await?;
+    let mut sql = String::new();
+    for t in p.tables() {
+        sql.push_str(&format!("DROP TABLE IF EXISTS {schema}.{t};"));
+    }
+    tx.batch_execute(&sql).await?;
+    tx.execute(
+        "DELETE FROM projection_checkpoints WHERE name = $1 AND slot = $2",
+        &[&p.name(), &Slot::Snapshot.as_str()],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// The service reads the snapshots (an audit from the archive compares
