@@ -406,6 +406,34 @@ async fn rebuild_all(
 /// events leave; a rebuild after the cut starts from it, replays what
 /// stayed, and is checked against the files and the log. A snapshot that
 /// was altered fails that check, and `audit --from-archive` names it.
+/// The service (the store's login) may neither write a snapshot's tables
+/// nor move, add or remove a snapshot's checkpoint row: only the owner's
+/// detach does.
+async fn the_service_cannot_move_a_snapshot(db: &TestDb) {
+    let service = db.store.pool().get().await.unwrap();
+    let attempts = [
+        "DELETE FROM stockledger_snapshot.stock_levels",
+        "UPDATE projection_checkpoints SET position = 0 WHERE slot = 'snapshot'",
+        "DELETE FROM projection_checkpoints WHERE slot = 'snapshot'",
+        "INSERT INTO projection_checkpoints (name, slot, definition_checksum)
+         VALUES ('made_up', 'snapshot', 'x')",
+        "UPDATE projection_checkpoints SET slot = 'snapshot' WHERE slot = 'live'",
+    ];
+    for sql in attempts {
+        let why = service.batch_execute(sql).await.unwrap_err();
+        assert_eq!(
+            why.code(),
+            Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE),
+            "{sql}: {why:?}"
+        );
+    }
+    // Its own rows it still moves.
+    service
+        .batch_execute("UPDATE projection_checkpoints SET updated_at = now() WHERE slot = 'live'")
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn a_rebuild_after_the_cut_starts_from_the_snapshot_checked_against_the_files() {
     let db = small_partitions().await;
@@ -429,6 +457,7 @@ async fn a_rebuild_after_the_cut_starts_from_the_snapshot_checked_against_the_fi
         .unwrap()
         .get(0);
     assert_eq!(at_the_cut as usize, stockledger::read_model::ALL.len());
+    the_service_cannot_move_a_snapshot(&db).await;
     write_mixed(&db, "b", 10).await;
     db.run(confirm("r-open")).await.unwrap();
     db.project_all().await;

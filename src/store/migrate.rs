@@ -143,6 +143,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "snapshot_slot",
         sql: include_str!("../../schema/0023_snapshot_slot.sql"),
     },
+    Migration {
+        version: 24,
+        name: "snapshot_checkpoint_guard",
+        sql: include_str!("../../schema/0024_snapshot_checkpoint_guard.sql"),
+    },
 ];
 
 /// The last schema this release knows.
