@@ -84,3 +84,69 @@ async fn the_demo_tells_a_flash_sale_a_transfer_and_a_partial_shipment() {
     db.project_all().await;
     db.assert_audit_clean().await;
 }
+
+/// The demo's last line tells the reader what to type next, and what it
+/// prints can be typed where they are: the program's own path when neither
+/// `PATH` nor cargo started it (and then both commands work as printed),
+/// `cargo run --` when cargo did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demos_hint_can_be_typed_as_printed() {
+    let db = TestDb::new().await;
+    let url = db.url();
+    let demo = move || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stockledger"))
+            .arg("demo")
+            .env("DATABASE_URL", &url)
+            .env_remove("CARGO")
+            .env_remove("CARGO_MANIFEST_DIR")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("Try: "))
+            .unwrap_or_else(|| panic!("no hint in {text}"))
+            .to_owned()
+    };
+    let hint = tokio::task::spawn_blocking(demo).await.unwrap();
+    let exe = env!("CARGO_BIN_EXE_stockledger");
+    let commands: Vec<&str> = hint.split(" | ").map(str::trim).collect();
+    assert_eq!(commands.len(), 2, "{hint}");
+    // Both answer from this run's events, whose ids all start with its name.
+    let alice = commands[0].rsplit(' ').next().unwrap();
+    let run = alice
+        .strip_suffix("-alice")
+        .expect("the show command names alice");
+    for command in &commands {
+        assert!(command.starts_with(exe), "{hint}");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .env("DATABASE_URL", db.url())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(said.contains(run), "{command}: {said}");
+    }
+    let url = db.url();
+    let by_cargo = tokio::task::spawn_blocking(move || {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_stockledger"));
+        c.args(["demo"])
+            .env("DATABASE_URL", &url)
+            .env("CARGO", "cargo")
+            .env("CARGO_MANIFEST_DIR", ".");
+        String::from_utf8(c.output().unwrap().stdout).unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(by_cargo.contains("Try: cargo run -- show "), "{by_cargo}");
+}

@@ -10,9 +10,10 @@
 //! primary's log, no stream has a gap or a duplicate, the audit is clean,
 //! and the relay's broker stream holds the log exactly once, in order.
 //!
-//! Needs `patroni`, `patronictl`, `etcd` and `nats-server` on PATH (`.ci/run`
-//! installs Debian's). The cluster uses fixed loopback ports, so the tests
-//! here take turns.
+//! Needs `patroni`, `patronictl`, `etcd` and `nats-server` on PATH. Without
+//! them each test says on the terminal that it did not run (`common::needs`);
+//! `.ci/run` installs Debian's and makes a missing one a failure. The cluster
+//! uses fixed loopback ports, so the tests here take turns.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -29,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use common::link::Link;
 use common::nats::{assert_exact, NatsServer};
+use common::needs::{self, ETCD, NATS_SERVER, PATRONI, PATRONICTL};
 
 mod common;
 
@@ -550,6 +552,9 @@ async fn under_load(cluster: &Cluster, fault: impl std::future::Future<Output = 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_leader_killed_under_load_loses_nothing_and_callers_see_no_error() {
+    if !needs::programs(&[PATRONI, PATRONICTL, ETCD, NATS_SERVER]) {
+        return;
+    }
     let _turn = ONE_AT_A_TIME.lock().await;
     let cluster = Cluster::start("failover").await;
     let tally = under_load(&cluster, async {
@@ -569,6 +574,9 @@ async fn the_leader_killed_under_load_loses_nothing_and_callers_see_no_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_planned_switchover_under_load_is_invisible_to_callers() {
+    if !needs::programs(&[PATRONI, PATRONICTL, ETCD, NATS_SERVER]) {
+        return;
+    }
     let _turn = ONE_AT_A_TIME.lock().await;
     let cluster = Cluster::start("switchover").await;
     let tally = under_load(&cluster, async {
@@ -597,6 +605,9 @@ async fn a_planned_switchover_under_load_is_invisible_to_callers() {
 /// items' locks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_primary_cut_off_from_the_cluster_acknowledges_nothing_that_is_lost() {
+    if !needs::programs(&[PATRONI, PATRONICTL, ETCD, NATS_SERVER]) {
+        return;
+    }
     let _turn = ONE_AT_A_TIME.lock().await;
     let cluster = Cluster::start_with_links("partition").await;
     under_load(&cluster, async {
@@ -639,6 +650,9 @@ async fn receive(store: &Store, id: &str) {
 /// would be told yes about a write the failover then drops.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_commit_no_standby_has_is_never_acknowledged() {
+    if !needs::programs(&[PATRONI, PATRONICTL, ETCD, NATS_SERVER]) {
+        return;
+    }
     let _turn = ONE_AT_A_TIME.lock().await;
     let cluster = Cluster::start("syncwait").await;
     let store = cluster.store(4).await;
@@ -708,6 +722,9 @@ async fn a_commit_no_standby_has_is_never_acknowledged() {
 /// skipped, and once it ends the standby's pages equal the primary's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_standby_reader_is_held_back_by_an_open_writer_on_the_primary() {
+    if !needs::programs(&[PATRONI, PATRONICTL, ETCD, NATS_SERVER]) {
+        return;
+    }
     let _turn = ONE_AT_A_TIME.lock().await;
     let cluster = Cluster::start("standby").await;
     let primary = cluster.store(8).await;

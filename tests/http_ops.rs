@@ -583,8 +583,7 @@ async fn healthz_from(from: &str, base: &str) -> u16 {
 /// `/healthz` from another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_a_low_open_files_limit_another_address_is_still_served() {
-    if Command::new("prlimit").arg("--version").output().is_err() {
-        eprintln!("prlimit is not installed; skipped");
+    if !common::needs::programs(&[common::needs::PRLIMIT]) {
         return;
     }
     let db = TestDb::new().await;

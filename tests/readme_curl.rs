@@ -4,6 +4,7 @@ mod common;
 
 use std::process::Command;
 
+use common::needs::{self, CURL};
 use common::server::{test_config, TestServer};
 
 /// The shell commands of the README's HTTP block, continuation lines joined.
@@ -25,6 +26,9 @@ fn readme_curls() -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_curl_calls_work_as_printed() {
+    if !needs::programs(&[CURL]) {
+        return;
+    }
     let mut config = test_config();
     config.dev = true;
     let mut s = TestServer::start(config).await;

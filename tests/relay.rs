@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::nats::{assert_exact, log, stream_ids, NatsServer};
+use common::needs::{self, NATS_SERVER};
 use common::TestDb;
 use stockledger::relay::{self, RelayConfig, RelayError};
 
@@ -38,6 +39,9 @@ fn relay_process(db: &TestDb, nats: &NatsServer) -> Child {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_event_once_in_order_though_the_relay_is_killed_mid_batch() {
+    if !needs::programs(&[NATS_SERVER]) {
+        return;
+    }
     let db = TestDb::new().await;
     let nats = NatsServer::start().await;
     common::write_mixed(&db, "a", 300).await;
@@ -85,6 +89,9 @@ async fn every_event_once_in_order_though_the_relay_is_killed_mid_batch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_broker_killed_and_away_for_a_while_then_caught_up() {
+    if !needs::programs(&[NATS_SERVER]) {
+        return;
+    }
     let db = TestDb::new().await;
     let mut nats = NatsServer::start().await;
     let (cancel, task) = common::nats::start_relay(&db, &nats, config()).await;
@@ -111,6 +118,9 @@ async fn the_broker_killed_and_away_for_a_while_then_caught_up() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_relays_at_once_publish_each_event_once() {
+    if !needs::programs(&[NATS_SERVER]) {
+        return;
+    }
     let db = TestDb::new().await;
     let nats = NatsServer::start().await;
     // Without the runner lock, so only the chained message ids keep them
@@ -142,6 +152,9 @@ async fn two_relays_at_once_publish_each_event_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_stream_is_an_error_not_a_silent_republish() {
+    if !needs::programs(&[NATS_SERVER]) {
+        return;
+    }
     let db = TestDb::new().await;
     let nats = NatsServer::start().await;
     common::write_mixed(&db, "g", 30).await;
@@ -180,6 +193,9 @@ async fn a_deleted_stream_is_an_error_not_a_silent_republish() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_runs_the_relay_when_asked_and_metrics_show_it() {
+    if !needs::programs(&[NATS_SERVER]) {
+        return;
+    }
     let nats = NatsServer::start().await;
     let mut config = common::server::test_config();
     config.relay = Some((nats.url(), self::config()));

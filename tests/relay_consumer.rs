@@ -10,6 +10,7 @@ mod consumer;
 use std::time::Duration;
 
 use common::nats::NatsServer;
+use common::needs::{self, NATS_SERVER};
 use common::{confirm_lines, extend, release_lines, reserve, transfer, TestDb};
 use stockledger::relay::RelayConfig;
 use tokio_util::sync::CancellationToken;
@@ -79,6 +80,9 @@ fn spawn_consumer(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_consumer_matches_the_ledger_after_crashes() {
+    if !needs::programs(&[NATS_SERVER]) {
+        return;
+    }
     let db = TestDb::new().await;
     let nats = NatsServer::start().await;
     common::write_mixed(&db, "k", 600).await;

@@ -132,12 +132,45 @@ pub async fn run(store: &Store, printer: &Printer) -> Result<(), Failure> {
     if printer.json {
         printer.value(&json!({"run": s.run, "chapters": s.chapters}), "");
     } else {
+        let me = how_to_run_me();
         println!(
-            "\nTry: stockledger show {}   |   stockledger events --limit 20",
+            "\nTry: {me} show {}   |   {me} events --limit 20",
             s.id("alice")
         );
     }
     Ok(())
+}
+
+/// How the reader runs this program again from where they are, so that the
+/// demo's last hint can be typed as printed: its name when that is what
+/// `PATH` finds, `cargo run [--release] --` when cargo started it (a
+/// newcomer's first command), else its full path.
+fn how_to_run_me() -> String {
+    let Ok(me) = std::env::current_exe() else {
+        return "stockledger".to_owned();
+    };
+    let name = me.file_name().map(|n| n.to_string_lossy().into_owned());
+    let found = name.as_deref().and_then(|n| {
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(n))
+            .find(|p| p.is_file())
+    });
+    if let (Some(name), Some(found)) = (&name, found) {
+        if found.canonicalize().ok() == me.canonicalize().ok() {
+            return name.clone();
+        }
+    }
+    if std::env::var_os("CARGO").is_some() && std::env::var_os("CARGO_MANIFEST_DIR").is_some() {
+        let release = me.components().any(|c| c.as_os_str() == "release");
+        return if release {
+            "cargo run --release --"
+        } else {
+            "cargo run --"
+        }
+        .to_owned();
+    }
+    me.display().to_string()
 }
 
 /// The chapters of the story, in order.

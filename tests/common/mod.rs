@@ -8,6 +8,7 @@
 
 pub mod link;
 pub mod nats;
+pub mod needs;
 pub mod server;
 
 use std::sync::atomic::{AtomicU64, Ordering};
