@@ -3,7 +3,6 @@
 use serde::Serialize;
 use tokio_postgres::GenericClient;
 
-use crate::limits::LAG_COUNT_CAP;
 use crate::projection::{ReadModel, Slot, ALL};
 use crate::store::{Cursor, StoreError};
 
@@ -39,24 +38,13 @@ async fn slot(
     cursor: Cursor,
     applied: i64,
 ) -> Result<SlotStatus, StoreError> {
-    let row = client
-        .query_one(
-            "SELECT (SELECT count(*) FROM (
-                        SELECT 1 FROM events WHERE (tx_id, position) > ($1::text::xid8, $2) LIMIT $3
-                     ) AS pending),
-                    coalesce(extract(epoch FROM clock_timestamp() - (
-                        SELECT recorded_at FROM events WHERE (tx_id, position) > ($1::text::xid8, $2)
-                        ORDER BY tx_id, position LIMIT 1))::float8, 0)",
-            &[&cursor.tx_id.to_string(), &cursor.position, &LAG_COUNT_CAP],
-        )
-        .await?;
-    let lag_events: i64 = row.get(0);
+    let lag = crate::store::lag::after(client, cursor).await?;
     Ok(SlotStatus {
         checkpoint: cursor,
         events_applied: applied,
-        lag_events,
-        lag_capped: lag_events >= LAG_COUNT_CAP,
-        lag_seconds: row.get(1),
+        lag_events: lag.events,
+        lag_capped: lag.capped,
+        lag_seconds: lag.seconds,
     })
 }
 

@@ -14,6 +14,7 @@ use tracing::{info, warn};
 use crate::domain::RecordedEvent;
 use crate::limits::{SEAL_BLOCK_MAX_EVENTS, SEAL_INTERVAL_MS};
 use crate::seal::chain::{self, Hash, SealFields, SealVersion, ZERO};
+use crate::store::lag::Lag;
 use crate::store::locks::{Lock, TRY_SESSION_LOCK};
 use crate::store::read::{self, Cursor};
 use crate::store::{pool, room, StoreError};
@@ -227,6 +228,15 @@ pub async fn catch_up(pool: &Pool) -> Result<Option<u64>, StoreError> {
         }
         total += n as u64;
     }
+}
+
+/// How far the seals are behind the log: the committed events no seal
+/// covers yet, and the age of the oldest. A sealer that stalls (its worker
+/// down, its lock held elsewhere by one that hangs) shows here as a lag that
+/// only grows: the alert `StockledgerSealerStalled` reads it.
+pub async fn lag(client: &ClientWrapper) -> Result<Lag, StoreError> {
+    let head = head(client).await?;
+    crate::store::lag::after(&**client, head.cursor).await
 }
 
 /// Runs the sealer until `cancel` fires; a block under way is finished.

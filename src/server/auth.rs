@@ -205,10 +205,11 @@ async fn look_up(parts: &Parts, state: &AppState, hash: String) -> Result<Found,
         .acquire()
         .await
         .map_err(|_| ApiError::unavailable("the server is shutting down"))?;
-    state
-        .lookups
-        .allowed(&address)
-        .map_err(|retry_after| ApiError::RateLimited { retry_after })?;
+    let counted = |outcome| state.metrics.key_lookup(outcome);
+    state.lookups.allowed(&address).map_err(|retry_after| {
+        counted("refused");
+        ApiError::RateLimited { retry_after }
+    })?;
     let found = match state.store.find_key(&hash).await {
         Ok(found) => found,
         // The database is away (a failover, a restart): a key seen live
@@ -216,15 +217,25 @@ async fn look_up(parts: &Parts, state: &AppState, hash: String) -> Result<Found,
         Err(e) if e.is_retryable() => match state.keys.stale(&hash) {
             Some(key) => {
                 tracing::warn!(error = %e, key = %key.0.name, "key lookup failed; honouring it as last seen");
+                counted("stale");
                 return Ok(Some(key));
             }
-            None => return Err(e.into()),
+            None => {
+                counted("failed");
+                return Err(e.into());
+            }
         },
-        Err(e) => return Err(e.into()),
+        Err(e) => {
+            counted("failed");
+            return Err(e.into());
+        }
     };
     state.keys.put(hash, found.clone());
     if found.is_none() {
+        counted("unknown");
         state.lookups.charge(&address);
+    } else {
+        counted("found");
     }
     Ok(found)
 }

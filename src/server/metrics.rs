@@ -21,6 +21,9 @@ const BUCKETS: [f64; 12] = [
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
 ];
 
+/// The outcomes of a key lookup (`stockledger_key_lookups_total`).
+pub const KEY_LOOKUP_OUTCOMES: [&str; 5] = ["found", "unknown", "refused", "stale", "failed"];
+
 /// The content type of the OpenMetrics text the registry encodes.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -81,6 +84,15 @@ struct RelayLabel {
     stream: Escaped,
 }
 
+/// No labels: a family of one series that a scrape can leave out.
+#[derive(Clone, Debug, Default, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NoLabels {}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LookupLabel {
+    outcome: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TableLabel {
     table: Escaped,
@@ -105,6 +117,11 @@ pub struct Metrics {
     reservation_units: Family<StateLabel, Gauge>,
     relay_lag: Family<RelayLabel, Gauge>,
     relay_published: Family<RelayLabel, Gauge>,
+    // Families without labels, so that a scrape that cannot read them
+    // leaves them out instead of showing their last value.
+    seal_lag_events: Family<NoLabels, Gauge>,
+    seal_lag_seconds: Family<NoLabels, Gauge<f64, AtomicU64>>,
+    key_lookups: Family<LookupLabel, Counter>,
     log_partitions: Family<TableLabel, Gauge>,
     database_up: Gauge,
     figures_age: Gauge<f64, AtomicU64>,
@@ -128,6 +145,8 @@ pub struct Gauges {
     pub relays: Vec<(String, i64, i64)>,
     /// (the log or the chain, partitions attached).
     pub partitions: Vec<(String, i64)>,
+    /// (events no seal covers yet, age of the oldest in seconds), when read.
+    pub seal: Option<(i64, f64)>,
     /// Whether the database answered the server's last readiness check.
     pub database_up: bool,
     /// Seconds since the figures read from the database (lag, reservations,
@@ -155,6 +174,9 @@ impl Default for Metrics {
             reservation_units: Family::default(),
             relay_lag: Family::default(),
             relay_published: Family::default(),
+            seal_lag_events: Family::default(),
+            seal_lag_seconds: Family::default(),
+            key_lookups: Family::default(),
             log_partitions: Family::default(),
             database_up: Gauge::default(),
             figures_age: Gauge::default(),
@@ -163,6 +185,13 @@ impl Default for Metrics {
             rendering: std::sync::Mutex::new(()),
         };
         m.register();
+        // Every outcome from the start, at 0: `increase()` cannot see the
+        // first lookups of a series that appears with them.
+        for outcome in KEY_LOOKUP_OUTCOMES {
+            m.key_lookups
+                .get_or_create(&LookupLabel { outcome })
+                .inc_by(0);
+        }
         m
     }
 }
@@ -243,6 +272,16 @@ impl Metrics {
             self.relay_published.clone(),
         );
         r.register(
+            "seal_lag_events",
+            "Committed events no seal covers yet (counted up to a cap)",
+            self.seal_lag_events.clone(),
+        );
+        r.register(
+            "seal_lag_seconds",
+            "Age of the oldest event no seal covers yet; 0 when all are sealed",
+            self.seal_lag_seconds.clone(),
+        );
+        r.register(
             "log_partitions",
             "Partitions of the log (events) and the chain (event_chain) attached; every lookup \
              of a stream or an order probes each of the log's",
@@ -265,6 +304,13 @@ impl Metrics {
             self.figures_age.clone(),
         );
         r.register(
+            "key_lookups",
+            "API keys looked up in the database (not in the key cache), by outcome: found, \
+             unknown, refused (the address's budget for unknown keys is spent), stale (the \
+             database is away and a key seen lately is honoured), failed",
+            self.key_lookups.clone(),
+        );
+        r.register(
             "worker_restarts",
             "Times a worker panicked and was started again",
             self.worker_restarts.clone(),
@@ -280,6 +326,15 @@ impl Metrics {
     pub fn worker_restarted(&self, worker: &'static str) {
         self.worker_restarts
             .get_or_create(&WorkerLabel { worker })
+            .inc();
+    }
+
+    /// An API key looked up in the database: `outcome` is one of
+    /// `KEY_LOOKUP_OUTCOMES`.
+    pub fn key_lookup(&self, outcome: &'static str) {
+        debug_assert!(KEY_LOOKUP_OUTCOMES.contains(&outcome), "{outcome}");
+        self.key_lookups
+            .get_or_create(&LookupLabel { outcome })
             .inc();
     }
 
@@ -326,12 +381,24 @@ impl Metrics {
         self.relay_lag.clear();
         self.relay_published.clear();
         self.log_partitions.clear();
+        self.seal_lag_events.clear();
+        self.seal_lag_seconds.clear();
+        if let Some((events, seconds)) = g.seal {
+            self.seal_lag_events.get_or_create(&NoLabels {}).set(events);
+            self.seal_lag_seconds
+                .get_or_create(&NoLabels {})
+                .set(seconds);
+        }
         self.database_up.set(i64::from(g.database_up));
         self.figures_age.set(g.figures_age_seconds);
         for (worker, up) in &g.workers {
             self.worker_up
                 .get_or_create(&WorkerLabel { worker })
                 .set(i64::from(*up));
+            // At 0 before the first restart, for the same reason as above.
+            self.worker_restarts
+                .get_or_create(&WorkerLabel { worker })
+                .inc_by(0);
         }
         let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         let state = |s: &str| StateLabel {
@@ -387,6 +454,7 @@ mod tests {
             reservations: vec![("RESERVED".into(), 2, 7)],
             relays: vec![("LEDGER".into(), 10, 4)],
             partitions: vec![("events".into(), 3)],
+            seal: Some((12, 1.5)),
             database_up: true,
             figures_age_seconds: 0.5,
             workers: vec![("expiry", true)],
@@ -399,6 +467,14 @@ mod tests {
         assert!(text.contains(r#"stockledger_reservation_units{state="RESERVED"} 7"#));
         assert!(text.contains(r#"stockledger_relay_lag_events{stream="LEDGER"} 4"#));
         assert!(text.contains(r#"stockledger_log_partitions{table="events"} 3"#));
+        assert!(
+            text.contains("stockledger_seal_lag_events{} 12\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("stockledger_seal_lag_seconds{} 1.5\n"),
+            "{text}"
+        );
         assert!(text.contains("stockledger_database_up 1"));
         assert!(text.contains(r#"stockledger_worker_up{worker="expiry"} 1"#));
         assert!(text.ends_with("# EOF\n"));
@@ -407,10 +483,11 @@ mod tests {
     #[test]
     fn figures_not_read_are_dropped_not_repeated() {
         let m = Metrics::default();
-        let gauges = |lag: Vec<(&'static str, i64, f64)>, up| Gauges {
+        let gauges = |lag: Vec<(&'static str, i64, f64)>, up: bool| Gauges {
             pool_size: 1,
             pool_available: 1,
             pool_waiting: 0,
+            seal: up.then_some((4, 0.25)),
             projections: lag,
             reservations: vec![],
             relays: vec![],
@@ -421,11 +498,16 @@ mod tests {
         };
         let before = m.render(&gauges(vec![("stock_levels", 3, 0.5)], true));
         assert!(before.contains("stockledger_projection_lag_events{"));
+        assert!(
+            before.contains("stockledger_seal_lag_events{} 4"),
+            "{before}"
+        );
         let after = m.render(&gauges(vec![], false));
         assert!(
             !after.contains("stockledger_projection_lag_events{"),
             "{after}"
         );
+        assert!(!after.contains("stockledger_seal_lag_events{"), "{after}");
         assert!(after.contains("stockledger_database_up 0"), "{after}");
     }
 }

@@ -68,9 +68,10 @@ pub async fn ops_limit(
 }
 
 /// Prometheus (OpenMetrics) text: commands by type and outcome, latency
-/// histograms, pool use, projection lag, expiries, reservations by state,
-/// the log's attached partitions, whether the database is up and how old
-/// the figures read from it are, workers and their restarts. With `--metrics-key-required`, only for
+/// histograms, pool use, projection lag, how far the seals are behind,
+/// expiries, reservations by state, the log's attached partitions, key
+/// lookups by outcome, whether the database is up and how old the figures
+/// read from it are, workers and their restarts. With `--metrics-key-required`, only for
 /// callers with a key (any role).
 #[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String),
     (status = 401, description = "UNAUTHENTICATED (only with --metrics-key-required)", body = crate::server::openapi::ErrorBody)))]
@@ -96,6 +97,7 @@ pub async fn metrics(State(s): State<AppState>, req: axum::extract::Request) -> 
         reservations: read.totals,
         relays: read.relays,
         partitions: read.partitions,
+        seal: read.seal.map(|l| (l.events, l.seconds)),
         database_up: s.health.database_up().unwrap_or(false),
         figures_age_seconds: s.scrape.figures_age().as_secs_f64(),
         workers: s
@@ -132,6 +134,12 @@ struct Read {
     totals: Vec<(String, i64, i64)>,
     relays: Vec<(String, i64, i64)>,
     partitions: Vec<(String, i64)>,
+    seal: Option<crate::store::lag::Lag>,
+}
+
+async fn seal_lag(s: &AppState) -> Result<crate::store::lag::Lag, crate::store::StoreError> {
+    let client = crate::store::pool::get(s.store.pool()).await?;
+    crate::seal::sealer::lag(&client).await
 }
 
 /// What `/metrics` reads from the database, read at most once per
@@ -203,6 +211,13 @@ impl ScrapeCache {
                 Vec::new()
             }
         };
+        let seal = match seal_lag(s).await {
+            Ok(lag) => Some(lag),
+            Err(_) => {
+                complete = false;
+                None
+            }
+        };
         if complete {
             *self.complete.lock().expect("scrape time") = std::time::Instant::now();
         }
@@ -211,6 +226,7 @@ impl ScrapeCache {
             totals,
             relays,
             partitions,
+            seal,
         };
         *cached = Some((std::time::Instant::now(), read.clone()));
         read

@@ -13,6 +13,7 @@ pub mod group;
 pub mod history;
 pub mod horizon;
 pub mod keys;
+pub mod lag;
 mod load;
 pub mod locks;
 pub mod log_row;

@@ -1,5 +1,5 @@
 //! Suites that need programs beyond PostgreSQL: the relay's `nats-server`,
-//! the high-availability suite's Patroni and etcd. On a machine without
+//! the high-availability suite's Patroni and etcd, the alert rules' `promtool`. On a machine without
 //! them (a newcomer's, with only Rust and PostgreSQL) such a test says on the
 //! terminal that it did not run and why, and returns; `.ci/run`, which
 //! installs them, sets `STOCKLEDGER_REQUIRE_ALL_SUITES=1`, under which a test
@@ -37,6 +37,10 @@ pub const ETCD: Program = Program {
 pub const CURL: Program = Program {
     name: "curl",
     package: "curl",
+};
+pub const PROMTOOL: Program = Program {
+    name: "promtool",
+    package: "prometheus",
 };
 pub const PRLIMIT: Program = Program {
     name: "prlimit",
