@@ -1,8 +1,9 @@
 //! The bodies the API answers with: each struct is both what a handler
 //! serialises and what the API description says (its schema derives from
-//! it). The CLI prints the same bodies with `--json`.
+//! it). The CLI prints the same bodies with `--json`, and the Rust client
+//! (clients/rust) reads them back with the same structs.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::api::contract;
@@ -11,7 +12,7 @@ use crate::domain::ReservationState;
 /// An ordered line, and what has become of its units:
 /// `open + confirmed + released + expired + waiting + dropped = quantity`
 /// (`waiting` and `dropped` are left out while 0).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ReservationLine {
     #[schema(schema_with = contract::id)]
     pub sku: String,
@@ -34,12 +35,12 @@ pub struct ReservationLine {
     pub expired: u32,
     /// Backordered: waiting for stock that is expected, filled first come,
     /// first served as it arrives. Left out while 0.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     #[schema(minimum = 0)]
     pub waiting: u32,
     /// Waited for stock and were dropped: the reservation was released or
     /// expired, or the stock they waited for will not come. Left out while 0.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     #[schema(minimum = 0)]
     pub dropped: u32,
 }
@@ -48,7 +49,7 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ReceiptResponse {
     #[schema(schema_with = contract::id)]
     pub receipt_id: String,
@@ -69,7 +70,7 @@ pub struct ReceiptResponse {
 
 /// An expected receipt: stock of one item due on a date. A command's answer
 /// carries `replayed`; a read has none.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ExpectedReceiptResponse {
     #[schema(schema_with = contract::id)]
     pub expected_id: String,
@@ -95,7 +96,7 @@ pub struct ExpectedReceiptResponse {
 
 /// What can be promised of an item now and by each date stock is due,
 /// from the `stock_levels` and `incoming` read models at one position.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PromiseResponse {
     #[schema(schema_with = contract::id)]
     pub sku: String,
@@ -114,7 +115,7 @@ pub struct PromiseResponse {
     pub position: i64,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PromiseDate {
     #[schema(schema_with = contract::date)]
     pub date: chrono::NaiveDate,
@@ -125,7 +126,7 @@ pub struct PromiseDate {
     pub available: i64,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AdjustmentResponse {
     #[schema(schema_with = contract::id)]
     pub adjustment_id: String,
@@ -141,7 +142,7 @@ pub struct AdjustmentResponse {
     pub replayed: bool,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CountResponse {
     #[schema(schema_with = contract::id)]
     pub count_id: String,
@@ -159,7 +160,7 @@ pub struct CountResponse {
     pub replayed: bool,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct LimitResponse {
     #[schema(schema_with = contract::id)]
     pub limit_id: String,
@@ -174,7 +175,7 @@ pub struct LimitResponse {
     pub replayed: bool,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ReorderPointResponse {
     #[schema(schema_with = contract::id)]
     pub reorder_point_id: String,
@@ -189,7 +190,7 @@ pub struct ReorderPointResponse {
     pub replayed: bool,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TransferResponse {
     #[schema(schema_with = contract::id)]
     pub transfer_id: String,
@@ -205,7 +206,7 @@ pub struct TransferResponse {
     pub replayed: bool,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Event {
     /// The event's place in the log; unique, growing, with gaps.
     pub position: i64,
@@ -229,7 +230,7 @@ pub struct Event {
     pub recorded_at: chrono::DateTime<chrono::Utc>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ReservationResponse {
     #[schema(schema_with = contract::id)]
     pub reservation_id: String,
@@ -250,7 +251,7 @@ pub struct ReservationResponse {
 }
 
 /// The moment the figures are for.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AsOf {
     /// The last event counted; null before the item's first.
     pub position: Option<i64>,
@@ -261,7 +262,7 @@ pub struct AsOf {
     pub clamped: Option<bool>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct StockResponse {
     #[schema(schema_with = contract::id)]
     pub sku: String,
@@ -271,7 +272,7 @@ pub struct StockResponse {
     pub reserved: i64,
     /// Units ordered that wait for stock to arrive (backorders and
     /// pre-orders). Left out while 0.
-    #[serde(skip_serializing_if = "is_zero_units")]
+    #[serde(default, skip_serializing_if = "is_zero_units")]
     #[schema(minimum = 0)]
     pub backordered: i64,
     /// On hand less reserved, less what waits: what a new reservation may
@@ -285,7 +286,7 @@ fn is_zero_units(n: &i64) -> bool {
     *n == 0
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HistoryEntry {
     pub seq: u32,
     #[serde(rename = "type")]
@@ -293,7 +294,7 @@ pub struct HistoryEntry {
     pub position: i64,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct OrderResponse {
     #[schema(schema_with = contract::id)]
     pub order_id: String,
@@ -309,7 +310,7 @@ pub struct OrderResponse {
 
 /// One Server-Sent Event of `GET /v1/events/stream`, as a client's SSE parser
 /// hands it over (`: heartbeat` comments are not events).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[allow(dead_code)] // documents the stream's frames; the handler writes them
 pub struct StreamedEvent {
     /// The event's cursor: send it back as `Last-Event-ID` to resume after it.
@@ -322,7 +323,7 @@ pub struct StreamedEvent {
     pub data: String,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct EventsPage {
     // Each event as `store::read::event_json` writes it: the `Event` schema.
     #[schema(value_type = Vec<Event>)]
@@ -337,7 +338,7 @@ pub struct EventsPage {
 
 /// The items low now: available below their reorder point, from the
 /// `low_stock` read model (each item's last `StockLow`).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct LowStockResponse {
     /// By location, then SKU.
     pub items: Vec<LowStockItem>,
@@ -345,7 +346,7 @@ pub struct LowStockResponse {
     pub truncated: bool,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct LowStockItem {
     #[schema(schema_with = contract::id)]
     pub sku: String,
@@ -362,6 +363,8 @@ pub struct LowStockItem {
     pub since: chrono::DateTime<chrono::Utc>,
 }
 
+// Served only: its rows are the projection runtime's own type.
+#[cfg(feature = "server")]
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ProjectionsResponse {
     /// Per projection: name, state (live, rebuilding), definition_current, live and rebuild
@@ -371,7 +374,7 @@ pub struct ProjectionsResponse {
 }
 
 /// The latest seal (`stockledger digest --json` prints the same).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct DigestResponse {
     /// `stockledger-digest/v1`.
     pub format: String,
@@ -393,14 +396,14 @@ pub struct DigestResponse {
 }
 
 /// `/healthz` when all is well.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Status {
     /// `ok` (alive) or `ready`.
     pub status: String,
 }
 
 /// `/readyz` when the database answered the last readiness check.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Readiness {
     /// `ready`.
     pub status: String,
@@ -411,7 +414,7 @@ pub struct Readiness {
 }
 
 /// A worker's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerStateName {
     Running,

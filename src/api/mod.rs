@@ -8,11 +8,14 @@
 //! below this layer, because the seals hash exactly that document
 //! (docs/auditing.md); `Event` here describes it.
 
+#[cfg(feature = "server")]
 pub mod answers;
 pub mod bodies;
 pub mod contract;
+#[cfg(feature = "server")]
 mod requests;
 mod state;
 
+#[cfg(feature = "server")]
 pub use answers::{answer, reservation, Answer};
 pub use bodies::*;

@@ -9,7 +9,7 @@
 //! events before it.
 
 use chrono::NaiveDate;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::event::Event;
@@ -55,7 +55,7 @@ pub fn stated(event: &Event) -> Option<(&Sku, &Location, NaiveDate, u32)> {
 }
 
 /// Whether an expected receipt still brings anything.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExpectationState {
     /// Recorded and not cancelled: what is outstanding is incoming.

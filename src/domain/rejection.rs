@@ -60,6 +60,15 @@ macro_rules! rejection_codes {
                     $(RejectionCode::$variant => $code),+
                 }
             }
+
+            /// The code a body names, read back (the Rust client's): `None`
+            /// for a code this build does not know, or not a rejection's.
+            pub fn from_code(code: &str) -> Option<RejectionCode> {
+                match code {
+                    $($code => Some(RejectionCode::$variant),)+
+                    _ => None,
+                }
+            }
         }
     };
 }

@@ -77,6 +77,9 @@ struct Control {
     statements: AtomicUsize,
     connections: AtomicUsize,
     refusing: AtomicBool,
+    /// Bytes passed as they come, for a protocol other than PostgreSQL's
+    /// (the HTTP server's): only cuts and refusals apply.
+    raw: bool,
 }
 
 pub struct Proxy {
@@ -94,9 +97,23 @@ impl Drop for Proxy {
 
 impl Proxy {
     pub async fn start(upstream: Upstream) -> std::io::Result<Proxy> {
+        Self::start_with(upstream, false).await
+    }
+
+    /// A proxy that passes bytes as they come, for any protocol over TCP
+    /// (an HTTP server's): `cut_all` and `refuse_new` apply, the COMMIT
+    /// faults and the latency do not.
+    pub async fn start_bytes(upstream: Upstream) -> std::io::Result<Proxy> {
+        Self::start_with(upstream, true).await
+    }
+
+    async fn start_with(upstream: Upstream, raw: bool) -> std::io::Result<Proxy> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let control = Arc::new(Control::default());
+        let control = Arc::new(Control {
+            raw,
+            ..Control::default()
+        });
         let stop = CancellationToken::new();
         let (c, s) = (control.clone(), stop.clone());
         tokio::spawn(async move {
@@ -212,6 +229,15 @@ async fn relay(
         return;
     };
     if cut.is_cancelled() {
+        return;
+    }
+    if control.raw {
+        let (mut client, mut server) = (client, server);
+        tokio::select! {
+            biased;
+            _ = cut.cancelled() => {}
+            _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+        }
         return;
     }
     let (client_read, client_write) = client.into_split();
