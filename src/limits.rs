@@ -389,6 +389,11 @@ pub const CHAOS_HELD_REPLY_MS: u64 = 4_000;
 /// after UNAVAILABLE.
 pub const CHAOS_RETRY_PAUSE_MS: u64 = 50;
 
+/// Most reservations one answer lists as about to expire (`GET
+/// /v1/expiring-reservations`, the console's page); a longer list says it
+/// was cut (`truncated`).
+pub const MAX_EXPIRING_LISTED: i64 = 100;
+
 /// Most items one answer lists as low (`GET /v1/low-stock`, `stockledger
 /// low-stock`); a longer list says it was cut (`truncated`).
 pub const MAX_LOW_STOCK_ITEMS: i64 = 1_000;

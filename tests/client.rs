@@ -108,6 +108,13 @@ async fn commands_and_reads_are_typed_and_rejections_are_codes() {
     assert_eq!(order.reservation_id, id);
     let page = c.events(None, Some(10), None).await.unwrap();
     assert_eq!(page.events.len(), 3);
+    assert_eq!(c.me().await.unwrap().role, "admin");
+    assert!(c
+        .expiring_reservations()
+        .await
+        .unwrap()
+        .reservations
+        .is_empty());
 
     // A reader may not write: the API's own code, not a rejection.
     let reader = client(&s, "reader");

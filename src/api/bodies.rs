@@ -373,6 +373,45 @@ pub struct ProjectionsResponse {
     pub projections: Vec<crate::projection::status::ProjectionStatus>,
 }
 
+/// Who a key is: what the console shows and hides by.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct MeResponse {
+    /// The key's name (the actor of the commands it sends).
+    pub name: String,
+    /// `writer`, `reader`, `auditor` or `admin`.
+    pub role: String,
+}
+
+/// The held reservations that expire soonest, soonest first, from the
+/// `reservation_expiry` read model.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ExpiringReservationsResponse {
+    pub reservations: Vec<ExpiringReservation>,
+    /// True when more are held than the answer lists (at most 100).
+    pub truncated: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ExpiringReservation {
+    #[schema(schema_with = contract::id)]
+    pub reservation_id: String,
+    #[schema(schema_with = contract::id)]
+    pub order_id: String,
+    /// Past for a reservation the expiry worker has not come to yet.
+    pub expires_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// Each event relay's standing, from its checkpoint.
+// Served only: its rows are the relay's own type.
+#[cfg(feature = "server")]
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RelaysResponse {
+    /// Per relay: stream, cursor, last_msg_id, published, lag_events,
+    /// lag_capped, updated_at.
+    #[schema(value_type = Vec<Object>)]
+    pub relays: Vec<crate::relay::RelayStatus>,
+}
+
 /// The latest seal (`stockledger digest --json` prints the same).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct DigestResponse {

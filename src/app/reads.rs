@@ -4,10 +4,12 @@
 //! partitions.
 
 use crate::domain::{promise, Balance, Item, OrderId, Promise};
-use crate::limits::MAX_LOW_STOCK_ITEMS;
+use crate::limits::{MAX_EXPIRING_LISTED, MAX_LOW_STOCK_ITEMS};
 use crate::projection::status::{self, ProjectionStatus};
 use crate::read_model::low_stock::{self, LowRow};
-use crate::read_model::{incoming, order_view, reservation_totals, stock_levels};
+use crate::read_model::{
+    incoming, order_view, reservation_expiry, reservation_totals, stock_levels,
+};
 use crate::seal;
 use crate::store::{pool, read, room, Store, StoreError};
 
@@ -132,6 +134,21 @@ impl Store {
             items.push((item, row));
         }
         Ok((items, truncated))
+    }
+
+    /// The held reservations that expire soonest, from the
+    /// `reservation_expiry` read model: at most `MAX_EXPIRING_LISTED`, and
+    /// whether there were more.
+    pub async fn expiring_soonest(
+        &self,
+    ) -> Result<(Vec<(String, reservation_expiry::ExpiryRow)>, bool), StoreError> {
+        let mut rows = pool::reading(self.pool(), async |c| {
+            reservation_expiry::soonest(c, MAX_EXPIRING_LISTED + 1).await
+        })
+        .await?;
+        let truncated = rows.len() as i64 > MAX_EXPIRING_LISTED;
+        rows.truncate(MAX_EXPIRING_LISTED as usize);
+        Ok((rows, truncated))
     }
 
     /// The latest seal as a digest (docs/auditing.md); `None` before the

@@ -123,3 +123,28 @@ pub(crate) async fn due(
         })
         .collect()
 }
+
+/// The held reservations that expire soonest, soonest first: at most
+/// `limit`, as (reservation id, row).
+pub(crate) async fn soonest(
+    client: &ClientWrapper,
+    limit: i64,
+) -> Result<Vec<(String, ExpiryRow)>, StoreError> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT reservation_id, order_id, expires_at FROM reservation_expiry
+             ORDER BY expires_at, reservation_id LIMIT $1",
+        )
+        .await?;
+    let rows = client.query(&stmt, &[&limit]).await?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let row = ExpiryRow {
+                order_id: r.get(1),
+                expires_at: r.get(2),
+            };
+            (r.get(0), row)
+        })
+        .collect())
+}

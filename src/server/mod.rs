@@ -12,6 +12,7 @@
 
 pub mod auth;
 mod commands;
+mod console;
 pub mod error;
 mod expected;
 pub mod health;
@@ -21,6 +22,7 @@ pub mod listener;
 pub mod metrics;
 pub mod openapi;
 mod ops;
+mod overview;
 mod params;
 mod rate;
 mod reads;

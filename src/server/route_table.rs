@@ -36,6 +36,9 @@ macro_rules! keyed_routes {
             crate::server::stream::events_stream, crate::server::stream::__path_events_stream;
             crate::server::reads::projections, crate::server::reads::__path_projections;
             crate::server::reads::digest, crate::server::reads::__path_digest;
+            crate::server::overview::me, crate::server::overview::__path_me;
+            crate::server::overview::expiring, crate::server::overview::__path_expiring;
+            crate::server::overview::relays, crate::server::overview::__path_relays;
         }
     };
 }

@@ -73,10 +73,14 @@ where
 pub fn router(state: AppState) -> Router {
     let keyed = keyed_routes!(add_routes)(Router::new());
     // The routes that need no key: a budget per client address.
-    let open = open_routes!(add_routes)(Router::new()).route_layer(middleware::from_fn_with_state(
-        state.clone(),
-        ops::ops_limit,
-    ));
+    // The console's assets too: they are not part of the API description
+    // (they are a page, not the contract), and need no key either.
+    let open = open_routes!(add_routes)(Router::new())
+        .merge(crate::server::console::routes())
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            ops::ops_limit,
+        ));
     keyed
         .merge(open)
         .fallback(|| async {

@@ -3,8 +3,9 @@
 
 use stockledger::api::bodies::{
     AdjustmentResponse, CountResponse, DigestResponse, EventsPage, ExpectedReceiptResponse,
-    LimitResponse, LowStockResponse, OrderResponse, PromiseResponse, Readiness, ReceiptResponse,
-    ReorderPointResponse, ReservationResponse, StockResponse, TransferResponse,
+    ExpiringReservationsResponse, LimitResponse, LowStockResponse, MeResponse, OrderResponse,
+    PromiseResponse, Readiness, ReceiptResponse, ReorderPointResponse, ReservationResponse,
+    StockResponse, TransferResponse,
 };
 use stockledger::domain::{
     AdjustRequest, ChangeExpectedRequest, ConfirmLinesRequest, CountRequest, ExpectRequest,
@@ -185,6 +186,16 @@ impl Client {
     ) -> Result<ExpectedReceiptResponse, Error> {
         self.read(&["v1", "expected-receipts", expected_id], &[])
             .await
+    }
+
+    /// Who this client's key is: its name and role.
+    pub async fn me(&self) -> Result<MeResponse, Error> {
+        self.read(&["v1", "me"], &[]).await
+    }
+
+    /// The held reservations that expire soonest, soonest first.
+    pub async fn expiring_reservations(&self) -> Result<ExpiringReservationsResponse, Error> {
+        self.read(&["v1", "expiring-reservations"], &[]).await
     }
 
     /// The items below their reorder point.

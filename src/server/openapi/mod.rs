@@ -19,10 +19,11 @@ use utoipa::{Modify, OpenApi};
 
 pub use crate::api::bodies::{
     AdjustmentResponse, AsOf, CountResponse, DigestResponse, Event, EventsPage,
-    ExpectedReceiptResponse, HistoryEntry, LimitResponse, LowStockItem, LowStockResponse,
-    OrderResponse, ProjectionsResponse, PromiseDate, PromiseResponse, Readiness, ReceiptResponse,
-    ReorderPointResponse, ReservationLine, ReservationResponse, Status, StockResponse,
-    StreamedEvent, TransferResponse, WorkerStateName,
+    ExpectedReceiptResponse, ExpiringReservation, ExpiringReservationsResponse, HistoryEntry,
+    LimitResponse, LowStockItem, LowStockResponse, MeResponse, OrderResponse, ProjectionsResponse,
+    PromiseDate, PromiseResponse, Readiness, ReceiptResponse, RelaysResponse, ReorderPointResponse,
+    ReservationLine, ReservationResponse, Status, StockResponse, StreamedEvent, TransferResponse,
+    WorkerStateName,
 };
 pub use error_body::ErrorBody;
 
@@ -98,7 +99,8 @@ impl Modify for BearerAuth {
         DigestResponse, TransferRequest, TransferResponse, CountRequest, CountResponse, LimitRequest,
         LimitResponse, ReorderPointRequest, ReorderPointResponse, LowStockResponse, LowStockItem,
         ConfirmLinesRequest, ReleaseLinesRequest, ExtendRequest, ExpectRequest, ChangeExpectedRequest,
-        CancelBody, ExpectedReceiptResponse, ExpectationState, PromiseResponse, PromiseDate
+        CancelBody, ExpectedReceiptResponse, ExpectationState, PromiseResponse, PromiseDate,
+        MeResponse, ExpiringReservationsResponse, ExpiringReservation, RelaysResponse
     )),
     modifiers(&RouteTable, &BearerAuth, &SharedResponses),
     tags((name = "commands", description = "Append to the log; idempotent by id"),

@@ -1,0 +1,56 @@
+//! The reads an operator's overview needs beyond the ledger's own (the
+//! console's pages, `console.rs`): who a key is, the reservations about to
+//! expire, and the event relays' standing.
+
+use axum::extract::State;
+use axum::Json;
+
+use crate::server::auth::{Can, ToAudit, ToRead};
+use crate::server::error::ApiError;
+use crate::server::openapi::{
+    ExpiringReservation, ExpiringReservationsResponse, MeResponse, RelaysResponse,
+};
+use crate::server::AppState;
+
+#[utoipa::path(get, path = "/v1/me", operation_id = "getMe", tag = "reads",
+    responses((status = 200, description = "the key's name and role: what a console shows and hides by", body = MeResponse)),
+    security(("bearer" = [])))]
+pub async fn me(Can { caller, .. }: Can<ToRead>) -> Json<MeResponse> {
+    Json(MeResponse {
+        name: caller.name,
+        role: caller.role.as_str().to_owned(),
+    })
+}
+
+#[utoipa::path(get, path = "/v1/expiring-reservations", operation_id = "listExpiringReservations", tag = "reads",
+    responses((status = 200, description = "the held reservations that expire soonest, soonest first (at most 100), from the reservation_expiry read model", body = ExpiringReservationsResponse)),
+    security(("bearer" = [])))]
+pub async fn expiring(
+    State(s): State<AppState>,
+    _: Can<ToRead>,
+) -> Result<Json<ExpiringReservationsResponse>, ApiError> {
+    let (rows, truncated) = s.store.expiring_soonest().await?;
+    let reservations = rows
+        .into_iter()
+        .map(|(reservation_id, row)| ExpiringReservation {
+            reservation_id,
+            order_id: row.order_id,
+            expires_at: row.expires_at,
+        })
+        .collect();
+    Ok(Json(ExpiringReservationsResponse {
+        reservations,
+        truncated,
+    }))
+}
+
+#[utoipa::path(get, path = "/v1/relays", operation_id = "listRelays", tag = "reads",
+    responses((status = 200, description = "each event relay's checkpoint: what it published and how far it is behind the log", body = RelaysResponse)),
+    security(("bearer" = [])))]
+pub async fn relays(
+    State(s): State<AppState>,
+    _: Can<ToAudit>,
+) -> Result<Json<RelaysResponse>, ApiError> {
+    let relays = crate::relay::status(&s.store).await?;
+    Ok(Json(RelaysResponse { relays }))
+}
