@@ -112,6 +112,19 @@ async fn the_reads_the_console_stands_on_answer_by_role() {
         (200, Some(0)),
         "{r}"
     );
+    // Where the log ends now: after the last seeded event; for auditors.
+    let (status, head) = s.get("/v1/events/head", "auditor").await;
+    assert_eq!(status, 200, "{head}");
+    let cursor = head["cursor"].as_str().unwrap();
+    assert!(
+        cursor.ends_with(":4"),
+        "the fourth event is the last: {cursor}"
+    );
+    let (_, page) = s
+        .get(&format!("/v1/events?after={cursor}"), "auditor")
+        .await;
+    assert_eq!(page["events"], json!([]), "nothing after the head: {page}");
+    assert_eq!(s.get("/v1/events/head", "reader").await.0, 403);
     let unkeyed = s.req(Method::GET, "/v1/me", None).send().await.unwrap();
     assert_eq!(unkeyed.status(), 401);
 }

@@ -373,6 +373,14 @@ pub struct ProjectionsResponse {
     pub projections: Vec<crate::projection::status::ProjectionStatus>,
 }
 
+/// Where the log ends now: follow it from here with
+/// `GET /v1/events/stream?after=CURSOR` to see only what comes next.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct EventsHead {
+    #[schema(schema_with = contract::cursor)]
+    pub cursor: String,
+}
+
 /// Who a key is: what the console shows and hides by.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct MeResponse {

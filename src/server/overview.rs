@@ -1,6 +1,6 @@
 //! The reads an operator's overview needs beyond the ledger's own (the
 //! console's pages, `console.rs`): who a key is, the reservations about to
-//! expire, and the event relays' standing.
+//! expire, the event relays' standing, and where the log ends now.
 
 use axum::extract::State;
 use axum::Json;
@@ -8,7 +8,7 @@ use axum::Json;
 use crate::server::auth::{Can, ToAudit, ToRead};
 use crate::server::error::ApiError;
 use crate::server::openapi::{
-    ExpiringReservation, ExpiringReservationsResponse, MeResponse, RelaysResponse,
+    EventsHead, ExpiringReservation, ExpiringReservationsResponse, MeResponse, RelaysResponse,
 };
 use crate::server::AppState;
 
@@ -53,4 +53,17 @@ pub async fn relays(
 ) -> Result<Json<RelaysResponse>, ApiError> {
     let relays = crate::relay::status(&s.store).await?;
     Ok(Json(RelaysResponse { relays }))
+}
+
+#[utoipa::path(get, path = "/v1/events/head", operation_id = "getEventsHead", tag = "reads",
+    responses((status = 200, description = "the cursor of the log's last event now, in safe commit order: follow the stream after it to see only what comes next", body = EventsHead)),
+    security(("bearer" = [])))]
+pub async fn events_head(
+    State(s): State<AppState>,
+    _: Can<ToAudit>,
+) -> Result<Json<EventsHead>, ApiError> {
+    let cursor = s.store.events_head().await?;
+    Ok(Json(EventsHead {
+        cursor: cursor.to_string(),
+    }))
 }

@@ -39,6 +39,7 @@ macro_rules! keyed_routes {
             crate::server::overview::me, crate::server::overview::__path_me;
             crate::server::overview::expiring, crate::server::overview::__path_expiring;
             crate::server::overview::relays, crate::server::overview::__path_relays;
+            crate::server::overview::events_head, crate::server::overview::__path_events_head;
         }
     };
 }

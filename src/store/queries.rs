@@ -74,6 +74,11 @@ impl Store {
         .await
     }
 
+    /// Where the log ends now (`read::head`).
+    pub async fn events_head(&self) -> Result<Cursor, StoreError> {
+        pool::read_on(self.read_connection().await?, async |c| read::head(c).await).await
+    }
+
     /// Refuses (`HISTORY_ARCHIVED`) a read of the log from `after` on that
     /// would start before the cut: for a subscription, checked once before
     /// it begins, so the subscriber gets the refusal, not an empty stream.

@@ -141,6 +141,30 @@ pub async fn events(
     Ok(page)
 }
 
+/// Where the log ends now, in safe commit order: the cursor of its last
+/// event below the safe horizon, so that a reader starting after it misses
+/// nothing committed later (`GET /v1/events/head`). The cut's cursor when no
+/// event is left after it, the start of the log when there is none at all.
+pub async fn head(client: &Client) -> Result<Cursor, StoreError> {
+    let horizon = crate::store::horizon::safe_horizon(client).await?;
+    let stmt = client
+        .prepare_cached(
+            "SELECT events.tx_id::text::bigint, events.position FROM events
+             WHERE tx_id < $1::text::xid8
+             ORDER BY events.tx_id DESC, events.position DESC LIMIT 1",
+        )
+        .await?;
+    if let Some(row) = client.query_opt(&stmt, &[&horizon.to_string()]).await? {
+        return Ok(Cursor {
+            tx_id: row.get(0),
+            position: row.get(1),
+        });
+    }
+    Ok(crate::store::cut::cut(&**client)
+        .await?
+        .unwrap_or(Cursor::START))
+}
+
 /// One page, as `events` describes it.
 async fn page(
     client: &Client,

@@ -111,8 +111,10 @@ async function shot(page, file) {
   await shot(page, "4-expiring");
 
   await page.click("#nav a[data-page='events']");
-  await page.waitForSelector("tr[data-position]");
+  await page.waitForSelector("p.ok:text('Following the log')");
+  // It follows from where the log ends: no history on the page.
   const before = await page.$$eval("tr[data-position]", (r) => r.length);
+  assert.equal(before, 0);
   // A command sent now shows up live.
   const sent = await fetch(`${base}/v1/stock/receipts`, {
     method: "POST",

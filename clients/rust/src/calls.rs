@@ -2,10 +2,10 @@
 //! server's own request and answer types.
 
 use stockledger::api::bodies::{
-    AdjustmentResponse, CountResponse, DigestResponse, EventsPage, ExpectedReceiptResponse,
-    ExpiringReservationsResponse, LimitResponse, LowStockResponse, MeResponse, OrderResponse,
-    PromiseResponse, Readiness, ReceiptResponse, ReorderPointResponse, ReservationResponse,
-    StockResponse, TransferResponse,
+    AdjustmentResponse, CountResponse, DigestResponse, EventsHead, EventsPage,
+    ExpectedReceiptResponse, ExpiringReservationsResponse, LimitResponse, LowStockResponse,
+    MeResponse, OrderResponse, PromiseResponse, Readiness, ReceiptResponse, ReorderPointResponse,
+    ReservationResponse, StockResponse, TransferResponse,
 };
 use stockledger::domain::{
     AdjustRequest, ChangeExpectedRequest, ConfirmLinesRequest, CountRequest, ExpectRequest,
@@ -222,6 +222,12 @@ impl Client {
             query.push(("stream", stream.to_owned()));
         }
         self.read(&["v1", "events"], &query).await
+    }
+
+    /// Where the log ends now: pass its `cursor` to [`Client::subscribe`]
+    /// to follow only what comes next (auditor and admin keys).
+    pub async fn events_head(&self) -> Result<EventsHead, Error> {
+        self.read(&["v1", "events", "head"], &[]).await
     }
 
     /// The latest seal, to keep as a digest (auditor and admin keys).

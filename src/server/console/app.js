@@ -310,14 +310,23 @@ function drawEvents(root) {
 
 /** Reads the event stream (with the key in a header, which EventSource cannot send), newest first. */
 async function follow(signal, status, rows) {
+  // From where the log ends now: the page shows what comes next, not the
+  // whole history (that is what the other pages and GET /v1/events are for).
   let last = null;
+  try {
+    last = (await api("/v1/events/head")).cursor;
+  } catch (e) {
+    status.textContent = `Cannot find the end of the log: ${e.message || e}`;
+    status.className = "error";
+    return;
+  }
   while (!signal.aborted) {
     try {
       const headers = { Authorization: `Bearer ${sessionStorage.getItem(KEY)}` };
       if (last) headers["Last-Event-ID"] = last;
       const resp = await fetch("/v1/events/stream", { headers, signal, cache: "no-store" });
       if (!resp.ok) throw new ApiError(resp.status, "HTTP_" + resp.status, resp.statusText);
-      status.textContent = "Following the log.";
+      status.textContent = "Following the log: new events appear at the top.";
       status.className = "ok";
       const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffer = "";

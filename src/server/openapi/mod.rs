@@ -18,7 +18,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 pub use crate::api::bodies::{
-    AdjustmentResponse, AsOf, CountResponse, DigestResponse, Event, EventsPage,
+    AdjustmentResponse, AsOf, CountResponse, DigestResponse, Event, EventsHead, EventsPage,
     ExpectedReceiptResponse, ExpiringReservation, ExpiringReservationsResponse, HistoryEntry,
     LimitResponse, LowStockItem, LowStockResponse, MeResponse, OrderResponse, ProjectionsResponse,
     PromiseDate, PromiseResponse, Readiness, ReceiptResponse, RelaysResponse, ReorderPointResponse,
@@ -100,7 +100,7 @@ impl Modify for BearerAuth {
         LimitResponse, ReorderPointRequest, ReorderPointResponse, LowStockResponse, LowStockItem,
         ConfirmLinesRequest, ReleaseLinesRequest, ExtendRequest, ExpectRequest, ChangeExpectedRequest,
         CancelBody, ExpectedReceiptResponse, ExpectationState, PromiseResponse, PromiseDate,
-        MeResponse, ExpiringReservationsResponse, ExpiringReservation, RelaysResponse
+        MeResponse, ExpiringReservationsResponse, ExpiringReservation, RelaysResponse, EventsHead
     )),
     modifiers(&RouteTable, &BearerAuth, &SharedResponses),
     tags((name = "commands", description = "Append to the log; idempotent by id"),
