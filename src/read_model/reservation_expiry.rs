@@ -64,16 +64,7 @@ impl Rows for ReservationExpiry {
         let sql =
             format!("SELECT reservation_id, order_id, expires_at FROM {schema}.reservation_expiry");
         let rows = client.query(&sql, &[]).await?;
-        Ok(rows
-            .iter()
-            .map(|r| {
-                let row = ExpiryRow {
-                    order_id: r.get(1),
-                    expires_at: r.get(2),
-                };
-                (r.get(0), row)
-            })
-            .collect())
+        Ok(rows.iter().map(expiry_row).collect())
     }
 
     fn compare(expected: ByReservation, mut actual: ByReservation, diffs: &mut Diffs) {
@@ -137,14 +128,14 @@ pub(crate) async fn soonest(
         )
         .await?;
     let rows = client.query(&stmt, &[&limit]).await?;
-    Ok(rows
-        .iter()
-        .map(|r| {
-            let row = ExpiryRow {
-                order_id: r.get(1),
-                expires_at: r.get(2),
-            };
-            (r.get(0), row)
-        })
-        .collect())
+    Ok(rows.iter().map(expiry_row).collect())
+}
+
+/// A row read as `SELECT reservation_id, order_id, expires_at`.
+fn expiry_row(r: &tokio_postgres::Row) -> (String, ExpiryRow) {
+    let row = ExpiryRow {
+        order_id: r.get(1),
+        expires_at: r.get(2),
+    };
+    (r.get(0), row)
 }

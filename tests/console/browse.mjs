@@ -59,6 +59,7 @@ async function shot(page, file) {
     assert.ok(csp.includes(d), `CSP lacks ${d}: ${csp}`);
   }
   assert.ok(!csp.includes("unsafe-inline") && !csp.includes("unsafe-eval"), csp);
+  assert.equal(resp.headers.get("x-content-type-options"), "nosniff");
 }
 
 // A wrong key: refused, nothing shown, nothing kept.
@@ -95,6 +96,8 @@ async function shot(page, file) {
   await page.waitForSelector("[data-figures]");
   const figures = await page.textContent("[data-figures]");
   assert.ok(figures.includes("on hand"), figures);
+  // The chart comes after the figures.
+  await page.waitForSelector("svg.chart polyline");
   assert.equal(await page.$$eval("svg.chart polyline", (l) => l.length), 3);
   await shot(page, "2-item");
 

@@ -111,30 +111,36 @@ impl Client {
                     .header(reqwest::header::CONTENT_TYPE, "application/json")
                     .body(body.clone());
             }
-            let (why, retry_after) = match req.send().await {
+            // What this attempt ended in, when it is one to try again.
+            let (failed, retry_after) = match req.send().await {
                 Ok(resp) if retryable_status(resp.status().as_u16()) => {
                     let after = retry_after(&resp);
-                    (answer_error(resp).await.to_string(), after)
+                    (answer_error(resp).await, after)
                 }
-                Ok(resp) if resp.status().is_success() => return decode(resp).await,
+                // A success whose body was cut off: the command may have
+                // been applied, and sent again it is answered as a replay.
+                Ok(resp) if resp.status().is_success() => {
+                    let status = resp.status().as_u16();
+                    match resp.bytes().await {
+                        Ok(bytes) => return decode(status, &bytes),
+                        Err(e) => (Error::Transport(e), None),
+                    }
+                }
                 Ok(resp) => return Err(answer_error(resp).await),
-                Err(e) if is_transport(&e) => {
-                    if started.elapsed() >= self.policy.deadline {
-                        return Err(self.deadline_exceeded(attempt, e.to_string()));
-                    }
-                    if attempt >= self.policy.max_attempts {
-                        return Err(Error::Transport(e));
-                    }
-                    (e.to_string(), None)
-                }
+                Err(e) if is_transport(&e) => (Error::Transport(e), None),
                 Err(e) => return Err(Error::Transport(e)),
             };
+            if started.elapsed() >= self.policy.deadline {
+                return Err(self.deadline_exceeded(attempt, failed.to_string()));
+            }
+            // Out of attempts: the last answer as it was (`UNAVAILABLE`,
+            // `RATE_LIMITED`, the broken connection).
             if attempt >= self.policy.max_attempts {
-                return Err(self.deadline_exceeded(attempt, why));
+                return Err(failed);
             }
             let pause = self.policy.pause(attempt, retry_after);
             if started.elapsed() + pause >= self.policy.deadline {
-                return Err(self.deadline_exceeded(attempt, why));
+                return Err(self.deadline_exceeded(attempt, failed.to_string()));
             }
             tokio::time::sleep(pause).await;
         }
@@ -197,10 +203,8 @@ fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
         .map(Duration::from_secs)
 }
 
-async fn decode<T: DeserializeOwned>(resp: reqwest::Response) -> Result<T, Error> {
-    let status = resp.status().as_u16();
-    let bytes = resp.bytes().await?;
-    serde_json::from_slice(&bytes).map_err(|e| Error::Unexpected {
+fn decode<T: DeserializeOwned>(status: u16, bytes: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(bytes).map_err(|e| Error::Unexpected {
         status,
         why: format!(
             "{e}: {}",

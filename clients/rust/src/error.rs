@@ -24,8 +24,8 @@ pub enum Error {
     /// The server answered with one of the API's own codes
     /// (`UNAUTHENTICATED`, `FORBIDDEN`, `HISTORY_ARCHIVED`, ...), or a code
     /// this client does not know. Retryable ones (`UNAVAILABLE`,
-    /// `RATE_LIMITED`) end here only once the deadline or the attempts are
-    /// spent.
+    /// `RATE_LIMITED`) end here only once the attempts are spent (a
+    /// deadline that passes first is [`Error::DeadlineExceeded`]).
     #[error("{status} {code}: {message}")]
     Api {
         /// The HTTP status.
@@ -49,8 +49,8 @@ pub enum Error {
         /// What the last attempt ended in.
         last: String,
     },
-    /// The server could not be reached or the connection broke, on the last
-    /// attempt allowed.
+    /// The server could not be reached or the connection broke (before or
+    /// during the answer), on the last attempt allowed.
     #[error("transport: {0}")]
     Transport(#[from] reqwest::Error),
     /// The answer was not what the API description says.

@@ -62,11 +62,12 @@ impl RetryPolicy {
     }
 }
 
-/// A fraction in [0, 1) that differs between calls (from a fresh uuid's
-/// random bits: no random-number crate for one number).
+/// A fraction in [0, 1) that differs between calls (from a fresh v4
+/// uuid's first 48 bits, all random: its version and variant bits come
+/// later; no random-number crate for one number).
 fn jitter_fraction() -> f64 {
-    let bits = uuid::Uuid::new_v4().as_u128() as u64;
-    (bits >> 11) as f64 / (1u64 << 53) as f64
+    let bits = (uuid::Uuid::new_v4().as_u128() >> 80) as u64;
+    bits as f64 / (1u64 << 48) as f64
 }
 
 /// Whether an answer with this status is one to send again.
@@ -97,6 +98,14 @@ mod tests {
             p.pause(1, Some(Duration::from_secs(3))),
             Duration::from_secs(3)
         );
+    }
+
+    #[test]
+    fn jitter_spans_its_whole_range() {
+        let draws: Vec<f64> = (0..2000).map(|_| jitter_fraction()).collect();
+        assert!(draws.iter().all(|f| (0.0..1.0).contains(f)));
+        assert!(draws.iter().any(|f| *f < 0.1), "low values occur");
+        assert!(draws.iter().any(|f| *f > 0.9), "high values occur");
     }
 
     #[test]

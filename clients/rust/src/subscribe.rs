@@ -16,7 +16,6 @@ use stockledger::limits::EVENT_STREAM_HEARTBEAT_SECONDS;
 
 use crate::client::{Client, CORRELATION_HEADER};
 use crate::error::Error;
-use crate::retry::RetryPolicy;
 
 /// A silence this long (three of the server's heartbeats) means the
 /// connection is dead even if no error says so: connect again.
@@ -95,19 +94,32 @@ impl Subscription {
                     if !is_after(&cursor, self.last.as_deref()) {
                         continue; // already handed over: never twice
                     }
-                    let event: Event =
-                        serde_json::from_str(&data).map_err(|e| Error::Unexpected {
-                            status: 200,
-                            why: format!("event {cursor}: {e}"),
-                        })?;
+                    let event: Event = match serde_json::from_str(&data) {
+                        Ok(event) => event,
+                        Err(e) => {
+                            // Its frame is gone from the buffer: the next
+                            // call connects again after the last event
+                            // handed over, so this one is met again, never
+                            // skipped.
+                            self.connection = None;
+                            return Err(Error::Unexpected {
+                                status: 200,
+                                why: format!("event {cursor}: {e}"),
+                            });
+                        }
+                    };
                     self.last = Some(cursor.clone());
                     self.failures = 0;
                     return Ok(Delivered { cursor, event });
                 }
                 // The stream ended or broke: connect again after a pause.
-                Ok(None) | Err(_) => {
+                Ok(None) | Err(Error::Transport(_)) => {
                     self.connection = None;
                     self.pause(None).await;
+                }
+                Err(e) => {
+                    self.connection = None;
+                    return Err(e);
                 }
             }
         }
@@ -115,7 +127,9 @@ impl Subscription {
 
     async fn pause(&mut self, retry_after: Option<Duration>) {
         self.failures += 1;
-        let p = RetryPolicy::default().pause(self.failures, retry_after);
+        // The client's pauses; a subscription has no deadline, it waits for
+        // its server.
+        let p = self.client.policy.pause(self.failures, retry_after);
         tokio::time::sleep(p).await;
     }
 
@@ -171,7 +185,10 @@ impl Subscription {
                 }
             }
             if conn.buffer.len() > MAX_EVENT_BYTES {
-                return Ok(None);
+                return Err(Error::Unexpected {
+                    status: 200,
+                    why: format!("an event stream frame over {MAX_EVENT_BYTES} bytes"),
+                });
             }
             let chunk = match tokio::time::timeout(self.idle_timeout, conn.body.next()).await {
                 Ok(Some(Ok(chunk))) => chunk,
@@ -183,23 +200,45 @@ impl Subscription {
     }
 }
 
-/// Takes the first whole frame (up to a blank line) out of `buffer`.
+/// Takes the first whole frame (up to a blank line) out of `buffer`. Lines
+/// end in LF, CRLF or CR (the SSE format allows all three; the server writes
+/// LF, a proxy may rewrite them). A CR at the very end of the buffer may be
+/// the first half of a CRLF, so it waits for the next byte.
 fn take_frame(buffer: &mut Vec<u8>) -> Option<String> {
-    let text = std::str::from_utf8(buffer).ok();
-    // Frames end with a blank line; the server writes "\n" line ends.
-    let end = match text {
-        Some(t) => t.find("\n\n")?,
-        None => buffer.windows(2).position(|w| w == b"\n\n")?,
-    };
-    let frame: Vec<u8> = buffer.drain(..end + 2).collect();
-    Some(String::from_utf8_lossy(&frame[..end]).into_owned())
+    let mut line_start = 0;
+    let mut i = 0;
+    while i < buffer.len() {
+        let end_len = match buffer[i] {
+            b'\n' => 1,
+            b'\r' if i + 1 == buffer.len() => return None,
+            b'\r' if buffer[i + 1] == b'\n' => 2,
+            b'\r' => 1,
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        if i == 0 {
+            // A blank line with nothing before it: dropped.
+            buffer.drain(..end_len);
+            continue;
+        }
+        if i == line_start {
+            // A blank line: the frame is everything before it.
+            let frame: Vec<u8> = buffer.drain(..i + end_len).collect();
+            return Some(String::from_utf8_lossy(&frame[..i]).into_owned());
+        }
+        i += end_len;
+        line_start = i;
+    }
+    None
 }
 
 /// A frame's `id` and `data`; `None` for a comment (`: heartbeat`) or a
 /// frame without both.
 fn parse_frame(frame: &str) -> Option<(String, String)> {
     let (mut id, mut data) = (None, Vec::new());
-    for line in frame.lines() {
+    for line in frame.split(['\n', '\r']).filter(|l| !l.is_empty()) {
         if line.starts_with(':') {
             continue;
         }
@@ -243,6 +282,21 @@ mod tests {
         );
         assert_eq!(take_frame(&mut b), None);
         assert_eq!(b, b"id: 8");
+    }
+
+    #[test]
+    fn crlf_and_cr_line_ends_cut_frames_too() {
+        let mut b = b"id: 1:1\r\ndata: {}\r\n\r\nid: 1:2\rdata: []\r\rid".to_vec();
+        let first = take_frame(&mut b).unwrap();
+        assert_eq!(parse_frame(&first), Some(("1:1".into(), "{}".into())));
+        let second = take_frame(&mut b).unwrap();
+        assert_eq!(parse_frame(&second), Some(("1:2".into(), "[]".into())));
+        assert_eq!(b, b"id");
+        // A CR at the end may be half a CRLF: wait for the next byte.
+        let mut half = b"id: 1:3\r\ndata: {}\r\n\r".to_vec();
+        assert_eq!(take_frame(&mut half), None);
+        half.push(b'\n');
+        assert!(take_frame(&mut half).is_some());
     }
 
     #[test]

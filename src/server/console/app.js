@@ -12,6 +12,9 @@ const MAX_LIVE_ROWS = 200;
 const CHART_POINTS = 24;
 /// How often the overview and the expiring list are read again.
 const REFRESH_MS = 5000;
+/// As-of reads of the chart in flight at once: each folds the item's
+/// history on the server and holds one of its connections.
+const CHART_READS_AT_ONCE = 4;
 
 const READ = ["reader", "writer", "auditor", "admin"];
 const AUDIT = ["auditor", "admin"];
@@ -109,8 +112,13 @@ async function open() {
   try {
     me = await api("/v1/me");
   } catch (e) {
-    sessionStorage.removeItem(KEY);
-    error.textContent = e instanceof ApiError && e.status === 401 ? "That key is not known (or was revoked)." : String(e);
+    // Only a refused key is forgotten; a server that is away keeps it.
+    if (e instanceof ApiError && e.status === 401) {
+      sessionStorage.removeItem(KEY);
+      error.textContent = "That key is not known (or was revoked).";
+    } else {
+      error.textContent = `The server cannot say who this key is now (${e.message || e}); reload to try again.`;
+    }
     login.hidden = false;
     return;
   }
@@ -204,19 +212,44 @@ async function showItem(out, sku, location, hours) {
     if (location) p.set("location", location);
     return `/v1/stock/${encodeURIComponent(sku)}?${p}`;
   };
+  let now;
   try {
-    const now = await api(at({}));
+    now = await api(at({}));
+  } catch (e) {
+    out.replaceChildren(failure(e));
+    return;
+  }
+  const over = el("div", {}, el("p", { class: "muted" }, "Reading the figures over time…"));
+  out.replaceChildren(
+    el("div", { class: "figures", "data-figures": "" },
+      ...[["on hand", now.on_hand], ["reserved", now.reserved], ["available", now.available], ["confirmed", now.confirmed]]
+        .map(([k, v]) => el("div", {}, el("b", {}, String(v)), k))),
+    el("p", { class: "muted" }, `as of position ${now.as_of.position ?? "—"} (${when(now.as_of.recorded_at)})`),
+    over);
+  // The chart is drawn apart from the figures: it may be refused (history
+  // archived: HISTORY_ARCHIVED) while the figures stand.
+  try {
     const end = Date.now();
     const times = Array.from({ length: CHART_POINTS }, (_, i) => new Date(end - (hours * 3600e3 * (CHART_POINTS - 1 - i)) / (CHART_POINTS - 1)));
-    const past = await Promise.all(times.map((t) => api(at({ as_of: t.toISOString() }))));
-    out.replaceChildren(
-      el("div", { class: "figures", "data-figures": "" },
-        ...[["on hand", now.on_hand], ["reserved", now.reserved], ["available", now.available], ["confirmed", now.confirmed]]
-          .map(([k, v]) => el("div", {}, el("b", {}, String(v)), k))),
-      el("p", { class: "muted" }, `as of position ${now.as_of.position ?? "—"} (${when(now.as_of.recorded_at)})`),
+    const past = await inTurns(times.map((t) => () => api(at({ as_of: t.toISOString() }))), CHART_READS_AT_ONCE);
+    over.replaceChildren(
       chart(times, past, [["on_hand", "#2456c7"], ["reserved", "#c77a24"], ["available", "#1e7b34"]]),
       el("p", { class: "muted" }, `${CHART_POINTS} points over the last ${hours} hours: on hand (blue), reserved (orange), available (green).`));
-  } catch (e) { out.replaceChildren(failure(e)); }
+  } catch (e) { over.replaceChildren(failure(e)); }
+}
+
+/** Runs `jobs` (functions returning promises), `atOnce` at a time; their results in order. */
+async function inTurns(jobs, atOnce) {
+  const results = new Array(jobs.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const i = next++;
+      results[i] = await jobs[i]();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(atOnce, jobs.length) }, worker));
+  return results;
 }
 
 /** A line chart of `series` (field, colour) over `times`, as SVG. */
@@ -325,6 +358,14 @@ async function follow(signal, status, rows) {
       const headers = { Authorization: `Bearer ${sessionStorage.getItem(KEY)}` };
       if (last) headers["Last-Event-ID"] = last;
       const resp = await fetch("/v1/events/stream", { headers, signal, cache: "no-store" });
+      if (resp.status >= 400 && resp.status < 500 && resp.status !== 429) {
+        // Refused (a revoked key, history archived): trying again cannot mend it.
+        let body = {};
+        try { body = await resp.json(); } catch { /* not JSON */ }
+        status.textContent = `Stopped: ${body.code || resp.status} ${body.message || ""}`;
+        status.className = "error";
+        return;
+      }
       if (!resp.ok) throw new ApiError(resp.status, "HTTP_" + resp.status, resp.statusText);
       status.textContent = "Following the log: new events appear at the top.";
       status.className = "ok";
@@ -341,12 +382,15 @@ async function follow(signal, status, rows) {
           const id = frame.split("\n").find((l) => l.startsWith("id:"));
           const data = frame.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n");
           if (!id || !data) continue;
-          last = id.slice(3).trim();
           const e = JSON.parse(data);
+          last = id.slice(3).trim();
           rows.prepend(el("tr", { "data-position": String(e.position) }, [String(e.position), e.stream, e.type, when(e.recorded_at)].map((c) => el("td", {}, c))));
           while (rows.rows.length > MAX_LIVE_ROWS) rows.deleteRow(-1);
         }
       }
+      // The server ended the stream (its lifetime, a restart): a pause, then on.
+      status.textContent = "Reconnecting…";
+      await new Promise((r) => setTimeout(r, 1000));
     } catch (e) {
       if (signal.aborted) return;
       status.textContent = `Reconnecting (${e.message || e})…`;
