@@ -98,7 +98,7 @@ async fn audit_with(pool: &Pool, archive: Option<&Archive>) -> Result<AuditRepor
     // instead of taking a partition out from under them.
     tx.batch_execute("LOCK TABLE events IN ACCESS SHARE MODE")
         .await?;
-    refuse_part_of_log(&tx, archive, "to audit").await?;
+    refuse_part_of_log(&tx, archive, "to audit", "--from-archive DIR").await?;
     // With the archive, the snapshots at the cut are checked too: a rebuild
     // after the cut starts from them.
     let slots: &[Slot] = match archive {
@@ -245,7 +245,7 @@ pub async fn verify_copies(
     let tx = snapshot(&mut client).await?;
     // A rebuild that was filling when a detach took part of the log out
     // would match a replay of the same part: it stops here instead.
-    refuse_part_of_log(&tx, archive, "to verify a rebuild").await?;
+    refuse_part_of_log(&tx, archive, "to verify a rebuild", "--archive DIR").await?;
     let mut targets = Vec::with_capacity(ps.len());
     for &p in ps {
         let cutoff = checkpoint(&tx, p, Slot::Rebuild).await?.ok_or_else(|| {
@@ -271,18 +271,17 @@ pub async fn verify_copies(
 /// Refuses a replay that would read only part of the log: without an
 /// archive, once any of it left; with one, when events after the archive's
 /// last one left too (an archive made since holds them). `why` says what
-/// the replay is for.
+/// the replay is for, `flag` how its command is given the archive.
 async fn refuse_part_of_log(
     tx: &deadpool_postgres::Transaction<'_>,
     archive: Option<&Archive>,
     why: &str,
+    flag: &str,
 ) -> Result<(), StoreError> {
     match archive {
         None => {
             crate::store::cut::refuse_if_cut(&**tx, || {
-                format!(
-                    "a replay of the whole log {why} (replay the archive with it: `--archive DIR`)"
-                )
+                format!("a replay of the whole log {why} (replay the archive with it: `{flag}`)")
             })
             .await
         }

@@ -298,7 +298,7 @@ pub async fn prove(
             let archive = Archive::open(Path::new(dir)).map_err(|e| anyhow::anyhow!("{e}"))?;
             seal::archive::prove::prove(store.pool(), &archive, position, digest.clone())
                 .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?
+                .map_err(proving)?
         }
         None => None,
     };
@@ -306,10 +306,20 @@ pub async fn prove(
         Some(p) => p,
         None => seal::proof::prove(store.pool(), position, digest)
             .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?,
+            .map_err(proving)?,
     };
     println!("{}", serde_json::to_string_pretty(&proof).expect("json"));
     Ok(())
+}
+
+/// A proof that could not be made: a store error keeps its own code (an
+/// archived event is `HISTORY_ARCHIVED`, a database away `UNAVAILABLE`), not
+/// `INTERNAL`.
+fn proving(e: seal::proof::ProveError) -> Failure {
+    match e {
+        seal::proof::ProveError::Store(s) => s.into(),
+        e => anyhow::anyhow!("{e}").into(),
+    }
 }
 
 /// Checks a proof file offline against the auditor's own digest file.

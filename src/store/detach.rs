@@ -138,6 +138,33 @@ impl Detacher {
         }
     }
 
+    /// The sealed blocks that hold the log's partition `p`'s events, first
+    /// and last, from the database's own chain and seals (`None` when none
+    /// of its events is sealed, or its table is gone). What is checked again
+    /// before `p` leaves is chosen by these, never by a manifest's ranges,
+    /// which no hash or seal covers.
+    pub async fn sealed_blocks(&self, p: &Partition) -> Result<Option<(i64, i64)>, StoreError> {
+        let Some(table) = table(&self.client, &p.name).await? else {
+            return Ok(None);
+        };
+        let row = self
+            .client
+            .query_one(
+                &format!(
+                    "WITH rows AS (SELECT min(c.seq) AS first, max(c.seq) AS last
+                                   FROM {table} AS e JOIN event_chain AS c ON c.position = e.position)
+                     SELECT min(s.block), max(s.block) FROM seals AS s, rows
+                     WHERE s.last_seq >= rows.first AND s.first_seq <= rows.last"
+                ),
+                &[],
+            )
+            .await?;
+        Ok(match (row.get(0), row.get(1)) {
+            (Some(first), Some(last)) => Some((first, last)),
+            _ => None,
+        })
+    }
+
     /// Why the log's partition `p` must stay, or `None` when it may leave.
     pub async fn keeps(&self, p: &Partition, a: &Archived) -> Result<Option<String>, StoreError> {
         let c = &self.client;

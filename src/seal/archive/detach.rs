@@ -78,7 +78,7 @@ pub async fn detach(
             report.kept.push(why);
             break;
         }
-        recheck(pool, archive, &p).await?;
+        recheck(pool, archive, &d, &p).await?;
         report.detached.push(d.detach_events(&p, &a).await?);
     }
     if report.detached.iter().any(|d| d.parent == "events") {
@@ -97,14 +97,39 @@ pub async fn detach(
     Ok(report)
 }
 
-/// Checks again every segment that holds a position of the log's partition
+/// Checks again every segment that holds an event of the log's partition
 /// `p`: its file against its manifest and seals, its seals against the
-/// database's.
-async fn recheck(pool: &Pool, archive: &Archive, p: &Partition) -> Result<(), ArchiveError> {
-    let holding = archive
+/// database's. Which segments those are comes from the database's chain and
+/// seals (`Detacher::sealed_blocks`): a manifest's position ranges are under
+/// no hash, so one that lies must not be able to turn this check off.
+async fn recheck(
+    pool: &Pool,
+    archive: &Archive,
+    d: &Detacher,
+    p: &Partition,
+) -> Result<(), ArchiveError> {
+    let Some((first, last)) = d.sealed_blocks(p).await? else {
+        return Ok(()); // Nothing of `p` is sealed: `keeps` let it go empty.
+    };
+    let holding: Vec<&Segment> = archive
         .segments
         .iter()
-        .filter(|s| s.manifest.min_position < p.next && s.manifest.max_position >= p.first);
+        .filter(|s| s.manifest.first_block <= last && s.manifest.last_block >= first)
+        .collect();
+    // The archive's segments run from block 1 without a gap (`whole`), so
+    // these cover every block from `first` to `last`; an archive that ends
+    // before `last` holds less than `keeps` was told.
+    if archive.last_block() < last {
+        return Err(ArchiveError::Unreadable {
+            path: archive.dir.display().to_string(),
+            why: format!(
+                "it ends at block {}, but {}'s events are sealed up to block {last}; {} stays in the database",
+                archive.last_block(),
+                p.name,
+                p.name
+            ),
+        });
+    }
     for s in holding {
         let refused = |why: String| ArchiveError::Unreadable {
             path: s.manifest_path.display().to_string(),

@@ -18,6 +18,7 @@
 
 pub mod check;
 pub mod detach;
+pub mod files;
 pub mod prove;
 pub mod read;
 pub mod write;
@@ -124,6 +125,18 @@ pub enum ArchiveError {
     NotVerified { block: i64, why: String },
     #[error("block {block}, the archive's last, is not sealed in this database as the archive has it: the directory is not this ledger's archive")]
     NotThisLedger { block: i64 },
+    /// The directory's segments end before events that left the database
+    /// (`archive --detach`): the segments holding them are missing, and the
+    /// database cannot write them again. Nothing is written.
+    #[error("the archive's segments end at block {last_block}, but events up to {cut} left the database: the segments after block {last_block} are missing from this directory (a manifest removed or not restored?) and cannot be written again; restore them from a copy, and run `stockledger verify --archive`. Nothing was written")]
+    BehindTheCut { last_block: i64, cut: String },
+    /// The run failed after it set aside rows files that no manifest named:
+    /// they are kept, and named here, because they may be the only copy.
+    #[error("{error} (set aside, not deleted, as no manifest names them: {})", .files.join(", "))]
+    SetAside {
+        files: Vec<String>,
+        error: Box<ArchiveError>,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -133,6 +146,17 @@ impl ArchiveError {
         ArchiveError::Io {
             path: path.display().to_string(),
             why,
+        }
+    }
+
+    /// `error`, naming the rows files the run set aside when there are any.
+    fn set_aside(files: Vec<std::path::PathBuf>, error: ArchiveError) -> ArchiveError {
+        if files.is_empty() {
+            return error;
+        }
+        ArchiveError::SetAside {
+            files: files.iter().map(|f| f.display().to_string()).collect(),
+            error: Box::new(error),
         }
     }
 

@@ -7,7 +7,10 @@
 //! temporary name, synced, renamed, and read back whole against its
 //! manifest (`read::check_segment`); only then is the manifest written, so a
 //! segment whose manifest exists was complete and checked. A crash leaves at
-//! most a rows' file without a manifest, which the next run writes again.
+//! most a rows' file without a manifest, which the next run sets aside
+//! (never deletes: it may be the only copy of events that left the
+//! database, if its manifest was lost after a detach) and writes again.
+//! The directory and its files are the writer's alone (`files`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,6 +25,7 @@ use crate::limits::{
     VERIFY_WINDOW_ROWS,
 };
 use crate::seal::archive::check::{self, Seal, SegmentCheck};
+use crate::seal::archive::files;
 use crate::seal::archive::read::{check_segment, Segment};
 use crate::seal::archive::{
     segment_stem, Archive, ArchiveError, ArchivedSeal, Manifest, RowLine, ARCHIVE_FORMAT,
@@ -43,19 +47,37 @@ pub async fn archive(
     dir: &Path,
     through_block: Option<i64>,
 ) -> Result<Vec<Manifest>, ArchiveError> {
-    std::fs::create_dir_all(dir).map_err(|e| ArchiveError::io(dir, e))?;
+    files::prepare_dir(dir)?;
     let _held = lock(dir)?;
     let archive = Archive::open(dir)?.whole()?;
-    remove_leftovers(&archive)?;
+    let set_aside = tidy(&archive)?;
+    for path in &set_aside {
+        tracing::warn!(
+            file = %path.display(),
+            "a rows file no manifest names was set aside, not deleted: it may be the only copy of its events"
+        );
+    }
+    write_after(pool, &archive, through_block)
+        .await
+        .map_err(|error| ArchiveError::set_aside(set_aside, error))
+}
+
+/// Writes the segments after `archive`'s last (see `archive`).
+async fn write_after(
+    pool: &deadpool_postgres::Pool,
+    archive: &Archive,
+    through_block: Option<i64>,
+) -> Result<Vec<Manifest>, ArchiveError> {
     let client = pool::get(pool).await?;
-    let seals = seals_after(&client, &archive, through_block).await?;
-    let mut start = Start::after(&archive)?;
+    refuse_behind_the_cut(&client, archive).await?;
+    let seals = seals_after(&client, archive, through_block).await?;
+    let mut start = Start::after(archive)?;
     let mut written = Vec::new();
     let mut rest = &seals[..];
     while !rest.is_empty() {
         let n = segment_len(rest);
         let (segment, after) = rest.split_at(n);
-        let manifest = write_segment(&client, &archive, &start, segment).await?;
+        let manifest = write_segment(&client, archive, &start, segment).await?;
         let last = manifest.seals.last().expect("a segment has blocks");
         start = Start::after_segment(&manifest, last)?;
         written.push(manifest);
@@ -101,11 +123,31 @@ impl Start {
     }
 }
 
-/// Files a run that stopped half-way left: its temporary files, and rows
-/// files no manifest names (never read back, so never part of the archive).
-/// Only names this writer makes are touched; anything else in the directory
-/// is left as it is.
-fn remove_leftovers(archive: &Archive) -> Result<(), ArchiveError> {
+/// Refuses to write when events after the archive's last left the
+/// database already (`archive --detach` took them out): the segments that
+/// held them are missing from the directory, and the database cannot write
+/// them again. Nothing is written; whatever is in the directory stays.
+async fn refuse_behind_the_cut(
+    client: &deadpool_postgres::ClientWrapper,
+    archive: &Archive,
+) -> Result<(), ArchiveError> {
+    let last = archive.last_cursor();
+    match crate::store::cut::cut_and_floor_any_schema(&**client).await? {
+        Some((cut, _)) if last < cut => Err(ArchiveError::BehindTheCut {
+            last_block: archive.last_block(),
+            cut: cut.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Tidies what a run that stopped half-way left: its temporary files are
+/// removed (a `.partial` rows file was never renamed, so no manifest and no
+/// detach ever counted on it), and a complete rows file no manifest names is
+/// set aside (`files::set_aside`), never deleted. Returns what was set
+/// aside. Only names this writer makes are touched; anything else in the
+/// directory is left as it is.
+fn tidy(archive: &Archive) -> Result<Vec<PathBuf>, ArchiveError> {
     let dir = &archive.dir;
     let named: std::collections::HashSet<&str> = archive
         .segments
@@ -113,20 +155,24 @@ fn remove_leftovers(archive: &Archive) -> Result<(), ArchiveError> {
         .map(|s| s.manifest.rows_file.as_str())
         .collect();
     let entries = std::fs::read_dir(dir).map_err(|e| ArchiveError::io(dir, e))?;
+    let mut set_aside = Vec::new();
     for entry in entries {
         let name = entry.map_err(|e| ArchiveError::io(dir, e))?.file_name();
         let name = name.to_string_lossy();
         let written = name.strip_suffix(".partial").unwrap_or(&name);
         let ours =
             is_segment_file(written, ROWS_SUFFIX) || is_segment_file(written, MANIFEST_SUFFIX);
-        let leftover =
-            name.ends_with(".partial") || (name.ends_with(ROWS_SUFFIX) && !named.contains(&*name));
-        if ours && leftover {
+        if !ours {
+            continue;
+        }
+        if name.ends_with(".partial") {
             let path = dir.join(&*name);
             std::fs::remove_file(&path).map_err(|e| ArchiveError::io(&path, e))?;
+        } else if name.ends_with(ROWS_SUFFIX) && !named.contains(&*name) {
+            set_aside.push(files::set_aside(dir, &name)?);
         }
     }
-    Ok(())
+    Ok(set_aside)
 }
 
 /// Whether `name` is `segment_stem(..)` followed by `suffix`.
@@ -146,7 +192,7 @@ fn is_segment_file(name: &str, suffix: &str) -> bool {
 /// files. The kernel lets go of it when the process ends, however it ends.
 fn lock(dir: &Path) -> Result<std::fs::File, ArchiveError> {
     let path = dir.join(LOCK_FILE);
-    let file = std::fs::File::create(&path).map_err(|e| ArchiveError::io(&path, e))?;
+    let file = files::open_lock(&path)?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(ArchiveError::unreadable(
@@ -221,7 +267,7 @@ fn spawn_writer(path: PathBuf) -> (mpsc::Sender<Vec<u8>>, Written) {
     let (send, mut receive) = mpsc::channel::<Vec<u8>>(ARCHIVE_QUEUE_BATCHES);
     let handle = tokio::task::spawn_blocking(move || {
         let io = |e| ArchiveError::io(&path, e);
-        let file = std::fs::File::create(&path).map_err(io)?;
+        let file = files::create_new(&path)?;
         let mut gz = GzEncoder::new(
             HashingWriter {
                 inner: std::io::BufWriter::new(file),
@@ -346,7 +392,7 @@ async fn write_segment(
 
 fn write_synced(path: &Path, m: &Manifest) -> Result<(), ArchiveError> {
     let io = |e| ArchiveError::io(path, e);
-    let mut file = std::fs::File::create(path).map_err(io)?;
+    let mut file = files::create_new(path)?;
     let text = serde_json::to_vec_pretty(m).expect("a manifest serializes");
     file.write_all(&text).map_err(io)?;
     file.sync_all().map_err(io)
