@@ -273,6 +273,12 @@ pub const DEFAULT_IDLE_CONNECTION_TIMEOUT_MS: u64 = 30_000;
 /// the log and the listener itself.
 pub const FILE_DESCRIPTORS_RESERVED: usize = 256;
 
+/// Client connections the open-files limit must leave room for (after
+/// `FILE_DESCRIPTORS_RESERVED`), or the server refuses to start: below it,
+/// with a quarter of the total per address (`MAX_CONNECTION_SHARE_PER_ADDRESS`),
+/// a few idle clients would shut out every other.
+pub const MIN_CLIENT_CONNECTIONS: usize = 64;
+
 /// Pause after a failed accept (out of file descriptors), so the loop waits
 /// for connections to end instead of spinning.
 pub const ACCEPT_ERROR_PAUSE_MS: u64 = 100;
@@ -488,6 +494,12 @@ pub const EVENT_STREAM_MAX_SECONDS: u64 = 3_600;
 /// stream's key, whatever the key cache's time to live (which may be zero):
 /// each check is a query.
 pub const EVENT_STREAM_KEY_RECHECK_MIN_MS: u64 = 1_000;
+
+/// How long an event stream that should have ended (its time is up, its key
+/// revoked) may stay open before its connection is closed: the feed ends it
+/// at its next event when its client reads, and a client that stopped
+/// reading is cut off after this.
+pub const EVENT_STREAM_STALL_GRACE_MS: u64 = 1_000;
 
 /// `GET /v1/events/stream`: streams one key may hold open at once, so one
 /// key (or one leaked key) cannot take every subscriber slot.

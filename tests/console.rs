@@ -95,7 +95,18 @@ async fn the_reads_the_console_stands_on_answer_by_role() {
     seed(&s).await;
     let (status, me) = s.get("/v1/me", "reader").await;
     assert_eq!((status, me["role"].as_str()), (200, Some("reader")), "{me}");
+    // A listing names orders the caller did not ask for by id: a reader
+    // key may not enumerate them (docs: the role matrix in the README).
     let (status, x) = s.get("/v1/expiring-reservations", "reader").await;
+    assert_eq!(
+        (status, x["code"].as_str()),
+        (403, Some("FORBIDDEN")),
+        "{x}"
+    );
+    for role in ["writer", "admin"] {
+        assert_eq!(s.get("/v1/expiring-reservations", role).await.0, 200);
+    }
+    let (status, x) = s.get("/v1/expiring-reservations", "auditor").await;
     assert_eq!(status, 200, "{x}");
     assert_eq!(x["reservations"][0]["reservation_id"], "r-held", "{x}");
     assert_eq!(

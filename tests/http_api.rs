@@ -181,8 +181,9 @@ async fn every_endpoint_and_error_code() {
         let r = s.req(Method::GET, path, None).send().await.unwrap();
         assert_eq!(r.status().as_u16(), 200, "{path}");
     }
+    // The business's figures (reservations by state) need a key.
     let metrics = s
-        .req(Method::GET, "/metrics", None)
+        .req(Method::GET, "/metrics", Some("reader"))
         .send()
         .await
         .unwrap()
@@ -222,6 +223,8 @@ async fn the_auth_matrix() {
     let w = &["writer", "admin"][..];
     let all = &["writer", "reader", "auditor", "admin"][..];
     let a = &["auditor", "admin"][..];
+    // Listings name orders the caller did not ask for by id: not a reader's.
+    let listing = &["writer", "auditor", "admin"][..];
     let routes: Vec<(Method, &str, Value, &[&str])> = vec![
         (
             Method::POST,
@@ -248,6 +251,14 @@ async fn the_auth_matrix() {
         (Method::GET, "/v1/orders/o1", Value::Null, all),
         (Method::GET, "/v1/events", Value::Null, a),
         (Method::GET, "/v1/projections", Value::Null, a),
+        (
+            Method::GET,
+            "/v1/expiring-reservations",
+            Value::Null,
+            listing,
+        ),
+        (Method::GET, "/v1/low-stock", Value::Null, all),
+        (Method::GET, "/v1/relays", Value::Null, a),
     ];
     let send = |method: Method, path: &str, body: &Value, role: Option<&str>| {
         let r = s.req(method, path, role);

@@ -366,14 +366,49 @@ async fn metrics_can_require_a_key() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 200);
     assert!(r.text().await.unwrap().contains("stockledger_database_up"));
-    // Without the option it stays open (the default).
+    // Without the option it stays open (the default), but for the
+    // business's own figures, which need a key (any role); a key that is
+    // sent must be valid.
     let open = TestServer::start(quiet()).await;
+    open.db.receive("in-1", "apple", 5).await;
+    open.db
+        .run(reserve("r-1", "o-1", &[("apple", 2)], None))
+        .await
+        .unwrap();
+    open.db.project_all().await;
     let r = open
         .req(Method::GET, "/metrics", None)
         .send()
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 200);
+    let anonymous = r.text().await.unwrap();
+    assert!(anonymous.contains("stockledger_database_up"), "{anonymous}");
+    let business = [
+        "stockledger_reservations{",
+        "stockledger_reservation_units{",
+    ];
+    for series in business {
+        assert!(!anonymous.contains(series), "{series} without a key");
+    }
+    let r = open
+        .req(Method::GET, "/metrics", Some("reader"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let keyed = r.text().await.unwrap();
+    for series in business {
+        assert!(keyed.contains(series), "{series} with a key: {keyed}");
+    }
+    let r = open
+        .http
+        .get(format!("{}/metrics", open.base))
+        .bearer_auth("sk_made_up")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
 }
 
 // ---- case 9: metrics during an outage -------------------------------------
@@ -616,4 +651,29 @@ async fn under_a_low_open_files_limit_another_address_is_still_served() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(status, 200, "another address is served");
+}
+
+/// Under a hard open-files limit of 259, 256 descriptors kept for the
+/// database and the server left one client connection for everyone: one
+/// idle connection shut out every other address. `serve` now refuses to
+/// start below its floor, and says what to raise.
+#[tokio::test]
+async fn serve_refuses_an_open_files_limit_that_leaves_a_handful_of_connections() {
+    if !common::needs::programs(&[common::needs::PRLIMIT]) {
+        return;
+    }
+    let db = TestDb::new().await;
+    let out = Command::new("prlimit")
+        .arg("--nofile=259:259")
+        .arg(env!("CARGO_BIN_EXE_stockledger"))
+        .args(["serve", "--dev", "--listen", "127.0.0.1:0"])
+        .env("DATABASE_URL", db.url())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the open-files limit is 259") && stderr.contains("raise it"),
+        "{stderr}"
+    );
 }

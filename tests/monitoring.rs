@@ -56,8 +56,10 @@ async fn scrape() -> String {
         .unwrap();
     assert_eq!(made_up.status(), 401);
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    // With a key: the business's figures (reservations by state) are shown
+    // only to callers with one.
     let text = s
-        .req(Method::GET, "/metrics", None)
+        .req(Method::GET, "/metrics", Some("reader"))
         .send()
         .await
         .unwrap()

@@ -27,11 +27,21 @@ use crate::limits::{
 const ID_CHARACTERS: &str = "A-Za-z0-9._:-";
 
 /// Free text (a reason, a stream prefix): anything but control characters
-/// (Unicode category Cc, which is what `char::is_control` tests). The length
-/// is left to `minLength`/`maxLength`, which count code points in every
-/// dialect (a regex quantifier in ECMA-262 without the `u` flag counts a
-/// character beyond the BMP twice).
-const NO_CONTROL_CHARACTERS: &str = r"^[^\u0000-\u001F\u007F-\u009F]+$";
+/// (Unicode category Cc, which is what `char::is_control` tests) and the
+/// format characters of the Basic Multilingual Plane (`domain::text`). The
+/// length is left to `minLength`/`maxLength`, which count code points in
+/// every dialect (a regex quantifier in ECMA-262 without the `u` flag counts
+/// a character beyond the BMP twice).
+fn no_control_or_format_characters() -> String {
+    let mut class = String::from(r"\u0000-\u001F\u007F-\u009F");
+    for &(lo, hi) in crate::domain::text::BMP_FORMAT_CHARACTERS {
+        class.push_str(&format!("\\u{:04X}", lo as u32));
+        if hi != lo {
+            class.push_str(&format!("-\\u{:04X}", hi as u32));
+        }
+    }
+    format!("^[^{class}]+$")
+}
 
 /// The pattern of an id: 1 to `MAX_ID_LEN` characters of `A-Z a-z 0-9 . _ : -`,
 /// but not `.` or `..`. Written without lookahead, which not every regex
@@ -48,7 +58,7 @@ pub fn id_pattern() -> String {
 
 /// The pattern of free text (its length is `minLength`/`maxLength`).
 pub fn text_pattern() -> String {
-    NO_CONTROL_CHARACTERS.to_owned()
+    no_control_or_format_characters()
 }
 
 /// The pattern of a correlation or causation id: 1 to `MAX_METADATA_ID_LEN`
@@ -261,7 +271,9 @@ pub fn reason() -> Schema {
     string(
         text_pattern(),
         MAX_REASON_LEN,
-        format!("Why, in words: 1 to {MAX_REASON_LEN} characters, no control characters."),
+        format!(
+            "Why, in words: 1 to {MAX_REASON_LEN} characters, no control or format characters."
+        ),
     )
     .into()
 }
@@ -272,7 +284,7 @@ pub fn release_reason() -> Schema {
         text_pattern(),
         MAX_REASON_LEN,
         format!(
-            "Why, in words: 1 to {MAX_REASON_LEN} characters, no control characters; \
+            "Why, in words: 1 to {MAX_REASON_LEN} characters, no control or format characters; \
              {DEFAULT_RELEASE_REASON:?} when left out."
         ),
     )
@@ -421,7 +433,8 @@ mod tests {
     }
 
     /// Characters from every class a rule tells apart: id characters, other
-    /// ASCII, spaces, control characters (C0, DEL, C1) and beyond ASCII.
+    /// ASCII, spaces, control characters (C0, DEL, C1), format characters
+    /// (refused in the BMP, taken beyond it) and beyond ASCII.
     fn text() -> impl Strategy<Value = String> {
         let c = prop_oneof![
             proptest::char::range('a', 'c'),
@@ -440,6 +453,10 @@ mod tests {
             Just('\u{85}'),
             Just('é'),
             Just('\u{1F600}'),
+            Just('\u{202E}'),
+            Just('\u{200B}'),
+            Just('\u{FEFF}'),
+            Just('\u{E0041}'),
         ];
         proptest::collection::vec(c, 0..140).prop_map(|v| v.into_iter().collect())
     }

@@ -128,7 +128,8 @@ pub async fn serve(
         stream_heartbeat: ServerConfig::default().stream_heartbeat,
         stream_lifetime: Duration::from_secs(args.stream_lifetime_seconds.max(1)),
         connections: ConnectionLimits {
-            max_connections: listener::fit_to_open_files_limit(args.max_connections.max(1)),
+            max_connections: listener::fit_to_open_files_limit(args.max_connections.max(1))
+                .map_err(|e| anyhow::anyhow!("{e}"))?,
             max_per_address: args.max_connections_per_address.max(1),
             header_read_timeout: Duration::from_millis(args.header_read_timeout_ms.max(1)),
             idle_timeout: Duration::from_millis(args.idle_timeout_ms.max(1)),

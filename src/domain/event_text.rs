@@ -7,6 +7,7 @@ use std::fmt;
 use crate::domain::command::Line;
 use crate::domain::event::{expected_receipt_events, reservation_events, Event};
 use crate::domain::expectation::outside_expectations;
+use crate::domain::text::shown;
 
 impl fmt::Display for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -50,10 +51,10 @@ impl Event {
             ReservationConfirmed { lines: l, .. } => format!("confirmed {}", lines(l)),
             ReservationReleased {
                 lines: l, reason, ..
-            } if l.is_empty() => format!("released before it was reserved ({reason})"),
+            } if l.is_empty() => format!("released before it was reserved ({})", shown(reason)),
             ReservationReleased {
                 lines: l, reason, ..
-            } => format!("released {} ({reason})", lines(l)),
+            } => format!("released {} ({})", lines(l), shown(reason)),
             ReservationExpired { lines: l, .. } => format!("expired, freeing {}", lines(l)),
             ReservationLinesConfirmed {
                 confirmation_id,
@@ -65,7 +66,7 @@ impl Event {
                 lines: l,
                 reason,
                 ..
-            } => format!("released {} ({release_id}: {reason})", lines(l)),
+            } => format!("released {} ({release_id}: {})", lines(l), shown(reason)),
             ReservationExtended { expires_at, .. } => {
                 format!("held until {}", expires_at.format("%H:%M:%S"))
             }
@@ -100,7 +101,7 @@ impl Event {
                 location,
                 delta,
                 reason,
-            } => format!("adjusted {delta:+} × {sku}@{location} ({reason})"),
+            } => format!("adjusted {delta:+} × {sku}@{location} ({})", shown(reason)),
             StockTransferred {
                 sku,
                 from_location,

@@ -21,6 +21,7 @@ pub mod reservation;
 pub mod settings;
 pub mod shape;
 pub mod stream;
+pub mod text;
 
 pub use command::{
     AdjustRequest, CancelExpected, ChangeExpectedRequest, Command, ConfirmLinesRequest,

@@ -71,18 +71,22 @@ pub struct RelayStatus {
 
 /// Every relay's standing.
 pub async fn status(store: &Store) -> Result<Vec<RelayStatus>, StoreError> {
-    let client = pool::get(store.pool()).await?;
-    let rows = client
-        .query(
+    // A read a request waits for: cancelled on the server if the request
+    // stops waiting (`pool::reading`).
+    let rows = pool::reading(store.pool(), async |client| {
+        Ok(client
+            .query(
             "SELECT c.stream_name, c.tx_id, c.position, c.last_msg_id, c.published, c.updated_at,
                     (SELECT count(*) FROM (
                         SELECT 1 FROM events e
                          WHERE (e.tx_id, e.position) > (c.tx_id::text::xid8, c.position)
                          LIMIT $1) behind)
                FROM relay_checkpoints c ORDER BY c.stream_name",
-            &[&LAG_COUNT_CAP],
-        )
-        .await?;
+                &[&LAG_COUNT_CAP],
+            )
+            .await?)
+    })
+    .await?;
     Ok(rows
         .iter()
         .map(|r| {

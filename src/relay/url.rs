@@ -60,8 +60,14 @@ fn parts(url: &str) -> (&str, &str, &str) {
         Some(i) => url.split_at(i + 3),
         None => ("", url),
     };
-    // The authority ends at the first '/', '?' or '#'.
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    // The authority ends at the first '/', '?' or '#' after the user
+    // information, which is whatever stands before the last '@': a password
+    // written unencoded may hold any of those (`nats://u:s3cr/et@host`), and
+    // a broker URL has no path or query in which an '@' would mean less.
+    let from = rest.rfind('@').unwrap_or(0);
+    let end = rest[from..]
+        .find(['/', '?', '#'])
+        .map_or(rest.len(), |i| from + i);
     let (authority, tail) = rest.split_at(end);
     (scheme, authority, tail)
 }
@@ -130,6 +136,16 @@ mod tests {
             split("nats://broker:4222"),
             ("nats://broker:4222".to_owned(), None)
         );
+        assert_eq!(
+            split("nats://relay:s3cr/et@broker:4222"),
+            (
+                "nats://broker:4222".to_owned(),
+                Some(Credentials::User {
+                    user: "relay".into(),
+                    password: "s3cr/et".into()
+                })
+            )
+        );
         let shown = format!("{:?}", split("nats://u:s3cret@h").1);
         assert!(!shown.contains("s3cret"), "{shown}");
     }
@@ -141,6 +157,13 @@ mod tests {
             ("nats://t0ken@broker", "nats://***@broker"),
             ("tls://u:p@ss@broker:4222/x?y", "tls://***@broker:4222/x?y"),
             ("user:s3cret@broker:4222", "***@broker:4222"),
+            ("nats://relay:s3cr/et@broker:4222", "nats://***@broker:4222"),
+            ("nats://relay:s3cr?et@broker:4222", "nats://***@broker:4222"),
+            (
+                "nats://relay:s3cr#et@broker:4222/x",
+                "nats://***@broker:4222/x",
+            ),
+            ("nats://s3cr/et@broker", "nats://***@broker"),
             (
                 "nats://a:s3cret@one:4222,nats://b:s3cret@two:4222",
                 "nats://***@one:4222,nats://***@two:4222",
@@ -154,7 +177,7 @@ mod tests {
 
     #[test]
     fn a_url_without_credentials_is_shown_as_it_is() {
-        for url in ["nats://127.0.0.1:4222", "broker:4222", "nats://h/a@b"] {
+        for url in ["nats://127.0.0.1:4222", "broker:4222", "nats://h/a"] {
             assert_eq!(redacted(url), url);
         }
     }

@@ -24,6 +24,10 @@ pub enum Access {
     Write,
     /// Read stock, reservations, orders: every role.
     Read,
+    /// List reservations or orders the caller did not name (ids it may not
+    /// know): the roles that act on them or audit them, not a reader, whose
+    /// key (a storefront's, say) reads what it names and no more.
+    List,
     /// Read the log and projection status: auditor, admin.
     Audit,
 }
@@ -33,6 +37,7 @@ impl Access {
         match self {
             Access::Write => matches!(role, Role::Writer | Role::Admin),
             Access::Read => true,
+            Access::List => !matches!(role, Role::Reader),
             Access::Audit => matches!(role, Role::Auditor | Role::Admin),
         }
     }
@@ -41,6 +46,7 @@ impl Access {
         match self {
             Access::Write => "append commands",
             Access::Read => "read",
+            Access::List => "list reservations or orders by other than their ids",
             Access::Audit => "read the log or projection status",
         }
     }
@@ -83,6 +89,8 @@ pub trait Need: Send + Sync + 'static {
 pub struct ToWrite;
 /// Reading stock, reservations and orders.
 pub struct ToRead;
+/// Listing reservations or orders.
+pub struct ToList;
 /// Reading the log and projection status.
 pub struct ToAudit;
 
@@ -91,6 +99,9 @@ impl Need for ToWrite {
 }
 impl Need for ToRead {
     const ACCESS: Access = Access::Read;
+}
+impl Need for ToList {
+    const ACCESS: Access = Access::List;
 }
 impl Need for ToAudit {
     const ACCESS: Access = Access::Audit;

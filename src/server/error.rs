@@ -102,6 +102,10 @@ pub enum ApiError {
     },
     #[error("this route does not take that method")]
     MethodNotAllowed,
+    /// Development mode serves only requests addressed to its loopback
+    /// address from it (`dev_guard`): not a browser's, rebound or cross-site.
+    #[error("development mode answers only requests addressed to it on its loopback address: {0}")]
+    ForeignOrigin(String),
     #[error("request bodies are limited to {limit} bytes")]
     PayloadTooLarge { limit: usize },
     #[error("too many requests for this key; retry after {retry_after} s")]
@@ -157,7 +161,7 @@ impl ApiError {
             ApiError::MalformedJson(_) => "MALFORMED_JSON",
             ApiError::UnsupportedMediaType(_) => "UNSUPPORTED_MEDIA_TYPE",
             ApiError::Unauthenticated => "UNAUTHENTICATED",
-            ApiError::Forbidden { .. } => "FORBIDDEN",
+            ApiError::Forbidden { .. } | ApiError::ForeignOrigin(_) => "FORBIDDEN",
             ApiError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             ApiError::RateLimited { .. } => "RATE_LIMITED",
@@ -196,6 +200,7 @@ impl ApiError {
             | ApiError::UnsupportedMediaType(_)
             | ApiError::Unauthenticated
             | ApiError::Forbidden { .. }
+            | ApiError::ForeignOrigin(_)
             | ApiError::MethodNotAllowed => json!({}),
         }
     }
@@ -209,6 +214,7 @@ impl ApiError {
             | ApiError::UnsupportedMediaType(_)
             | ApiError::Unauthenticated
             | ApiError::Forbidden { .. }
+            | ApiError::ForeignOrigin(_)
             | ApiError::MethodNotAllowed
             | ApiError::PayloadTooLarge { .. }
             | ApiError::Archived { .. }
@@ -236,6 +242,7 @@ impl IntoResponse for ApiError {
             | ApiError::UnsupportedMediaType(_)
             | ApiError::Unauthenticated
             | ApiError::Forbidden { .. }
+            | ApiError::ForeignOrigin(_)
             | ApiError::MethodNotAllowed
             | ApiError::PayloadTooLarge { .. }
             | ApiError::RateLimited { .. }
@@ -268,6 +275,7 @@ mod tests {
                 action: "write",
             },
             ApiError::MethodNotAllowed,
+            ApiError::ForeignOrigin("Host \"x\"".into()),
             ApiError::PayloadTooLarge { limit: 1 },
             ApiError::RateLimited { retry_after: 1 },
             ApiError::unavailable("test"),
@@ -284,6 +292,7 @@ mod tests {
                 | ApiError::UnsupportedMediaType(_)
                 | ApiError::Unauthenticated
                 | ApiError::Forbidden { .. }
+                | ApiError::ForeignOrigin(_)
                 | ApiError::MethodNotAllowed
                 | ApiError::PayloadTooLarge { .. }
                 | ApiError::RateLimited { .. }
@@ -311,6 +320,8 @@ mod tests {
         let mut codes: Vec<&str> = one_of_each().iter().map(ApiError::code).collect();
         codes.extend(RejectionCode::ALL.iter().map(|c| c.as_str()));
         codes.sort_unstable();
+        // Two errors may share a code (FORBIDDEN: a role's, a foreign origin's).
+        codes.dedup();
         let mut listed = error_codes();
         listed.sort_unstable();
         assert_eq!(codes, listed);

@@ -32,7 +32,7 @@ use crate::limits::UNAVAILABLE_RETRY_AFTER_SECONDS;
 use crate::limits::{
     ACCEPT_ERROR_PAUSE_MS, DEFAULT_HEADER_READ_TIMEOUT_MS, DEFAULT_IDLE_CONNECTION_TIMEOUT_MS,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, FILE_DESCRIPTORS_RESERVED,
-    MAX_CONNECTION_SHARE_PER_ADDRESS,
+    MAX_CONNECTION_SHARE_PER_ADDRESS, MIN_CLIENT_CONNECTIONS,
 };
 use crate::store::error::UNAVAILABLE;
 
@@ -76,27 +76,46 @@ impl Default for ConnectionLimits {
 /// Raises this process's soft limit on open files to its hard limit, and
 /// returns the connection cap that fits under it (`wanted`, or less, keeping
 /// `FILE_DESCRIPTORS_RESERVED` for the database pool, logs and the like).
-pub fn fit_to_open_files_limit(wanted: usize) -> usize {
+/// Refused when the limit leaves fewer than `MIN_CLIENT_CONNECTIONS`: a
+/// server with room for a handful of connections is one idle client away
+/// from serving nobody, and should not start as if it were fine.
+pub fn fit_to_open_files_limit(wanted: usize) -> std::io::Result<usize> {
     let limit = match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(limit) => limit,
         Err(e) => {
             warn!(error = %e, "cannot read or raise the open-files limit");
-            return wanted;
+            return Ok(wanted);
         }
     };
-    let room = usize::try_from(limit)
-        .unwrap_or(usize::MAX)
-        .saturating_sub(FILE_DESCRIPTORS_RESERVED)
-        .max(1);
-    if room < wanted {
+    let cap = connection_cap(limit, wanted)?;
+    if cap < wanted {
         warn!(
             open_files_limit = limit,
-            wanted,
-            cap = room,
-            "the open-files limit is low; lowering the connection cap to fit"
+            wanted, cap, "the open-files limit is low; lowering the connection cap to fit"
         );
     }
-    wanted.min(room)
+    Ok(cap)
+}
+
+/// The connection cap under an open-files `limit` (see
+/// `fit_to_open_files_limit`).
+pub fn connection_cap(limit: u64, wanted: usize) -> std::io::Result<usize> {
+    let room = usize::try_from(limit)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(FILE_DESCRIPTORS_RESERVED);
+    let floor = MIN_CLIENT_CONNECTIONS.min(wanted);
+    if room < floor {
+        let need = FILE_DESCRIPTORS_RESERVED + floor;
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "the open-files limit is {limit}, which leaves room for {room} client connections \
+                 ({FILE_DESCRIPTORS_RESERVED} descriptors are kept for the database and the server); \
+                 raise it to at least {need} (ulimit -n, or LimitNOFILE= in a systemd unit)"
+            ),
+        ));
+    }
+    Ok(wanted.min(room))
 }
 
 /// Serves `app` on `listener` until `shutdown` fires, then closes idle and
@@ -162,6 +181,20 @@ fn refuse(stream: &TcpStream, why: &str) {
     );
     let _ = stream.try_write(response.as_bytes());
     debug!(why, "connection refused");
+}
+
+/// Lets a handler close the connection its request came on: an answer that
+/// streams (`/v1/events/stream`) must be able to end when its client stopped
+/// reading, and then the body is not polled, so it cannot end itself. The
+/// listener puts one in every request's extensions.
+#[derive(Clone, Debug)]
+pub struct ConnectionCloser(CancellationToken);
+
+impl ConnectionCloser {
+    /// Closes the connection now, whatever it is doing.
+    pub fn close(&self) {
+        self.0.cancel();
+    }
 }
 
 /// Requests in flight on one connection, when the last one ended, and when
@@ -277,7 +310,8 @@ async fn connection(
         since: Mutex::new(Instant::now()),
         head_started: Mutex::new(None),
     });
-    let service = service(app, peer, activity.clone());
+    let closer = CancellationToken::new();
+    let service = service(app, peer, activity.clone(), closer.clone());
     // hyper's own header timer would also run between keep-alive requests,
     // making the idle timeout meaningless; the watch below keeps both apart.
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -301,6 +335,10 @@ async fn connection(
                 if let Err(e) = served {
                     debug!(%peer, error = %e, "connection ended with an error");
                 }
+                return;
+            }
+            _ = closer.cancelled() => {
+                debug!(%peer, "closing a connection its handler gave up on");
                 return;
             }
             _ = shutdown.cancelled(), if !draining => {
@@ -327,6 +365,7 @@ fn service(
     app: Router,
     peer: SocketAddr,
     activity: Arc<Activity>,
+    closer: CancellationToken,
 ) -> impl hyper::service::Service<
     hyper::Request<Incoming>,
     Response = axum::response::Response,
@@ -338,6 +377,8 @@ fn service(
     hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
         let guard = InFlight::new(&activity);
         req.extensions_mut().insert(ConnectInfo(peer));
+        req.extensions_mut()
+            .insert(ConnectionCloser(closer.clone()));
         let app = app.clone();
         async move {
             let response = app.oneshot(req.map(axum::body::Body::new)).await;
@@ -438,6 +479,31 @@ mod tests {
             ..ConnectionLimits::default()
         }
         .per_address_cap()
+    }
+
+    /// One row per outcome: the limit leaves room for the connections
+    /// wanted, for fewer (lowered), or for fewer than the floor (refused);
+    /// a wanted cap below the floor is its own floor.
+    #[test]
+    fn the_connection_cap_fits_the_open_files_limit_or_refuses() {
+        let reserved = FILE_DESCRIPTORS_RESERVED as u64;
+        let floor = MIN_CLIENT_CONNECTIONS as u64;
+        let cases: &[(u64, usize, Option<usize>)] = &[
+            (1_048_576, 4_096, Some(4_096)),
+            (1_024, 4_096, Some(1_024 - FILE_DESCRIPTORS_RESERVED)),
+            (reserved + floor, 4_096, Some(MIN_CLIENT_CONNECTIONS)),
+            (reserved + floor - 1, 4_096, None),
+            (259, 4_096, None),
+            (0, 4_096, None),
+            (reserved + 2, 2, Some(2)),
+            (reserved + 1, 2, None),
+        ];
+        for &(limit, wanted, cap) in cases {
+            let got = connection_cap(limit, wanted);
+            assert_eq!(got.as_ref().ok().copied(), cap, "{limit} {wanted}: {got:?}");
+        }
+        let why = connection_cap(259, 4_096).unwrap_err().to_string();
+        assert!(why.contains("raise it to at least"), "{why}");
     }
 
     #[test]

@@ -13,6 +13,7 @@
 pub mod auth;
 mod commands;
 mod console;
+mod dev_guard;
 pub mod error;
 mod expected;
 pub mod health;
@@ -88,7 +89,14 @@ pub async fn serve(
     };
     let mut tasks = spawn_workers(&supervisor, &store, commits, &config);
     info!(address = %listener.local_addr()?, "serving");
-    let served = listener::serve(listener, router(state), config.connections, shutdown).await;
+    let mut app = router(state);
+    if config.dev {
+        let bound = listener.local_addr()?;
+        app = app.layer(axum::middleware::from_fn(move |req, next| {
+            dev_guard::only_loopback(bound, req, next)
+        }));
+    }
+    let served = listener::serve(listener, app, config.connections, shutdown).await;
     // Requests are drained; now the workers finish their batch and stop.
     workers.cancel();
     while tasks.join_next().await.is_some() {}

@@ -71,12 +71,19 @@ pub async fn ops_limit(
 /// histograms, pool use, projection lag, how far the seals are behind,
 /// expiries, reservations by state, the log's attached partitions, key
 /// lookups by outcome, whether the database is up and how old the figures
-/// read from it are, workers and their restarts. With `--metrics-key-required`, only for
-/// callers with a key (any role).
-#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations", responses((status = 200, description = "OpenMetrics text format", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String),
-    (status = 401, description = "UNAUTHENTICATED (only with --metrics-key-required)", body = crate::server::openapi::ErrorBody)))]
+/// read from it are, workers and their restarts. The business's own figures
+/// (reservations and units by state) only for callers with a key (any
+/// role); with `--metrics-key-required`, every figure.
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations", responses((status = 200, description = "OpenMetrics text format; reservations and units by state only with a key", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String),
+    (status = 401, description = "UNAUTHENTICATED (a key that is not valid, or none with --metrics-key-required)", body = crate::server::openapi::ErrorBody)))]
 pub async fn metrics(State(s): State<AppState>, req: axum::extract::Request) -> Response {
-    if s.config.metrics_key_required {
+    // A key, when one is sent, must be valid: a scraper whose key was
+    // revoked hears so, instead of silently losing the business series.
+    // In development mode every caller is an admin, so it sees everything.
+    let keyed = s.config.dev
+        || s.config.metrics_key_required
+        || req.headers().contains_key(header::AUTHORIZATION);
+    if keyed {
         let (mut parts, _) = req.into_parts();
         if let Err(e) =
             <Can<ToRead> as axum::extract::FromRequestParts<AppState>>::from_request_parts(
@@ -94,7 +101,7 @@ pub async fn metrics(State(s): State<AppState>, req: axum::extract::Request) -> 
         pool_available: status.available,
         pool_waiting: status.waiting,
         projections: read.lag,
-        reservations: read.totals,
+        reservations: if keyed { read.totals } else { Vec::new() },
         relays: read.relays,
         partitions: read.partitions,
         seal: read.seal.map(|l| (l.events, l.seconds)),
@@ -138,8 +145,11 @@ struct Read {
 }
 
 async fn seal_lag(s: &AppState) -> Result<crate::store::lag::Lag, crate::store::StoreError> {
-    let client = crate::store::pool::get(s.store.pool()).await?;
-    crate::seal::sealer::lag(&client).await
+    // Cancelled on the server if the scrape stops waiting.
+    crate::store::pool::reading(s.store.pool(), async |client| {
+        crate::seal::sealer::lag(client).await
+    })
+    .await
 }
 
 /// What `/metrics` reads from the database, read at most once per

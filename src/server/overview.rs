@@ -5,7 +5,7 @@
 use axum::extract::State;
 use axum::Json;
 
-use crate::server::auth::{Can, ToAudit, ToRead};
+use crate::server::auth::{Can, ToAudit, ToList, ToRead};
 use crate::server::error::ApiError;
 use crate::server::openapi::{
     EventsHead, ExpiringReservation, ExpiringReservationsResponse, MeResponse, RelaysResponse,
@@ -23,11 +23,11 @@ pub async fn me(Can { caller, .. }: Can<ToRead>) -> Json<MeResponse> {
 }
 
 #[utoipa::path(get, path = "/v1/expiring-reservations", operation_id = "listExpiringReservations", tag = "reads",
-    responses((status = 200, description = "the held reservations that expire soonest, soonest first (at most 100), from the reservation_expiry read model", body = ExpiringReservationsResponse)),
+    responses((status = 200, description = "the held reservations that expire soonest, soonest first (at most 100), from the reservation_expiry read model; for writer, auditor and admin keys (a listing names orders the caller did not ask for by id)", body = ExpiringReservationsResponse)),
     security(("bearer" = [])))]
 pub async fn expiring(
     State(s): State<AppState>,
-    _: Can<ToRead>,
+    _: Can<ToList>,
 ) -> Result<Json<ExpiringReservationsResponse>, ApiError> {
     let (rows, truncated) = s.store.expiring_soonest().await?;
     let reservations = rows

@@ -157,6 +157,7 @@ pub async fn events(
             let reason = format!("must be 1 to {MAX_STREAM_PREFIX_LEN} characters");
             return Err(Rejection::invalid("stream", reason).into());
         }
+        crate::domain::text::check("stream", prefix)?;
     }
     // A filtered page may walk up to MAX_EVENTS_SCANNED_PER_FILTERED_READ
     // events to fill itself: heavy, so it waits for a permit like the other

@@ -6,6 +6,8 @@
 //! subscribers is bounded (in all and per key), every stream ends when the
 //! server shuts down, when its key is revoked (checked again every key-cache
 //! period) and after `stream_lifetime`; the client then resumes where it was.
+//! A client that stops reading does not hold its stream past either: a
+//! timer of the stream's own closes its connection (`watch`).
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -16,6 +18,7 @@ use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::Extension;
 use futures_util::Stream;
 use serde::Deserialize;
 use tokio::sync::OwnedSemaphorePermit;
@@ -27,11 +30,12 @@ use crate::api::contract;
 use crate::domain::{RecordedEvent, Rejection};
 use crate::limits::{
     EVENT_STREAM_BATCH, EVENT_STREAM_KEY_RECHECK_MIN_MS, EVENT_STREAM_POLL_MS,
-    MAX_EVENT_STREAMS_PER_KEY,
+    EVENT_STREAM_STALL_GRACE_MS, MAX_EVENT_STREAMS_PER_KEY,
 };
 use crate::server::auth::{self, Access, Can, ToAudit};
 use crate::server::error::ApiError;
 use crate::server::json::ApiQuery;
+use crate::server::listener::ConnectionCloser;
 use crate::server::AppState;
 use crate::store::read::event_json;
 use crate::store::{keys, Cursor, Store};
@@ -93,6 +97,7 @@ pub async fn events_stream(
     State(s): State<AppState>,
     Can { caller, .. }: Can<ToAudit>,
     headers: HeaderMap,
+    closer: Option<Extension<ConnectionCloser>>,
     resume: ResumeHeader,
     ApiQuery(q): ApiQuery<StreamQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
@@ -111,6 +116,11 @@ pub async fn events_stream(
         .then(|| auth::presented_key(&headers).map(keys::hash_key))
         .flatten();
     let now = Instant::now();
+    let ends_at = now + s.config.stream_lifetime;
+    let done = CancellationToken::new();
+    if let Some(Extension(closer)) = closer {
+        tokio::spawn(watch(s.clone(), key.clone(), ends_at, done.clone(), closer));
+    }
     let feed = Feed {
         store: s.store.clone(),
         after,
@@ -118,10 +128,11 @@ pub async fn events_stream(
         closing: s.closing.clone(),
         key,
         recheck_at: now + recheck_interval(&s),
-        ends_at: now + s.config.stream_lifetime,
+        ends_at,
         state: s.clone(),
         _permit: permit,
         _key_slot: key_slot,
+        _done: done.drop_guard(),
     };
     let stream = futures_util::stream::unfold(feed, |mut feed| async move {
         let event = feed.next().await?;
@@ -149,6 +160,50 @@ struct Feed {
     /// Held while the stream lives: a subscriber slot, and one of its key's.
     _permit: OwnedSemaphorePermit,
     _key_slot: KeySlot,
+    /// Tells the stream's `watch` it ended, when the feed is dropped.
+    _done: tokio_util::sync::DropGuard,
+}
+
+/// A stream's own timer. The feed checks its lifetime and its key only when
+/// the next event is asked for; a client that stops reading is asked
+/// nothing (its socket is full), and would keep its connection, its
+/// subscriber slot and its key's slot past its lifetime and a revocation.
+/// So this checks both on a timer of its own, and when the stream should
+/// have ended but is still open `EVENT_STREAM_STALL_GRACE_MS` later, it
+/// closes the connection, which drops the feed and frees what it held.
+async fn watch(
+    state: AppState,
+    key: Option<String>,
+    ends_at: Instant,
+    done: CancellationToken,
+    closer: ConnectionCloser,
+) {
+    let every = recheck_interval(&state);
+    let mut next = (Instant::now() + every).min(ends_at);
+    loop {
+        tokio::select! {
+            _ = done.cancelled() => return,
+            _ = tokio::time::sleep_until(next) => {}
+        }
+        let now = Instant::now();
+        let over = now >= ends_at
+            || match &key {
+                Some(k) => !auth::still_allowed(&state, k, Access::Audit).await,
+                None => false,
+            };
+        if over {
+            break;
+        }
+        next = (now + every).min(ends_at);
+    }
+    let grace = Duration::from_millis(EVENT_STREAM_STALL_GRACE_MS);
+    tokio::select! {
+        _ = done.cancelled() => {}
+        _ = tokio::time::sleep(grace) => {
+            warn!("an event stream whose client stopped reading outlived its key or its time; its connection is closed");
+            closer.close();
+        }
+    }
 }
 
 /// How often an open stream's key is checked again: every key-cache period,

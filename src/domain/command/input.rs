@@ -108,7 +108,8 @@ pub(crate) fn setting_units(field: &str, v: Option<i64>) -> Result<Option<u32>, 
     }
 }
 
-/// Free text of 1 to the limit's characters, none a control character.
+/// Free text of 1 to the limit's characters, none a control or format
+/// character (`domain::text`).
 pub(crate) fn reason(field: &str, text: &str) -> Result<String, Rejection> {
     let len = text.chars().count();
     if len == 0 || len > MAX_REASON_LEN {
@@ -117,12 +118,7 @@ pub(crate) fn reason(field: &str, text: &str) -> Result<String, Rejection> {
             format!("must be 1 to {MAX_REASON_LEN} characters"),
         ));
     }
-    if text.chars().any(char::is_control) {
-        return Err(Rejection::invalid(
-            field,
-            "must not contain control characters",
-        ));
-    }
+    crate::domain::text::check(field, text)?;
     Ok(text.to_owned())
 }
 

@@ -18,13 +18,15 @@ const CHART_READS_AT_ONCE = 4;
 
 const READ = ["reader", "writer", "auditor", "admin"];
 const AUDIT = ["auditor", "admin"];
+// Listings name orders a key did not ask for by id: not for a reader.
+const LIST = ["writer", "auditor", "admin"];
 
 // Each page: its title, who may see it, and how it is drawn.
 const PAGES = {
   overview: { title: "Overview", roles: AUDIT, draw: drawOverview },
   item: { title: "Item", roles: READ, draw: drawItem },
   order: { title: "Order", roles: READ, draw: drawOrder },
-  expiring: { title: "Expiring", roles: READ, draw: drawExpiring },
+  expiring: { title: "Expiring", roles: LIST, draw: drawExpiring },
   events: { title: "Live events", roles: AUDIT, draw: drawEvents },
 };
 
