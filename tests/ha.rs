@@ -46,6 +46,45 @@ const AFTER: usize = 300;
 /// One cluster at a time: it takes fixed ports.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// This suite's ports are `.ci/ha-cluster`'s plus this (`HA_PORT_OFFSET`), so
+/// that a cluster another suite (the HA benchmark, at 0) left up is never
+/// taken for this one's.
+const PORT_OFFSET: u16 = 1000;
+
+/// Node `n`'s PostgreSQL, directly.
+fn node_url(n: u32) -> String {
+    let port = 5440 + n + u32::from(PORT_OFFSET);
+    format!("postgres://postgres@127.0.0.1:{port}/postgres")
+}
+
+/// The directory of a cluster of this suite: under the process's id, so a
+/// later run can tell whose it was.
+const DIR_PREFIX: &str = "sl-ha-";
+
+/// Stops the clusters of earlier runs of this suite whose process is gone (a
+/// run killed or timed out mid-test leaves its cluster up, holding the
+/// ports; its directory names its process).
+fn stop_leftovers() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(DIR_PREFIX)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+        if !alive {
+            eprintln!("stopping a cluster an earlier run left: {name}");
+            let _ = Process::new(SCRIPT).arg("stop").arg(entry.path()).status();
+        }
+    }
+}
+
 struct Cluster {
     dir: PathBuf,
     url: String,
@@ -63,14 +102,15 @@ impl Cluster {
     /// cut. Clients reach each node's PostgreSQL directly.
     async fn start_with_links(test: &str) -> Cluster {
         let mut links = Vec::new();
+        let o = PORT_OFFSET;
         for n in 1..=3u16 {
             for m in 1..=3u16 {
-                let to = format!("127.0.0.1:{}", 23790 + m);
-                let dcs = Link::start(24000 + 10 * n + m, to).await;
+                let to = format!("127.0.0.1:{}", 23790 + m + o);
+                let dcs = Link::start(24000 + 10 * n + m + o, to).await;
                 links.push((n.into(), dcs));
             }
-            let postgres = Link::start(5450 + n, format!("127.0.0.1:{}", 5440 + n)).await;
-            let rest = Link::start(8020 + n, format!("127.0.0.1:{}", 8010 + n)).await;
+            let postgres = Link::start(5450 + n + o, format!("127.0.0.1:{}", 5440 + n + o)).await;
+            let rest = Link::start(8020 + n + o, format!("127.0.0.1:{}", 8010 + n + o)).await;
             links.push((n.into(), postgres));
             links.push((n.into(), rest));
         }
@@ -78,11 +118,13 @@ impl Cluster {
     }
 
     async fn launch(test: &str, links: Vec<(u32, Link)>) -> Cluster {
-        let dir = std::env::temp_dir().join(format!("sl-ha-{}-{test}", std::process::id()));
+        stop_leftovers();
+        let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{}-{test}", std::process::id()));
         let out = tokio::process::Command::new(SCRIPT)
             .arg("start")
             .arg(&dir)
             .env("HA_LINKS", if links.is_empty() { "0" } else { "1" })
+            .env("HA_PORT_OFFSET", PORT_OFFSET.to_string())
             .output()
             .await
             .expect("running .ci/ha-cluster");
@@ -212,7 +254,7 @@ impl Cluster {
     /// Backends of node `n` whose COMMIT has waited for a synchronous
     /// standby for over `seconds`.
     async fn commits_waiting(&self, n: u32, seconds: f64) -> i64 {
-        let url = format!("postgres://postgres@127.0.0.1:544{n}/postgres?connect_timeout=2");
+        let url = format!("{}?connect_timeout=2", node_url(n));
         let Ok((client, connection)) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await
         else {
             return 0;
@@ -226,7 +268,7 @@ impl Cluster {
 
     /// Whether node `n` runs as a standby now (false if it cannot be asked).
     async fn is_standby(&self, n: u32) -> bool {
-        let url = format!("postgres://postgres@127.0.0.1:544{n}/postgres?connect_timeout=2");
+        let url = format!("{}?connect_timeout=2", node_url(n));
         let Ok((client, connection)) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await
         else {
             return false;
@@ -660,7 +702,7 @@ async fn a_commit_no_standby_has_is_never_acknowledged() {
     let leader = cluster.leader().expect("a leader");
     let paused = cluster.patronictl(&["pause", "--wait"]);
     assert!(paused.status.success(), "{paused:?}");
-    let url = format!("postgres://postgres@127.0.0.1:544{leader}/postgres");
+    let url = node_url(leader);
     let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -728,10 +770,7 @@ async fn a_standby_reader_is_held_back_by_an_open_writer_on_the_primary() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let cluster = Cluster::start("standby").await;
     let primary = cluster.store(8).await;
-    let replica = format!(
-        "postgres://postgres@127.0.0.1:544{}/postgres",
-        Cluster::other_than(cluster.leader().expect("a leader"))
-    );
+    let replica = node_url(Cluster::other_than(cluster.leader().expect("a leader")));
     let store = primary
         .clone()
         .with_reads(pool::build(replica.parse().unwrap(), 4).unwrap());
