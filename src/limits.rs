@@ -447,6 +447,10 @@ pub const DEMO_CATCH_UP_SECONDS: u64 = 10;
 /// about one round trip to the broker, not one per event.
 pub const RELAY_BATCH_EVENTS: i64 = 10_000;
 
+/// Event relay: most copies of its stream a JetStream cluster may be asked
+/// to keep (`--stream-replicas`); JetStream itself allows no more than 5.
+pub const MAX_RELAY_STREAM_REPLICAS: usize = 5;
+
 /// Event relay: most publishes awaiting their acknowledgement at once.
 pub const RELAY_MAX_ACKS_IN_FLIGHT: usize = 10_000;
 

@@ -49,10 +49,10 @@ fn files_named(dir: &Path, part: &str) -> Vec<PathBuf> {
 
 /// Case 1: after a detach, a manifest removed (a partial restore, a sync
 /// tool, a slip) leaves its rows file the only copy. The next `archive`
-/// sets it aside under a name of its own, says so, and writes nothing; put
-/// back, the archive verifies across the database again.
+/// deleted it. Now it touches nothing and says what is missing; put back,
+/// the archive verifies across the database again.
 #[tokio::test]
-async fn a_rows_file_no_manifest_names_is_set_aside_never_deleted() {
+async fn a_rows_file_that_may_be_the_only_copy_is_never_touched() {
     let db = small_partitions().await;
     let dir = archive_dir(&db);
     archive::write::archive(db.store.pool(), &dir, None)
@@ -73,15 +73,12 @@ async fn a_rows_file_no_manifest_names_is_set_aside_never_deleted() {
 
     let refused = archive::write::archive(db.store.pool(), &dir, None).await;
     let why = match refused {
-        Err(e @ ArchiveError::SetAside { .. }) => e.to_string(),
-        other => panic!("expected a refusal naming the set-aside file, got {other:?}"),
+        Err(e @ ArchiveError::BehindTheCut { .. }) => e.to_string(),
+        other => panic!("expected a refusal: the archive is behind the cut, got {other:?}"),
     };
     assert!(why.contains("left the database"), "{why}");
-    assert!(!rows.exists(), "set aside under another name");
-    let aside = files_named(&dir, ".set-aside-");
-    assert_eq!(aside.len(), 1, "{aside:?}");
-    assert!(why.contains(&*aside[0].to_string_lossy()), "{why}");
-    assert_eq!(std::fs::read(&aside[0]).unwrap(), rows_bytes, "kept whole");
+    assert_eq!(std::fs::read(&rows).unwrap(), rows_bytes, "untouched");
+    assert!(files_named(&dir, ".set-aside-").is_empty());
 
     // From the command line the refusal is an error, and the file stays.
     let (code, out) = cli_json(
@@ -93,17 +90,16 @@ async fn a_rows_file_no_manifest_names_is_set_aside_never_deleted() {
         out["message"].as_str().unwrap().contains("are missing"),
         "{out}"
     );
-    assert_eq!(files_named(&dir, ".set-aside-"), aside);
+    assert_eq!(std::fs::read(&rows).unwrap(), rows_bytes, "untouched");
 
-    // Put back, the files and the database are one ledger again.
-    std::fs::rename(&aside[0], &rows).unwrap();
+    // The manifest restored, the files and the database are one ledger
+    // again, and a run that finds nothing to write touches nothing.
     std::fs::write(&manifest, manifest_text).unwrap();
     let files = Archive::open(&dir).unwrap().whole().unwrap();
     let across = stockledger::seal::verify::verify_across(db.store.pool(), None, &files)
         .await
         .unwrap();
     assert!(across.clean(), "{:?}", across.findings);
-    // And a run that finds nothing to write touches nothing.
     archive::write::archive(db.store.pool(), &dir, None)
         .await
         .unwrap();
@@ -111,8 +107,8 @@ async fn a_rows_file_no_manifest_names_is_set_aside_never_deleted() {
 }
 
 /// A crash between a rows file's rename and its manifest's leaves a rows
-/// file no manifest names: set aside too (not deleted) and written again,
-/// while the database still holds its events.
+/// file no manifest names while the database still holds its events: set
+/// aside (never deleted, it is a complete file) and written again.
 #[tokio::test]
 async fn a_crash_leftover_is_set_aside_and_written_again() {
     let db = small_partitions().await;
@@ -197,9 +193,11 @@ async fn the_archive_directory_is_the_writers_alone() {
         "{open:?}"
     );
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o770)).unwrap();
-    assert!(archive::write::archive(db.store.pool(), &dir, None)
-        .await
-        .is_err());
+    let group = archive::write::archive(db.store.pool(), &dir, None).await;
+    assert!(
+        matches!(&group, Err(ArchiveError::Unreadable { why, .. }) if why.contains("mode is 770")),
+        "{group:?}"
+    );
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
 
     // As root (CI), a directory that belongs to another user.

@@ -65,10 +65,12 @@ async fn development_mode_answers_only_its_own_loopback_address() {
     assert_eq!(s.db.count_events().await, 1);
 }
 
-/// Case 10: Unicode format characters (a right-to-left override, a
-/// zero-width space) in free text are refused by name and nothing is
-/// written; a format character the contract cannot name (a tag) is taken,
-/// and every text output shows it escaped.
+/// Case 10: Unicode format characters that make a line read other than it
+/// is (a right-to-left override, a zero-width space) in free text are
+/// refused by name and nothing is written; the zero-width joiner that
+/// Persian and emoji need is taken; a tag (invisible, beyond what the
+/// contract's pattern can name) is taken, and every text output shows it
+/// escaped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn format_characters_in_free_text_are_refused_or_shown_escaped() {
     let s = TestServer::start(quiet_config()).await;
@@ -98,6 +100,13 @@ async fn format_characters_in_free_text_are_refused_or_shown_escaped() {
         .post(
             "/v1/stock/adjustments",
             json!({"adjustment_id": "a-2", "sku": "apple", "delta": 5, "reason": "tag\u{E0041}ged"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let (status, answer) = s
+        .post(
+            "/v1/stock/adjustments",
+            json!({"adjustment_id": "a-3", "sku": "apple", "delta": 1, "reason": "\u{0645}\u{200C}\u{06CC} \u{1F468}\u{200D}\u{1F527}"}),
         )
         .await;
     assert_eq!(status, 201, "{answer}");
@@ -205,6 +214,25 @@ async fn a_stalled_stream_reader_is_cut_off_at_revocation_and_at_its_time() {
         stream_admitted(&s, "admin").await
     })
     .await;
+    assert!(closed(&mut stalled).await, "its connection is closed");
+}
+
+/// A shutdown drains every connection: a stalled stream reader held it
+/// for the stream's whole lifetime (an hour by default). Its timer now
+/// closes it with the shutdown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_stream_reader_does_not_hold_a_shutdown() {
+    let mut s = TestServer::start(ServerConfig {
+        stream_lifetime: Duration::from_secs(3_600),
+        ..quiet_config()
+    })
+    .await;
+    megabytes_of_events(&s).await;
+    let mut stalled = stalled_stream(&s, &s.keys["auditor"]).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::timeout(HANG_GUARD / 5, s.stop())
+        .await
+        .expect("the shutdown ends, the stalled stream with it");
     assert!(closed(&mut stalled).await, "its connection is closed");
 }
 

@@ -149,3 +149,89 @@ async fn the_consumer_matches_the_ledger_after_crashes() {
     stop_relay.cancel();
     relay_task.await.unwrap().unwrap();
 }
+
+/// A message the consumer cannot handle (not JSON, not an event, without a
+/// message id) is parked with its reason and acknowledged; the messages
+/// after it are applied, and the table still equals the ledger's balances.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_it_cannot_handle_is_parked_and_the_rest_go_on() {
+    if !needs::programs(&[NATS_SERVER]) {
+        return;
+    }
+    let db = TestDb::new().await;
+    let nats = NatsServer::start().await;
+    common::write_mixed(&db, "p", 30).await;
+    let total = db.count_events().await;
+    let config = RelayConfig {
+        stream: STREAM.to_owned(),
+        subject_prefix: "feed".to_owned(),
+        ..RelayConfig::default()
+    };
+    let (stop_relay, relay_task) = common::nats::start_relay(&db, &nats, config).await;
+    common::nats::assert_exact(&db.store, &nats, STREAM).await;
+    stop_relay.cancel();
+    relay_task.await.unwrap().unwrap();
+
+    // Poison among the feed, then a message that is fine after it.
+    let js = nats.client().await;
+    let with_id = |id: &str| {
+        let mut h = async_nats::HeaderMap::new();
+        h.insert(async_nats::header::NATS_MESSAGE_ID, id);
+        h
+    };
+    let sends: [(Option<&str>, &[u8]); 4] = [
+        (Some("poison-not-json"), b"{not json"),
+        (Some("poison-not-an-event"), b"{\"hello\": 1}"),
+        (None, b"{\"type\": \"StockReceived\", \"data\": {}}"),
+        (
+            Some("fine-after-poison"),
+            b"{\"type\": \"ReservationExtended\", \"data\": {\"reservation_id\": \"p-r-0\"}}",
+        ),
+    ];
+    for (id, payload) in sends {
+        let ack = match id {
+            Some(id) => js
+                .publish_with_headers("feed.Other.x", with_id(id), payload.to_vec().into())
+                .await
+                .unwrap(),
+            None => js
+                .publish("feed.Other.x", payload.to_vec().into())
+                .await
+                .unwrap(),
+        };
+        ack.await.unwrap();
+    }
+
+    let mut pg = connect(&db).await;
+    pg.batch_execute(consumer::SCHEMA).await.unwrap();
+    let (cancel, task) = spawn_consumer(pg, &js);
+    let (db, running) = (&db, &task);
+    common::eventually("the consumer parks the poison and goes on", || async move {
+        assert!(
+            !running.is_finished(),
+            "the consumer stopped on a poison message"
+        );
+        count(db, "SELECT count(*) FROM example_applied").await == total + 1
+            && count(db, "SELECT count(*) FROM example_parked").await == 3
+    })
+    .await;
+    cancel.cancel();
+    task.await.unwrap();
+    let reasons: Vec<String> = db
+        .column("SELECT coalesce(msg_id, '-') || ': ' || reason FROM example_parked ORDER BY stream_seq")
+        .await;
+    assert!(
+        reasons[0].starts_with("poison-not-json: the payload is not JSON"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1].starts_with("poison-not-an-event: the payload is not an event"),
+        "{reasons:?}"
+    );
+    assert!(reasons[2].starts_with("-: no Nats-Msg-Id"), "{reasons:?}");
+    assert_eq!(
+        figures(db, "example_stock").await,
+        figures(db, "item_balances").await,
+        "the consumer's table equals the ledger's balances"
+    );
+}

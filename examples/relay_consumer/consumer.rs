@@ -10,6 +10,15 @@
 //!
 //! So the table ends up exactly as the ledger's balances, whatever the
 //! crashes, with a durable JetStream consumer and explicit acks.
+//!
+//! A message it cannot handle (no message id, a payload that is not an
+//! event, an event the database refuses, or one delivered
+//! `MAX_DELIVERIES` times without being handled) is parked: kept in
+//! `example_parked` with its reason and bytes, and acknowledged, so the
+//! messages after it go on. An operator reads the parked ones, mends what
+//! is wrong and applies them by hand; nothing is dropped silently. A failure
+//! that waiting may mend (the database away) is not parking: the consumer
+//! stops and the message is delivered again.
 
 use std::time::Duration;
 
@@ -29,7 +38,18 @@ CREATE TABLE IF NOT EXISTS example_stock (
 );
 CREATE TABLE IF NOT EXISTS example_applied (
     msg_id text PRIMARY KEY
+);
+CREATE TABLE IF NOT EXISTS example_parked (
+    stream_seq bigint PRIMARY KEY,
+    msg_id     text,
+    reason     text        NOT NULL,
+    payload    bytea       NOT NULL,
+    parked_at  timestamptz NOT NULL DEFAULT now()
 );";
+
+/// Deliveries of one message after which it is parked, whatever the reason
+/// it was not handled (a message that makes the consumer crash each time).
+const MAX_DELIVERIES: i64 = 5;
 
 /// Most messages asked for at once, and how long an unacknowledged message
 /// waits before it is delivered again.
@@ -119,8 +139,62 @@ pub async fn apply(
     Ok(new)
 }
 
+/// Why a message was not applied: one to park, or a failure to stop on.
+enum NotApplied {
+    Poison(String),
+    Failed(tokio_postgres::Error),
+}
+
+/// Applies `message`; true when it was new.
+async fn handle(
+    db: &mut tokio_postgres::Client,
+    msg_id: Option<&str>,
+    payload: &[u8],
+) -> Result<bool, NotApplied> {
+    let msg_id = msg_id.ok_or_else(|| NotApplied::Poison("no Nats-Msg-Id header".into()))?;
+    let event: Value = serde_json::from_slice(payload)
+        .map_err(|e| NotApplied::Poison(format!("the payload is not JSON: {e}")))?;
+    if !event["type"].is_string() || !event["data"].is_object() {
+        return Err(NotApplied::Poison(
+            "the payload is not an event (no type or data)".into(),
+        ));
+    }
+    apply(db, msg_id, &event).await.map_err(|e| {
+        // The database refusing the data itself (class 22, data exception;
+        // 23, integrity) will refuse it on every delivery.
+        let refused = e
+            .code()
+            .is_some_and(|c| c.code().starts_with("22") || c.code().starts_with("23"));
+        if refused {
+            NotApplied::Poison(format!("the database refuses it: {e}"))
+        } else {
+            NotApplied::Failed(e)
+        }
+    })
+}
+
+/// Keeps a message the consumer cannot handle, with why (once: a parked
+/// message delivered again is not parked twice).
+async fn park(
+    db: &tokio_postgres::Client,
+    stream_seq: u64,
+    msg_id: Option<&str>,
+    why: &str,
+    payload: &[u8],
+) -> Result<(), tokio_postgres::Error> {
+    eprintln!("parked message {stream_seq} ({msg_id:?}): {why}");
+    db.execute(
+        "INSERT INTO example_parked (stream_seq, msg_id, reason, payload) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (stream_seq) DO NOTHING",
+        &[&(stream_seq as i64), &msg_id, &why, &payload],
+    )
+    .await?;
+    Ok(())
+}
+
 /// Consumes `stream` with the durable consumer `durable` until `cancel`
-/// fires; returns how many messages it applied (not counting redeliveries).
+/// fires; returns how many messages it applied (not counting redeliveries
+/// or parked messages).
 pub async fn run(
     db: &mut tokio_postgres::Client,
     js: &jetstream::Context,
@@ -151,15 +225,29 @@ pub async fn run(
             .await?;
         while let Some(message) = batch.next().await {
             let message = message?;
+            let (seq, delivered) = {
+                let info = message.info()?;
+                (info.stream_sequence, info.delivered)
+            };
             let msg_id = message
                 .headers
                 .as_ref()
                 .and_then(|h| h.get(async_nats::header::NATS_MESSAGE_ID))
-                .map(|v| v.as_str().to_owned())
-                .ok_or("a message without Nats-Msg-Id")?;
-            let event: Value = serde_json::from_slice(&message.payload)?;
-            if apply(db, &msg_id, &event).await? {
-                applied += 1;
+                .map(|v| v.as_str().to_owned());
+            let outcome = if delivered > MAX_DELIVERIES {
+                Err(NotApplied::Poison(format!(
+                    "delivered {delivered} times without being handled"
+                )))
+            } else {
+                handle(db, msg_id.as_deref(), &message.payload).await
+            };
+            match outcome {
+                Ok(true) => applied += 1,
+                Ok(false) => {}
+                Err(NotApplied::Poison(why)) => {
+                    park(db, seq, msg_id.as_deref(), &why, &message.payload).await?
+                }
+                Err(NotApplied::Failed(e)) => return Err(e.into()),
             }
             message.ack().await?;
         }

@@ -28,13 +28,14 @@ const ID_CHARACTERS: &str = "A-Za-z0-9._:-";
 
 /// Free text (a reason, a stream prefix): anything but control characters
 /// (Unicode category Cc, which is what `char::is_control` tests) and the
-/// format characters of the Basic Multilingual Plane (`domain::text`). The
+/// format characters that make a line read other than it is
+/// (`domain::text::REFUSED_FORMAT_CHARACTERS`). The
 /// length is left to `minLength`/`maxLength`, which count code points in
 /// every dialect (a regex quantifier in ECMA-262 without the `u` flag counts
 /// a character beyond the BMP twice).
 fn no_control_or_format_characters() -> String {
     let mut class = String::from(r"\u0000-\u001F\u007F-\u009F");
-    for &(lo, hi) in crate::domain::text::BMP_FORMAT_CHARACTERS {
+    for &(lo, hi) in crate::domain::text::REFUSED_FORMAT_CHARACTERS {
         class.push_str(&format!("\\u{:04X}", lo as u32));
         if hi != lo {
             class.push_str(&format!("-\\u{:04X}", hi as u32));
@@ -272,7 +273,7 @@ pub fn reason() -> Schema {
         text_pattern(),
         MAX_REASON_LEN,
         format!(
-            "Why, in words: 1 to {MAX_REASON_LEN} characters, no control or format characters."
+            "Why, in words: 1 to {MAX_REASON_LEN} characters, no control characters, no bidirectional or invisible format characters."
         ),
     )
     .into()
@@ -284,7 +285,7 @@ pub fn release_reason() -> Schema {
         text_pattern(),
         MAX_REASON_LEN,
         format!(
-            "Why, in words: 1 to {MAX_REASON_LEN} characters, no control or format characters; \
+            "Why, in words: 1 to {MAX_REASON_LEN} characters, no control characters, no bidirectional or invisible format characters; \
              {DEFAULT_RELEASE_REASON:?} when left out."
         ),
     )
@@ -434,7 +435,7 @@ mod tests {
 
     /// Characters from every class a rule tells apart: id characters, other
     /// ASCII, spaces, control characters (C0, DEL, C1), format characters
-    /// (refused in the BMP, taken beyond it) and beyond ASCII.
+    /// (refused and taken) and beyond ASCII.
     fn text() -> impl Strategy<Value = String> {
         let c = prop_oneof![
             proptest::char::range('a', 'c'),
@@ -455,6 +456,7 @@ mod tests {
             Just('\u{1F600}'),
             Just('\u{202E}'),
             Just('\u{200B}'),
+            Just('\u{200D}'),
             Just('\u{FEFF}'),
             Just('\u{E0041}'),
         ];

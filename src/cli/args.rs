@@ -254,6 +254,11 @@ pub struct BrokerArgs {
     /// Subjects are <prefix>.<event type>.<sku or reservation id>.
     #[arg(long, env = "STOCKLEDGER_RELAY_SUBJECT_PREFIX", default_value = stockledger::limits::DEFAULT_RELAY_SUBJECT_PREFIX)]
     pub subject_prefix: String,
+    /// Copies of the stream a JetStream cluster keeps, when the relay creates
+    /// it (3 on a three-server cluster: a message acknowledged survives the
+    /// loss of any one server).
+    #[arg(long, env = "STOCKLEDGER_RELAY_STREAM_REPLICAS", default_value_t = 1)]
+    pub stream_replicas: usize,
 }
 
 #[derive(Subcommand, Debug)]

@@ -16,6 +16,7 @@ pub fn config(broker: &BrokerArgs) -> RelayConfig {
     RelayConfig {
         stream: broker.stream.clone(),
         subject_prefix: broker.subject_prefix.clone(),
+        replicas: broker.stream_replicas,
         ..RelayConfig::default()
     }
 }

@@ -28,8 +28,9 @@ pub struct ServeArgs {
     /// Development mode: no API keys are checked. Never in production.
     #[arg(long, env = "STOCKLEDGER_DEV")]
     dev: bool,
-    /// GET /metrics answers only callers with an API key (any role): its
-    /// figures (reservations and units by state) are not public.
+    /// GET /metrics answers only callers with an API key (any role). Without
+    /// it, callers without a key get the operational figures, not the
+    /// reservations and units by state.
     #[arg(long, env = "STOCKLEDGER_METRICS_KEY_REQUIRED")]
     metrics_key_required: bool,
     /// Do not run the projection workers here (run `stockledger project` elsewhere).

@@ -1,48 +1,38 @@
 //! Free text (a reason, a stream prefix): which characters it may hold, and
 //! how it is shown.
 //!
-//! Control characters (Unicode category Cc) and the format characters of the
-//! Basic Multilingual Plane (category Cf: the bidirectional overrides and
-//! isolates such as U+202E, zero-width spaces and joiners, the soft hyphen,
-//! the byte order mark) are refused in input: they make a line read other
-//! than it is (`history` printing "deviLaV" for "Valid…"). The format
-//! characters beyond it (tags, musical and hieroglyph format controls) are
-//! not refused, because the contract's pattern dialect (ECMA-262 without the
-//! `u` flag) cannot name them; they reorder nothing, and every text output
-//! escapes them with the rest (`shown`), as it does text stored before this
-//! rule.
+//! Refused in input: control characters (Unicode category Cc), and the
+//! format characters (category Cf) that make a line read other than it is:
+//! the bidirectional controls, which reorder what follows them (U+202E
+//! makes `history` print "deviLaV" for "Valid…"), and the invisible ones
+//! that belong to no script (zero-width space, word joiner, invisible
+//! operators, the byte order mark, the deprecated format controls,
+//! interlinear annotation). The format characters that scripts and emoji
+//! need are taken: the zero-width joiner and non-joiner (Persian, the Indic
+//! scripts, emoji sequences), the soft hyphen, the Arabic, Syriac and
+//! Mongolian signs. Every text line escapes the refused ones and the tag
+//! characters (invisible ASCII look-alikes beyond the Basic Multilingual
+//! Plane, which the contract's pattern dialect cannot name) as `\u{…}`
+//! (`shown`), for text stored before this rule too.
 
 use std::borrow::Cow;
 
-/// The format characters (Cf) of the Basic Multilingual Plane, as inclusive
-/// ranges (Unicode 15.1).
-pub const BMP_FORMAT_CHARACTERS: &[(char, char)] = &[
-    ('\u{00AD}', '\u{00AD}'),
-    ('\u{0600}', '\u{0605}'),
-    ('\u{061C}', '\u{061C}'),
-    ('\u{06DD}', '\u{06DD}'),
-    ('\u{070F}', '\u{070F}'),
-    ('\u{0890}', '\u{0891}'),
-    ('\u{08E2}', '\u{08E2}'),
-    ('\u{180E}', '\u{180E}'),
-    ('\u{200B}', '\u{200F}'),
-    ('\u{202A}', '\u{202E}'),
-    ('\u{2060}', '\u{2064}'),
-    ('\u{2066}', '\u{206F}'),
-    ('\u{FEFF}', '\u{FEFF}'),
-    ('\u{FFF9}', '\u{FFFB}'),
+/// The format characters refused in free text, as inclusive ranges: all in
+/// the Basic Multilingual Plane, so the contract's pattern can name them.
+pub const REFUSED_FORMAT_CHARACTERS: &[(char, char)] = &[
+    ('\u{061C}', '\u{061C}'), // Arabic letter mark
+    ('\u{200B}', '\u{200B}'), // zero-width space
+    ('\u{200E}', '\u{200F}'), // left-to-right and right-to-left marks
+    ('\u{202A}', '\u{202E}'), // embeddings and overrides
+    ('\u{2060}', '\u{2064}'), // word joiner, invisible operators
+    ('\u{2066}', '\u{206F}'), // isolates, deprecated format controls
+    ('\u{FEFF}', '\u{FEFF}'), // byte order mark
+    ('\u{FFF9}', '\u{FFFB}'), // interlinear annotation
 ];
 
-/// The format characters (Cf) beyond the Basic Multilingual Plane.
-const ASTRAL_FORMAT_CHARACTERS: &[(char, char)] = &[
-    ('\u{110BD}', '\u{110BD}'),
-    ('\u{110CD}', '\u{110CD}'),
-    ('\u{13430}', '\u{1343F}'),
-    ('\u{1BCA0}', '\u{1BCA3}'),
-    ('\u{1D173}', '\u{1D17A}'),
-    ('\u{E0001}', '\u{E0001}'),
-    ('\u{E0020}', '\u{E007F}'),
-];
+/// Tag characters: invisible, beyond the Basic Multilingual Plane; shown
+/// escaped, not refused.
+const TAG_CHARACTERS: (char, char) = ('\u{E0000}', '\u{E007F}');
 
 fn within(ranges: &[(char, char)], c: char) -> bool {
     ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
@@ -50,10 +40,10 @@ fn within(ranges: &[(char, char)], c: char) -> bool {
 
 /// Whether free text may not hold `c` (see the module).
 pub fn refused(c: char) -> bool {
-    c.is_control() || within(BMP_FORMAT_CHARACTERS, c)
+    c.is_control() || within(REFUSED_FORMAT_CHARACTERS, c)
 }
 
-/// Refuses `text` when it holds a control or format character (`refused`),
+/// Refuses `text` when it holds a character free text may not (`refused`),
 /// naming the first.
 pub fn check(field: &str, text: &str) -> Result<(), crate::domain::Rejection> {
     match text.chars().find(|&c| refused(c)) {
@@ -61,20 +51,21 @@ pub fn check(field: &str, text: &str) -> Result<(), crate::domain::Rejection> {
         Some(c) => Err(crate::domain::Rejection::invalid(
             field,
             format!(
-                "must not contain control or format characters (U+{:04X} is one)",
+                "must not contain control characters, nor bidirectional or invisible format characters (U+{:04X} is one)",
                 c as u32
             ),
         )),
     }
 }
 
-/// Whether `c` is shown escaped: a control or any format character.
+/// Whether `c` is shown escaped: what free text may not hold, and tags.
 fn hidden(c: char) -> bool {
-    c.is_control() || within(BMP_FORMAT_CHARACTERS, c) || within(ASTRAL_FORMAT_CHARACTERS, c)
+    refused(c) || within(&[TAG_CHARACTERS], c)
 }
 
-/// `text` as a terminal should show it: control and format characters as
-/// `\u{…}`, so nothing in it reorders, hides or erases what surrounds it.
+/// `text` as a terminal should show it: control characters, the refused
+/// format characters and tags as `\u{…}`, so nothing in it reorders,
+/// hides or erases what surrounds it.
 pub fn shown(text: &str) -> Cow<'_, str> {
     if !text.chars().any(hidden) {
         return Cow::Borrowed(text);
@@ -95,13 +86,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bidi_zero_width_and_control_characters_are_refused_letters_are_not() {
+    fn bidi_invisible_and_control_characters_are_refused_what_scripts_need_is_not() {
         let cases = [
             ('\u{202E}', true),
             ('\u{2066}', true),
             ('\u{200B}', true),
-            ('\u{200D}', true),
-            ('\u{00AD}', true),
+            ('\u{200E}', true),
+            ('\u{2060}', true),
+            ('\u{200D}', false),
+            ('\u{200C}', false),
+            ('\u{00AD}', false),
+            ('\u{0600}', false),
             ('\u{FEFF}', true),
             ('\u{0000}', true),
             ('\u{009B}', true),
@@ -121,6 +116,10 @@ mod tests {
         assert_eq!(shown("plain text"), "plain text");
         assert_eq!(shown("a\u{202E}b"), "a\\u{202e}b");
         assert_eq!(shown("tag\u{E0041}"), "tag\\u{e0041}");
+        assert_eq!(
+            shown("\u{0645}\u{200C}\u{06CC}"),
+            "\u{0645}\u{200C}\u{06CC}"
+        );
         assert_eq!(shown("bell\u{7}"), "bell\\u{0007}");
     }
 }

@@ -46,9 +46,10 @@ pub use message::{cursor_of, message_id, payload, subject};
 pub use stand::Stand;
 
 use crate::limits::{
-    DEFAULT_RELAY_STREAM, DEFAULT_RELAY_SUBJECT_PREFIX, MAX_RELAY_NAME_LEN, RELAY_ACK_TIMEOUT_MS,
-    RELAY_BATCH_EVENTS, RELAY_MAX_ACKS_IN_FLIGHT, RELAY_POLL_INTERVAL_MS, RELAY_REQUEST_TIMEOUT_MS,
-    RELAY_RETRY_BACKOFF_MAX_MS, RELAY_RETRY_BACKOFF_START_MS,
+    DEFAULT_RELAY_STREAM, DEFAULT_RELAY_SUBJECT_PREFIX, MAX_RELAY_NAME_LEN,
+    MAX_RELAY_STREAM_REPLICAS, RELAY_ACK_TIMEOUT_MS, RELAY_BATCH_EVENTS, RELAY_MAX_ACKS_IN_FLIGHT,
+    RELAY_POLL_INTERVAL_MS, RELAY_REQUEST_TIMEOUT_MS, RELAY_RETRY_BACKOFF_MAX_MS,
+    RELAY_RETRY_BACKOFF_START_MS,
 };
 use crate::store::locks::{Lock, TRY_SESSION_LOCK};
 use crate::store::{pool, Store, StoreError};
@@ -66,6 +67,11 @@ pub struct RelayConfig {
     pub exclusive: bool,
     pub batch_events: i64,
     pub poll_interval: Duration,
+    /// Copies of the stream a JetStream cluster keeps, when the relay creates
+    /// it (1 to `MAX_RELAY_STREAM_REPLICAS`; an existing stream keeps its
+    /// own). With 3, an acknowledged message survives the loss of any one
+    /// server, the stream's leader included.
+    pub replicas: usize,
 }
 
 impl Default for RelayConfig {
@@ -77,6 +83,7 @@ impl Default for RelayConfig {
             exclusive: true,
             batch_events: RELAY_BATCH_EVENTS,
             poll_interval: Duration::from_millis(RELAY_POLL_INTERVAL_MS),
+            replicas: 1,
         }
     }
 }
@@ -90,6 +97,11 @@ impl RelayConfig {
                     c.is_ascii_alphanumeric() || c == '_' || c == '-' || extra.contains(&c)
                 })
         };
+        if !(1..=MAX_RELAY_STREAM_REPLICAS).contains(&self.replicas) {
+            return Err(RelayError::Config(format!(
+                "a stream keeps 1 to {MAX_RELAY_STREAM_REPLICAS} replicas"
+            )));
+        }
         if !name_ok(&self.stream, &[]) {
             return Err(RelayError::Config(format!(
                 "the stream name must be 1 to {MAX_RELAY_NAME_LEN} of A-Z a-z 0-9 _ -"
@@ -165,7 +177,9 @@ pub async fn connect(url: &str) -> Result<async_nats::Client, RelayError> {
         .connection_timeout(Duration::from_millis(RELAY_REQUEST_TIMEOUT_MS))
         .request_timeout(Some(Duration::from_millis(RELAY_REQUEST_TIMEOUT_MS)))
         .retry_on_initial_connect()
-        .connect(servers.as_str())
+        // One address per server: the client reads a single string as one
+        // address, so a list in one string would not parse.
+        .connect(servers.split(',').collect::<Vec<&str>>())
         .await
         .map_err(|e| {
             RelayError::Config(format!(

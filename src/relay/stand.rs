@@ -90,6 +90,7 @@ async fn create(js: &jetstream::Context, config: &RelayConfig) -> Result<(), Rel
         name: config.stream.clone(),
         subjects: vec![format!("{}.>", config.subject_prefix)],
         storage: stream::StorageType::File,
+        num_replicas: config.replicas,
         ..Default::default()
     })
     .await

@@ -25,12 +25,41 @@ impl std::fmt::Debug for Credentials {
     }
 }
 
+/// The URLs of a comma-separated list (as `async_nats` takes them). A comma
+/// inside a password written unencoded (`nats://u:pa,ss@host`) would split
+/// one URL in two, the first holding the password: pieces that start no URL
+/// of their own (no `://`) are joined to the URL before them while that URL
+/// has a scheme and no `@` yet and an `@` comes before the next URL.
+fn urls(list: &str) -> Vec<String> {
+    let pieces: Vec<&str> = list.split(',').collect();
+    let mut out: Vec<String> = Vec::new();
+    for (i, piece) in pieces.iter().enumerate() {
+        let credentials_ahead = pieces[i..]
+            .iter()
+            .take_while(|p| !p.contains("://"))
+            .any(|p| p.contains('@'));
+        let continues = !piece.contains("://")
+            && credentials_ahead
+            && out
+                .last()
+                .is_some_and(|prev| prev.contains("://") && !prev.contains('@'));
+        match out.last_mut() {
+            Some(prev) if continues => {
+                prev.push(',');
+                prev.push_str(piece);
+            }
+            _ => out.push((*piece).to_owned()),
+        }
+    }
+    out
+}
+
 /// `url` (a comma-separated list, as `async_nats` takes them) without user
 /// information, and the credentials of the first URL that carries any.
 pub fn split(url: &str) -> (String, Option<Credentials>) {
     let mut credentials = None;
-    let bare = url
-        .split(',')
+    let bare = urls(url)
+        .iter()
         .map(|one| {
             let (scheme, authority, tail) = parts(one);
             match authority.rfind('@') {
@@ -46,7 +75,7 @@ pub fn split(url: &str) -> (String, Option<Credentials>) {
                     }
                     format!("{scheme}{}{tail}", &authority[at + 1..])
                 }
-                None => one.to_owned(),
+                None => one.clone(),
             }
         })
         .collect::<Vec<_>>()
@@ -96,7 +125,11 @@ fn decoded(s: &str) -> String {
 /// `url` with any user information replaced by `***`; each URL of a
 /// comma-separated list (as `async_nats` takes them) is redacted.
 pub fn redacted(url: &str) -> String {
-    url.split(',').map(redact_one).collect::<Vec<_>>().join(",")
+    urls(url)
+        .iter()
+        .map(|one| redact_one(one))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn redact_one(url: &str) -> String {
@@ -164,6 +197,11 @@ mod tests {
                 "nats://***@broker:4222/x",
             ),
             ("nats://s3cr/et@broker", "nats://***@broker"),
+            ("nats://relay:hunter2,@broker", "nats://***@broker"),
+            (
+                "nats://relay:s3,cr,et@one,nats://two",
+                "nats://***@one,nats://two",
+            ),
             (
                 "nats://a:s3cret@one:4222,nats://b:s3cret@two:4222",
                 "nats://***@one:4222,nats://***@two:4222",

@@ -10,17 +10,23 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::header::{HOST, ORIGIN};
 use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::server::error::ApiError;
+use crate::server::AppState;
 
-/// Answers the request only when `headers` address the server bound at
-/// `bound` from loopback (see the module).
-pub async fn only_loopback(bound: SocketAddr, req: Request, next: Next) -> Response {
+/// In development mode, answers the request only when its headers address
+/// the server at its bound address from loopback (see the module); in any
+/// other mode, passes it on. Inside `observe`, so a refusal carries the
+/// headers, the correlation id and the count every answer has.
+pub async fn only_loopback(State(s): State<AppState>, req: Request, next: Next) -> Response {
+    let Some(bound) = s.config.dev.then_some(s.config.bound).flatten() else {
+        return next.run(req).await;
+    };
     match refusal(bound, req.headers()) {
         None => next.run(req).await,
         Some(why) => ApiError::ForeignOrigin(why).into_response(),
@@ -42,17 +48,31 @@ pub fn refusal(bound: SocketAddr, headers: &HeaderMap) -> Option<String> {
     match headers.get(ORIGIN).map(|o| o.to_str().unwrap_or_default()) {
         None => None,
         Some(origin) => {
-            let authority = origin
-                .strip_prefix("http://")
-                .or_else(|| origin.strip_prefix("https://"));
+            let authority = match origin.split_once("://") {
+                Some(("http", a)) => Some(with_port(a, 80)),
+                Some(("https", a)) => Some(with_port(a, 443)),
+                _ => None,
+            };
             match authority {
-                Some(a) if addresses_here(a, bound.port()) => None,
+                Some(a) if addresses_here(&a, bound.port()) => None,
                 _ => Some(format!(
                     "a request from origin {:?}, not from this server's loopback address",
                     truncated(origin)
                 )),
             }
         }
+    }
+}
+
+/// `authority` with its scheme's `default` port when it names none.
+fn with_port(authority: &str, default: u16) -> String {
+    let has_port = authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| !p.contains(']'));
+    if has_port {
+        authority.to_owned()
+    } else {
+        format!("{authority}:{default}")
     }
 }
 
@@ -126,6 +146,15 @@ mod tests {
                 false,
             ),
             (&[("host", "127.0.0.1:8080"), ("origin", "null")], false),
+            (&[("host", "localhost.:8080")], false),
+            (&[("host", "user@localhost:8080")], false),
+            (
+                &[
+                    ("host", "127.0.0.1:8080"),
+                    ("origin", "http://user@localhost:8080"),
+                ],
+                false,
+            ),
         ];
         for (pairs, served) in cases {
             let why = refusal(bound, &headers(pairs));
@@ -138,5 +167,8 @@ mod tests {
         let bound: SocketAddr = "127.0.0.1:80".parse().unwrap();
         assert_eq!(refusal(bound, &headers(&[("host", "localhost")])), None);
         assert_eq!(refusal(bound, &headers(&[("host", "[::1]")])), None);
+        let from = |origin| headers(&[("host", "localhost"), ("origin", origin)]);
+        assert_eq!(refusal(bound, &from("http://localhost")), None);
+        assert!(refusal(bound, &from("https://localhost")).is_some());
     }
 }

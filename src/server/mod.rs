@@ -60,6 +60,11 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     config.check_listen_address(listener.local_addr()?)?;
+    // Development mode answers only requests addressed to this address.
+    let config = ServerConfig {
+        bound: Some(listener.local_addr()?),
+        ..config
+    };
     if config.dev {
         let banner = "DEVELOPMENT MODE: no API keys are checked; every caller is an admin. Never expose this server.";
         warn!("{banner}");
@@ -89,14 +94,7 @@ pub async fn serve(
     };
     let mut tasks = spawn_workers(&supervisor, &store, commits, &config);
     info!(address = %listener.local_addr()?, "serving");
-    let mut app = router(state);
-    if config.dev {
-        let bound = listener.local_addr()?;
-        app = app.layer(axum::middleware::from_fn(move |req, next| {
-            dev_guard::only_loopback(bound, req, next)
-        }));
-    }
-    let served = listener::serve(listener, app, config.connections, shutdown).await;
+    let served = listener::serve(listener, router(state), config.connections, shutdown).await;
     // Requests are drained; now the workers finish their batch and stop.
     workers.cancel();
     while tasks.join_next().await.is_some() {}

@@ -90,6 +90,10 @@ pub fn router(state: AppState) -> Router {
             })
         })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::server::dev_guard::only_loopback,
+        ))
         .layer(
             ServiceBuilder::new()
                 .layer(middleware::from_fn_with_state(state.clone(), observe))

@@ -58,6 +58,9 @@ pub struct ServerConfig {
     /// How often the database's readiness is checked in the background
     /// (`/readyz` answers from the last check).
     pub readiness_interval: Duration,
+    /// The address the server listens on, which `serve` fills in: in
+    /// development mode a request must be addressed to it (`dev_guard`).
+    pub bound: Option<std::net::SocketAddr>,
     /// A failure injected by a test: a worker that panics once. Never set
     /// outside tests; no flag sets it.
     #[doc(hidden)]
@@ -86,6 +89,7 @@ impl Default for ServerConfig {
             ops_rate_per_second: OPS_REQUESTS_PER_ADDRESS_PER_SECOND,
             ops_rate_burst: OPS_REQUESTS_PER_ADDRESS_BURST,
             readiness_interval: Duration::from_millis(READINESS_CHECK_INTERVAL_MS),
+            bound: None,
             injected_panic: None,
         }
     }

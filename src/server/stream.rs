@@ -164,10 +164,11 @@ struct Feed {
     _done: tokio_util::sync::DropGuard,
 }
 
-/// A stream's own timer. The feed checks its lifetime and its key only when
-/// the next event is asked for; a client that stops reading is asked
-/// nothing (its socket is full), and would keep its connection, its
-/// subscriber slot and its key's slot past its lifetime and a revocation.
+/// A stream's own timer. The feed checks its lifetime, its key and the
+/// server's shutdown only when the next event is asked for; a client that
+/// stops reading is asked nothing (its socket is full), and would keep its
+/// connection, its subscriber slot and its key's slot past its lifetime, a
+/// revocation and the shutdown's drain.
 /// So this checks both on a timer of its own, and when the stream should
 /// have ended but is still open `EVENT_STREAM_STALL_GRACE_MS` later, it
 /// closes the connection, which drops the feed and frees what it held.
@@ -182,7 +183,11 @@ async fn watch(
     let mut next = (Instant::now() + every).min(ends_at);
     loop {
         tokio::select! {
+            biased;
             _ = done.cancelled() => return,
+            // A shutdown waits for every connection: a stalled one must not
+            // hold it for the stream's lifetime.
+            _ = state.closing.cancelled() => break,
             _ = tokio::time::sleep_until(next) => {}
         }
         let now = Instant::now();
@@ -198,10 +203,15 @@ async fn watch(
     }
     let grace = Duration::from_millis(EVENT_STREAM_STALL_GRACE_MS);
     tokio::select! {
+        biased;
         _ = done.cancelled() => {}
         _ = tokio::time::sleep(grace) => {
-            warn!("an event stream whose client stopped reading outlived its key or its time; its connection is closed");
-            closer.close();
+            // Checked again: a stream that ended just now left a connection
+            // that may already serve the client's next request.
+            if !done.is_cancelled() {
+                warn!("an event stream whose client stopped reading outlived its key, its time or the server; its connection is closed");
+                closer.close();
+            }
         }
     }
 }

@@ -121,7 +121,12 @@ pub async fn log(store: &Store) -> Vec<RecordedEvent> {
 /// The message ids of the broker stream `stream`, each with the cursor its
 /// payload carries, in stream order.
 pub async fn stream_ids(nats: &NatsServer, stream: &str) -> Vec<String> {
-    let js = nats.client().await;
+    stream_ids_at(&nats.url(), stream).await
+}
+
+/// `stream_ids` from the server (or servers, comma-separated) at `url`.
+pub async fn stream_ids_at(url: &str, stream: &str) -> Vec<String> {
+    let js = jetstream_at(url).await;
     let Ok(mut s) = js.get_stream(stream).await else {
         return Vec::new();
     };
@@ -157,9 +162,14 @@ pub fn expected(log: &[RecordedEvent]) -> Vec<String> {
 /// duplicate, a gap or a wrong order never matches, and the wait's hang guard
 /// fails the test.
 pub async fn assert_exact(store: &Store, nats: &NatsServer, stream: &str) {
+    assert_exact_at(store, &nats.url(), stream).await
+}
+
+/// `assert_exact` against the server (or servers) at `url`.
+pub async fn assert_exact_at(store: &Store, url: &str, stream: &str) {
     super::eventually("the stream holds the log exactly, in order", || async {
         let want = expected(&log(store).await);
-        let got = stream_ids(nats, stream).await;
+        let got = stream_ids_at(url, stream).await;
         assert!(
             got.iter().zip(&want).all(|(g, w)| g == w),
             "the stream departs from the log: {got:?} against {want:?}"
@@ -167,4 +177,112 @@ pub async fn assert_exact(store: &Store, nats: &NatsServer, stream: &str) {
         got == want
     })
     .await;
+}
+
+/// Three `nats-server`s with JetStream in one cluster (routes between them,
+/// each its own client port and store), for one test: a server can be killed
+/// and started again on the same ports and store.
+pub struct NatsCluster {
+    pub client_ports: [u16; 3],
+    route_ports: [u16; 3],
+    store: PathBuf,
+    children: [Option<Child>; 3],
+}
+
+impl NatsCluster {
+    pub async fn start() -> NatsCluster {
+        let ports = || [super::free_port(), super::free_port(), super::free_port()];
+        let (client_ports, route_ports) = (ports(), ports());
+        let store = std::env::temp_dir().join(format!(
+            "sl-nats-cluster-{}-{}",
+            std::process::id(),
+            client_ports[0]
+        ));
+        let mut c = NatsCluster {
+            client_ports,
+            route_ports,
+            store,
+            children: [None, None, None],
+        };
+        for n in 0..3 {
+            c.resume(n).await;
+        }
+        c
+    }
+
+    /// Every server's URL, comma-separated, as clients take them.
+    pub fn url(&self) -> String {
+        self.client_ports
+            .iter()
+            .map(|p| format!("nats://127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Server `n`'s name in the cluster (`s0`, `s1`, `s2`).
+    pub fn name(n: usize) -> String {
+        format!("s{n}")
+    }
+
+    /// Starts server `n` (again, after `kill`).
+    pub async fn resume(&mut self, n: usize) {
+        assert!(self.children[n].is_none(), "server {n} runs already");
+        let routes = (0..3)
+            .filter(|&m| m != n)
+            .map(|m| format!("nats://127.0.0.1:{}", self.route_ports[m]))
+            .collect::<Vec<_>>()
+            .join(",");
+        let child = Command::new("nats-server")
+            .args(["-js", "-a", "127.0.0.1", "-p"])
+            .arg(self.client_ports[n].to_string())
+            .args(["-n", &Self::name(n), "--cluster_name", "sl-test"])
+            .arg("--cluster")
+            .arg(format!("nats://127.0.0.1:{}", self.route_ports[n]))
+            .arg("--routes")
+            .arg(routes)
+            .arg("-sd")
+            .arg(self.store.join(Self::name(n)))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nats-server on PATH (apt install nats-server)");
+        self.children[n] = Some(child);
+        for _ in 0..100 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", self.client_ports[n]))
+                .await
+                .is_ok()
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("nats-server {n} did not start");
+    }
+
+    /// Kills server `n` at once (SIGKILL).
+    pub fn kill(&mut self, n: usize) {
+        if let Some(mut c) = self.children[n].take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub async fn client(&self) -> async_nats::jetstream::Context {
+        jetstream_at(&self.url()).await
+    }
+}
+
+/// A JetStream context on the server (or servers, comma-separated) at `url`.
+pub async fn jetstream_at(url: &str) -> async_nats::jetstream::Context {
+    let servers: Vec<&str> = url.split(',').collect();
+    async_nats::jetstream::new(async_nats::connect(servers).await.unwrap())
+}
+
+impl Drop for NatsCluster {
+    fn drop(&mut self) {
+        for n in 0..3 {
+            self.kill(n);
+        }
+        let _ = std::fs::remove_dir_all(&self.store);
+    }
 }

@@ -108,8 +108,8 @@ pub(crate) fn setting_units(field: &str, v: Option<i64>) -> Result<Option<u32>, 
     }
 }
 
-/// Free text of 1 to the limit's characters, none a control or format
-/// character (`domain::text`).
+/// Free text of 1 to the limit's characters, none that free text may not
+/// hold (`domain::text`).
 pub(crate) fn reason(field: &str, text: &str) -> Result<String, Rejection> {
     let len = text.chars().count();
     if len == 0 || len > MAX_REASON_LEN {

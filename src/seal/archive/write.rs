@@ -8,8 +8,9 @@
 //! manifest (`read::check_segment`); only then is the manifest written, so a
 //! segment whose manifest exists was complete and checked. A crash leaves at
 //! most a rows' file without a manifest, which the next run sets aside
-//! (never deletes: it may be the only copy of events that left the
-//! database, if its manifest was lost after a detach) and writes again.
+//! (never deletes) and writes again. A run whose directory ends before
+//! events that left the database (a manifest lost after a detach: its rows
+//! file may be the only copy) touches nothing and says what is missing.
 //! The directory and its files are the writer's alone (`files`).
 
 use std::io::Write;
@@ -50,6 +51,10 @@ pub async fn archive(
     files::prepare_dir(dir)?;
     let _held = lock(dir)?;
     let archive = Archive::open(dir)?.whole()?;
+    // First: behind the cut, a rows file no manifest names may hold events
+    // the database no longer has, and it stays exactly where it is, under
+    // the name its manifest will name once restored.
+    refuse_behind_the_cut(&*pool::get(pool).await?, &archive).await?;
     let set_aside = tidy(&archive)?;
     for path in &set_aside {
         tracing::warn!(
@@ -69,7 +74,6 @@ async fn write_after(
     through_block: Option<i64>,
 ) -> Result<Vec<Manifest>, ArchiveError> {
     let client = pool::get(pool).await?;
-    refuse_behind_the_cut(&client, archive).await?;
     let seals = seals_after(&client, archive, through_block).await?;
     let mut start = Start::after(archive)?;
     let mut written = Vec::new();
@@ -126,7 +130,7 @@ impl Start {
 /// Refuses to write when events after the archive's last left the
 /// database already (`archive --detach` took them out): the segments that
 /// held them are missing from the directory, and the database cannot write
-/// them again. Nothing is written; whatever is in the directory stays.
+/// them again. Nothing is written, moved or removed.
 async fn refuse_behind_the_cut(
     client: &deadpool_postgres::ClientWrapper,
     archive: &Archive,
@@ -144,9 +148,11 @@ async fn refuse_behind_the_cut(
 /// Tidies what a run that stopped half-way left: its temporary files are
 /// removed (a `.partial` rows file was never renamed, so no manifest and no
 /// detach ever counted on it), and a complete rows file no manifest names is
-/// set aside (`files::set_aside`), never deleted. Returns what was set
-/// aside. Only names this writer makes are touched; anything else in the
-/// directory is left as it is.
+/// set aside (`files::set_aside`), never deleted: the database still holds
+/// its events (`refuse_behind_the_cut` ran first), but it may be what an
+/// operator meant to keep. Returns what was set aside. Only names this
+/// writer makes are touched; anything else in the directory is left as it
+/// is.
 fn tidy(archive: &Archive) -> Result<Vec<PathBuf>, ArchiveError> {
     let dir = &archive.dir;
     let named: std::collections::HashSet<&str> = archive
