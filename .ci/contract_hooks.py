@@ -81,19 +81,21 @@ def before_call(ctx, case, **kwargs):
 
 
 def _resume_header_only_when_meant(case, meta):
-    # Schemathesis 4.32's coverage phase sometimes fills the optional
-    # Last-Event-ID with a value that breaks its schema (38 characters, or
-    # none of the pattern) in a case it generates as valid. Such a header is
-    # dropped from valid cases, as a client that never received an event
-    # would send none.
+    # The document declares Last-Event-ID's pattern, ^[0-9]{1,18}:[0-9]{1,18}$,
+    # inline in the parameter's own schema, as a generator needs it. But
+    # Schemathesis 4.32's coverage phase builds header values from
+    # A-Za-z0-9 alone, so it finds no valid value for a pattern with a ':'
+    # and falls back to an invalid one (38 'a's, past maxLength), which it
+    # still labels valid: in the cases it makes for the header itself too
+    # (issue 46, case 13: `Last-Event-ID: aaaa…` answered 400 and counted as
+    # a failure). No way of writing the pattern avoids that, short of a
+    # cursor without its ':'. Such a header is dropped from every valid
+    # case, as a client that never received an event would send none.
     import re
 
     headers = case.headers or {}
     value = headers.get("Last-Event-ID")
     if value is None:
-        return
-    data = getattr(getattr(meta, "phase", None), "data", None)
-    if getattr(data, "parameter", None) == "Last-Event-ID":
         return
     params = case.operation.schema.raw_schema["paths"]["/v1/events/stream"]["get"]["parameters"]
     schema = next(p["schema"] for p in params if p["name"] == "Last-Event-ID")

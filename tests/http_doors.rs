@@ -278,26 +278,10 @@ async fn timed_out_relay_and_seal_lag_reads_are_cancelled_in_the_database() {
             .send()
             .await
             .unwrap();
-        let waiting = async {
-            loop {
-                let n: Vec<i64> =
-                    s.db.column(
-                        "SELECT count(*) FROM pg_stat_activity
-                         WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                    )
-                    .await;
-                if n == vec![0] {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        };
-        tokio::time::timeout(
-            Duration::from_millis(stockledger::limits::LOCK_TIMEOUT_MS / 2),
-            waiting,
-        )
-        .await
-        .unwrap_or_else(|_| panic!("{path}: the abandoned read was cancelled, not left waiting"));
+        assert!(
+            no_statement_waits_for_a_lock(&s.db).await,
+            "{path}: the abandoned read was cancelled, not left waiting"
+        );
         holder.batch_execute("COMMIT").await.unwrap();
     }
 }

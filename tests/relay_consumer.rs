@@ -202,7 +202,7 @@ async fn a_message_it_cannot_handle_is_parked_and_the_rest_go_on() {
         ack.await.unwrap();
     }
 
-    let mut pg = connect(&db).await;
+    let pg = connect(&db).await;
     pg.batch_execute(consumer::SCHEMA).await.unwrap();
     let (cancel, task) = spawn_consumer(pg, &js);
     let (db, running) = (&db, &task);

@@ -722,3 +722,25 @@ pub async fn attached_partitions(db: &TestDb, parent: &str) -> i64 {
         .unwrap()
         .get(0)
 }
+
+/// Whether every statement of `db` waiting for a lock is gone well inside
+/// the lock timeout (half of it), which alone would end a wait: a read whose
+/// request gave up was cancelled in the database, not left waiting.
+pub async fn no_statement_waits_for_a_lock(db: &TestDb) -> bool {
+    let waiting = async {
+        loop {
+            let n: Vec<i64> = db
+                .column(
+                    "SELECT count(*) FROM pg_stat_activity
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                )
+                .await;
+            if n == vec![0] {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    let within = std::time::Duration::from_millis(stockledger::limits::LOCK_TIMEOUT_MS / 2);
+    tokio::time::timeout(within, waiting).await.is_ok()
+}
