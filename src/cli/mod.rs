@@ -61,7 +61,7 @@ pub async fn run(args: Args) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Rejected(r)) => {
             printer.rejection(&r);
-            ExitCode::from(exit_code(r.code()))
+            ExitCode::from(r.code().exit_code())
         }
         Err(Failure::AuditDifferences) => ExitCode::from(4),
         Err(Failure::TamperFound) => ExitCode::from(5),
@@ -69,34 +69,6 @@ pub async fn run(args: Args) -> ExitCode {
             printer.error(&e);
             ExitCode::from(1)
         }
-    }
-}
-
-/// The documented exit code of a rejection: 2 for bad input, 3 for a
-/// business refusal.
-fn exit_code(code: stockledger::domain::RejectionCode) -> u8 {
-    use stockledger::domain::RejectionCode::*;
-    match code {
-        InvalidArgument => 2,
-        InsufficientStock
-        | IdempotencyConflict
-        | ReservationReleased
-        | ReservationExpired
-        | AlreadyConfirmed
-        | ReservationNotFound
-        | OrderAlreadyReserved
-        | NotFound
-        | ExceedsReserved
-        | ExpiryNotLater
-        | HoldTooLong
-        | StepLimit
-        | OrderLimitExceeded
-        | ExpectedReceiptCancelled
-        | ExpectedReceiptFull
-        | ExpectedItemMismatch
-        | BackorderWaiting
-        | BacklogFull
-        | Archived => 3,
     }
 }
 

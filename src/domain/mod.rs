@@ -45,7 +45,7 @@ pub use ids::{
 };
 pub use promise::{promise, Promise, PromiseDate};
 pub use read_query::{page_limit, AsOf};
-pub use rejection::{Excess, OverLimit, Rejection, RejectionCode, Shortfall};
+pub use rejection::{Excess, OverLimit, RefusalKind, Rejection, RejectionCode, Shortfall};
 pub use reservation::{
     LineProgress, Placed, Reservation, ReservationState, StepKey, StepRequest, StreamViolation,
     TakenStep, Tombstone,

@@ -36,15 +36,15 @@ pub struct OverLimit {
     pub max_per_order: u32,
 }
 
-/// Declares `RejectionCode` from one list of (variant, code): the enum, its
-/// `as_str` and `ALL` cannot disagree, so a new code is in every list that
-/// must name them all (the API description's) as soon as it exists.
+/// Declares `RejectionCode` from one table, a row per refusal: its variant,
+/// its stable code, the HTTP status it is answered with, and whether it is
+/// bad input or the ledger's refusal (the CLI's exit code). The enum, `ALL`
+/// and every mapping come from the same row, so a new refusal is one row
+/// here and nothing to place anywhere else.
 macro_rules! rejection_codes {
-    ($($variant:ident => $code:literal),+ $(,)?) => {
+    ($($variant:ident => $code:literal, $status:literal, $kind:ident);+ $(;)?) => {
         /// The stable codes of rejections (`shared/design/domain.md`), spelled once
-        /// here. Whatever maps a code (an HTTP status, a CLI exit code) matches on this
-        /// enum with no wildcard, so a new code is a compile error everywhere it must
-        /// be placed.
+        /// here with how each is answered (`http_status`, `exit_code`).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum RejectionCode {
             $($variant),+
@@ -69,31 +69,65 @@ macro_rules! rejection_codes {
                     _ => None,
                 }
             }
+
+            /// The HTTP status an answer with this code carries.
+            pub fn http_status(self) -> u16 {
+                match self {
+                    $(RejectionCode::$variant => $status),+
+                }
+            }
+
+            /// Whether the request itself breaks the contract, or the ledger
+            /// refuses it for what it holds.
+            pub fn kind(self) -> RefusalKind {
+                match self {
+                    $(RejectionCode::$variant => RefusalKind::$kind),+
+                }
+            }
+
+            /// The CLI's documented exit code: 2 for bad input, 3 for a
+            /// refusal of the ledger's.
+            pub fn exit_code(self) -> u8 {
+                match self.kind() {
+                    RefusalKind::Input => 2,
+                    RefusalKind::Refused => 3,
+                }
+            }
         }
     };
 }
 
+/// What kind of refusal a code is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusalKind {
+    /// The request breaks the contract: fix it before sending it again.
+    Input,
+    /// The ledger refuses it for what it holds now (stock, a reservation's
+    /// state, an id used before).
+    Refused,
+}
+
 rejection_codes! {
-    InvalidArgument => "INVALID_ARGUMENT",
-    InsufficientStock => "INSUFFICIENT_STOCK",
-    IdempotencyConflict => "IDEMPOTENCY_CONFLICT",
-    ReservationReleased => "RESERVATION_RELEASED",
-    ReservationExpired => "RESERVATION_EXPIRED",
-    AlreadyConfirmed => "ALREADY_CONFIRMED",
-    ReservationNotFound => "RESERVATION_NOT_FOUND",
-    OrderAlreadyReserved => "ORDER_ALREADY_RESERVED",
-    NotFound => "NOT_FOUND",
-    ExceedsReserved => "EXCEEDS_RESERVED",
-    ExpiryNotLater => "EXPIRY_NOT_LATER",
-    HoldTooLong => "HOLD_TOO_LONG",
-    StepLimit => "STEP_LIMIT",
-    OrderLimitExceeded => "ORDER_LIMIT_EXCEEDED",
-    ExpectedReceiptCancelled => "EXPECTED_RECEIPT_CANCELLED",
-    ExpectedReceiptFull => "EXPECTED_RECEIPT_FULL",
-    ExpectedItemMismatch => "EXPECTED_ITEM_MISMATCH",
-    BackorderWaiting => "BACKORDER_WAITING",
-    BacklogFull => "BACKLOG_FULL",
-    Archived => "ARCHIVED",
+    InvalidArgument => "INVALID_ARGUMENT", 400, Input;
+    InsufficientStock => "INSUFFICIENT_STOCK", 422, Refused;
+    IdempotencyConflict => "IDEMPOTENCY_CONFLICT", 409, Refused;
+    ReservationReleased => "RESERVATION_RELEASED", 409, Refused;
+    ReservationExpired => "RESERVATION_EXPIRED", 409, Refused;
+    AlreadyConfirmed => "ALREADY_CONFIRMED", 409, Refused;
+    ReservationNotFound => "RESERVATION_NOT_FOUND", 404, Refused;
+    OrderAlreadyReserved => "ORDER_ALREADY_RESERVED", 409, Refused;
+    NotFound => "NOT_FOUND", 404, Refused;
+    ExceedsReserved => "EXCEEDS_RESERVED", 422, Refused;
+    ExpiryNotLater => "EXPIRY_NOT_LATER", 409, Refused;
+    HoldTooLong => "HOLD_TOO_LONG", 422, Refused;
+    StepLimit => "STEP_LIMIT", 409, Refused;
+    OrderLimitExceeded => "ORDER_LIMIT_EXCEEDED", 422, Refused;
+    ExpectedReceiptCancelled => "EXPECTED_RECEIPT_CANCELLED", 409, Refused;
+    ExpectedReceiptFull => "EXPECTED_RECEIPT_FULL", 409, Refused;
+    ExpectedItemMismatch => "EXPECTED_ITEM_MISMATCH", 409, Refused;
+    BackorderWaiting => "BACKORDER_WAITING", 409, Refused;
+    BacklogFull => "BACKLOG_FULL", 409, Refused;
+    Archived => "ARCHIVED", 409, Refused;
 }
 
 impl std::fmt::Display for RejectionCode {
@@ -289,6 +323,22 @@ mod tests {
 
     fn r() -> String {
         "r1".to_owned()
+    }
+
+    /// Bad input is answered 400 and exits 2; a refusal of the ledger's is
+    /// another 4xx (404, 409 or 422) and exits 3.
+    #[test]
+    fn every_refusal_is_answered_by_its_kind() {
+        for &code in RejectionCode::ALL {
+            let status = code.http_status();
+            match code.kind() {
+                RefusalKind::Input => assert_eq!((status, code.exit_code()), (400, 2), "{code}"),
+                RefusalKind::Refused => {
+                    assert!([404, 409, 422].contains(&status), "{code}: {status}");
+                    assert_eq!(code.exit_code(), 3, "{code}");
+                }
+            }
+        }
     }
 
     /// The rejections that name no time, with their details.

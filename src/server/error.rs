@@ -36,27 +36,8 @@ const API_ERROR_CODES: &[(&str, StatusCode)] = &[
 
 /// The status a domain rejection is answered with.
 fn rejection_status(code: RejectionCode) -> StatusCode {
-    match code {
-        RejectionCode::InvalidArgument => StatusCode::BAD_REQUEST,
-        RejectionCode::ReservationNotFound | RejectionCode::NotFound => StatusCode::NOT_FOUND,
-        RejectionCode::InsufficientStock
-        | RejectionCode::ExceedsReserved
-        | RejectionCode::HoldTooLong
-        | RejectionCode::OrderLimitExceeded => StatusCode::UNPROCESSABLE_ENTITY,
-        RejectionCode::IdempotencyConflict
-        | RejectionCode::ReservationReleased
-        | RejectionCode::ReservationExpired
-        | RejectionCode::AlreadyConfirmed
-        | RejectionCode::OrderAlreadyReserved
-        | RejectionCode::ExpiryNotLater
-        | RejectionCode::StepLimit
-        | RejectionCode::ExpectedReceiptCancelled
-        | RejectionCode::ExpectedReceiptFull
-        | RejectionCode::ExpectedItemMismatch
-        | RejectionCode::BackorderWaiting
-        | RejectionCode::BacklogFull
-        | RejectionCode::Archived => StatusCode::CONFLICT,
-    }
+    StatusCode::from_u16(code.http_status())
+        .unwrap_or_else(|_| unreachable!("{code} has a valid status (the refusal table's)"))
 }
 
 /// Every code an error body can carry, with its status: the domain's
