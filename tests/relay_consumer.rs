@@ -63,6 +63,15 @@ async fn write_movements(db: &TestDb) {
     }
 }
 
+/// The relay's settings for the feed the consumer reads.
+fn feed() -> RelayConfig {
+    RelayConfig {
+        stream: STREAM.to_owned(),
+        subject_prefix: "feed".to_owned(),
+        ..RelayConfig::default()
+    }
+}
+
 /// The example consumer, running as a task of its own.
 fn spawn_consumer(
     mut pg: tokio_postgres::Client,
@@ -88,11 +97,7 @@ async fn the_consumer_matches_the_ledger_after_crashes() {
     common::write_mixed(&db, "k", 600).await;
     write_movements(&db).await;
     let total = db.count_events().await;
-    let config = RelayConfig {
-        stream: STREAM.to_owned(),
-        subject_prefix: "feed".to_owned(),
-        ..RelayConfig::default()
-    };
+    let config = feed();
     let (stop_relay, relay_task) = common::nats::start_relay(&db, &nats, config).await;
     let js = nats.client().await;
 
@@ -162,11 +167,7 @@ async fn a_message_it_cannot_handle_is_parked_and_the_rest_go_on() {
     let nats = NatsServer::start().await;
     common::write_mixed(&db, "p", 30).await;
     let total = db.count_events().await;
-    let config = RelayConfig {
-        stream: STREAM.to_owned(),
-        subject_prefix: "feed".to_owned(),
-        ..RelayConfig::default()
-    };
+    let config = feed();
     let (stop_relay, relay_task) = common::nats::start_relay(&db, &nats, config).await;
     common::nats::assert_exact(&db.store, &nats, STREAM).await;
     stop_relay.cancel();
