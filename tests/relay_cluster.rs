@@ -9,7 +9,7 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use common::nats::{assert_exact_at, stream_ids_at, NatsCluster};
+use common::nats::{assert_exact_at, try_stream_ids_at, NatsCluster};
 use common::needs::{self, NATS_SERVER};
 use common::TestDb;
 use stockledger::domain::CommandContext;
@@ -71,6 +71,23 @@ async fn stream_state(cluster: &NatsCluster) -> Option<(String, Vec<String>, u64
     Some((c.leader?, followers, info.state.messages, current))
 }
 
+/// `stream_state` once the cluster answers with a leader and two followers;
+/// between two reads a leader may be elected again, which is "not yet".
+async fn settled_state(cluster: &NatsCluster) -> (String, Vec<String>, u64, bool) {
+    let found = std::sync::Mutex::new(None);
+    common::eventually("the stream has a leader and two followers", || async {
+        let state = stream_state(cluster)
+            .await
+            .filter(|(_, f, _, _)| f.len() == 2);
+        let settled = state.is_some();
+        *found.lock().unwrap() = state;
+        settled
+    })
+    .await;
+    let state = found.lock().unwrap().take();
+    state.expect("eventually returned once the state was found")
+}
+
 /// The relay's checkpoint is never ahead of the cluster: what it says it
 /// published is in the stream, its last message included.
 async fn checkpoint_not_ahead(db: &TestDb, cluster: &NatsCluster) {
@@ -83,7 +100,9 @@ async fn checkpoint_not_ahead(db: &TestDb, cluster: &NatsCluster) {
         return; // Nothing acknowledged yet.
     };
     common::eventually("the stream reads (a leader is elected)", || async {
-        let ids = stream_ids_at(&cluster.url(), STREAM).await;
+        let Ok(ids) = try_stream_ids_at(&cluster.url(), STREAM).await else {
+            return false; // A leader is being elected.
+        };
         if ids.is_empty() {
             return false;
         }
@@ -133,7 +152,7 @@ async fn every_event_once_in_order_while_the_leader_then_a_follower_is_killed() 
     .await;
 
     for victim_is_leader in [true, false] {
-        let (leader, followers, before, _) = stream_state(&cluster).await.unwrap();
+        let (leader, followers, before, _) = settled_state(&cluster).await;
         let victim = if victim_is_leader {
             leader
         } else {

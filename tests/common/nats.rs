@@ -125,28 +125,39 @@ pub async fn stream_ids(nats: &NatsServer, stream: &str) -> Vec<String> {
 }
 
 /// `stream_ids` from the server (or servers, comma-separated) at `url`.
+/// Panics if the broker cannot answer; a cluster mid-election is read with
+/// `try_stream_ids_at`.
 pub async fn stream_ids_at(url: &str, stream: &str) -> Vec<String> {
+    try_stream_ids_at(url, stream)
+        .await
+        .unwrap_or_else(|e| panic!("reading stream {stream}: {e}"))
+}
+
+/// `stream_ids_at`, or the broker's error. A JetStream cluster answers 503
+/// ("temporarily unavailable") while it elects a stream leader, which a
+/// test waiting for the stream treats as "not yet", not as a failure.
+pub async fn try_stream_ids_at(url: &str, stream: &str) -> Result<Vec<String>, String> {
     let js = jetstream_at(url).await;
     let Ok(mut s) = js.get_stream(stream).await else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
-    let state = s.info().await.unwrap().state.clone();
+    let state = s.info().await.map_err(|e| e.to_string())?.state.clone();
     let mut ids = Vec::new();
     for seq in state.first_sequence..=state.last_sequence {
         if state.messages == 0 {
             break;
         }
-        let m = s.get_raw_message(seq).await.unwrap();
+        let m = s.get_raw_message(seq).await.map_err(|e| e.to_string())?;
         let id = m
             .headers
             .get(async_nats::header::NATS_MESSAGE_ID)
-            .unwrap()
+            .expect("every relayed message carries its id")
             .as_str()
             .to_owned();
         let cursor = relay::cursor_of(&m.payload).expect("a payload with its cursor");
         ids.push(format!("{id}@{cursor}"));
     }
-    ids
+    Ok(ids)
 }
 
 /// What `stream_ids` must give for `log`.
@@ -169,7 +180,9 @@ pub async fn assert_exact(store: &Store, nats: &NatsServer, stream: &str) {
 pub async fn assert_exact_at(store: &Store, url: &str, stream: &str) {
     super::eventually("the stream holds the log exactly, in order", || async {
         let want = expected(&log(store).await);
-        let got = stream_ids_at(url, stream).await;
+        let Ok(got) = try_stream_ids_at(url, stream).await else {
+            return false; // A leader is being elected.
+        };
         assert!(
             got.iter().zip(&want).all(|(g, w)| g == w),
             "the stream departs from the log: {got:?} against {want:?}"
