@@ -7,6 +7,7 @@
 mod common;
 
 use std::sync::Arc;
+use stockledger::domain::event::{ReorderPointSet, StockLow, StockRecovered};
 
 use common::*;
 use serde_json::json;
@@ -166,21 +167,23 @@ async fn racing_commands_write_each_crossing_once() {
     let mut alerts = 0;
     for e in &page.events {
         match &e.event {
-            Event::StockLow { available, .. } => {
+            Event::StockLow(StockLow { available, .. }) => {
                 assert!(!low, "two StockLow in a row at {}", e.position);
                 assert_eq!(*available, on_hand - reserved);
                 low = true;
                 alerts += 1;
                 continue;
             }
-            Event::StockRecovered { available, .. } => {
+            Event::StockRecovered(StockRecovered { available, .. }) => {
                 assert!(low, "StockRecovered without StockLow at {}", e.position);
                 assert_eq!(*available, on_hand - reserved);
                 low = false;
                 alerts += 1;
                 continue;
             }
-            Event::ReorderPointSet { reorder_point, .. } => point_now = *reorder_point,
+            Event::ReorderPointSet(ReorderPointSet { reorder_point, .. }) => {
+                point_now = *reorder_point
+            }
             _ => {}
         }
         for (item, d) in e.event.stock_effects() {

@@ -343,18 +343,22 @@ async fn upgrading_past_schema_19_puts_open_expected_receipts_on_the_backlog() {
     }
     let meta = json!({"command_id": uuid::Uuid::new_v4(), "actor": "test"});
     let on = |d| chrono::NaiveDate::from_ymd_opt(2027, 1, d).unwrap();
-    let expected = |q, d| stockledger::domain::Event::ReceiptExpected {
-        sku: item("lamp").sku,
-        location: item("lamp").location,
-        quantity: q,
-        expected_on: on(d),
+    let expected = |q, d| {
+        stockledger::domain::Event::ReceiptExpected(stockledger::domain::event::ReceiptExpected {
+            sku: item("lamp").sku,
+            location: item("lamp").location,
+            quantity: q,
+            expected_on: on(d),
+        })
     };
-    let cancelled = stockledger::domain::Event::ExpectedReceiptCancelled {
-        sku: item("lamp").sku,
-        location: item("lamp").location,
-        expected_on: on(12),
-        withdrawn: 4,
-    };
+    let cancelled = stockledger::domain::Event::ExpectedReceiptCancelled(
+        stockledger::domain::event::ExpectedReceiptCancelled {
+            sku: item("lamp").sku,
+            location: item("lamp").location,
+            expected_on: on(12),
+            withdrawn: 4,
+        },
+    );
     let tx = client.transaction().await.unwrap();
     insert_event(&tx, "expected:po-open", 1, &expected(6, 10), &meta).await;
     insert_event(&tx, "expected:po-gone", 1, &expected(4, 12), &meta).await;

@@ -6,6 +6,7 @@
 mod common;
 
 use std::sync::Arc;
+use stockledger::domain::event::{ExpectedReceiptCancelled, ExpectedReceiptDelivered};
 
 use common::*;
 use serde_json::json;
@@ -117,7 +118,7 @@ async fn an_expected_receipt_from_record_to_cancellation() {
     assert_eq!((e.quantity, e.delivered, e.outstanding()), (8, 4, 0));
     assert!(matches!(
         events.last().unwrap().event,
-        Event::ExpectedReceiptCancelled { withdrawn: 4, .. }
+        Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled { withdrawn: 4, .. })
     ));
     db.assert_audit_clean().await;
 }
@@ -163,7 +164,9 @@ async fn concurrent_deliveries_go_one_after_another() {
         .iter()
         .filter(|e| e.stream.to_string() == "expected:po-1")
         .filter_map(|e| match e.event {
-            Event::ExpectedReceiptDelivered { outstanding, .. } => Some((e.seq, outstanding)),
+            Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered { outstanding, .. }) => {
+                Some((e.seq, outstanding))
+            }
             _ => None,
         })
         .collect::<std::collections::BTreeMap<_, _>>()
@@ -316,13 +319,15 @@ async fn the_audit_names_a_delivery_without_its_receipt() {
     db.assert_audit_clean().await;
     let client = db.client().await;
     let meta = json!({"command_id": uuid::Uuid::new_v4(), "actor": "test"});
-    let delivered = |receipt: &str, quantity, outstanding| Event::ExpectedReceiptDelivered {
-        receipt_id: stockledger::domain::ReceiptId::parse("id", receipt).unwrap(),
-        sku: Sku::parse("sku", "jacket").unwrap(),
-        location: Location::parse("location", "default").unwrap(),
-        quantity,
-        expected_on: chrono::NaiveDate::from_ymd_opt(2027, 1, 10).unwrap(),
-        outstanding,
+    let delivered = |receipt: &str, quantity, outstanding| {
+        Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered {
+            receipt_id: stockledger::domain::ReceiptId::parse("id", receipt).unwrap(),
+            sku: Sku::parse("sku", "jacket").unwrap(),
+            location: Location::parse("location", "default").unwrap(),
+            quantity,
+            expected_on: chrono::NaiveDate::from_ymd_opt(2027, 1, 10).unwrap(),
+            outstanding,
+        })
     };
     insert_event(&client, "expected:po-1", 2, &delivered("in-9", 3, 7), &meta).await;
     insert_event(&client, "expected:po-1", 3, &delivered("in-1", 3, 4), &meta).await;
@@ -398,14 +403,14 @@ async fn a_receipt_id_the_expected_receipt_names_already_is_refused() {
         .unwrap();
     let client = db.client().await;
     let meta = json!({"command_id": uuid::Uuid::new_v4(), "actor": "test"});
-    let lost = Event::ExpectedReceiptDelivered {
+    let lost = Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered {
         receipt_id: stockledger::domain::ReceiptId::parse("id", "in-9").unwrap(),
         sku: Sku::parse("sku", "jacket").unwrap(),
         location: Location::parse("location", "default").unwrap(),
         quantity: 3,
         expected_on: chrono::NaiveDate::from_ymd_opt(2027, 1, 10).unwrap(),
         outstanding: 7,
-    };
+    });
     insert_event(&client, "expected:po-1", 2, &lost, &meta).await;
     let ctx = || stockledger::domain::CommandContext::new("test");
     let batch = vec![

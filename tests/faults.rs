@@ -7,6 +7,7 @@
 mod common;
 
 use std::time::Duration;
+use stockledger::domain::event::{ReservationCreated, StockReceived};
 
 use common::*;
 use fault_proxy::{CommitFault, Proxy, Upstream};
@@ -452,7 +453,7 @@ async fn an_expiry_pass_survives_one_bad_reservation() {
         sku: stockledger::domain::Sku::parse("sku", sku).unwrap(),
         location: stockledger::domain::Location::parse_or_default("location", None).unwrap(),
     };
-    let bad = Event::ReservationCreated {
+    let bad = Event::ReservationCreated(ReservationCreated {
         order_id: stockledger::domain::OrderId::parse("order_id", "o-bad").unwrap(),
         lines: vec![stockledger::domain::command::Line {
             item: item("apple"),
@@ -461,13 +462,13 @@ async fn an_expiry_pass_survives_one_bad_reservation() {
         expires_at: chrono::Utc::now() + chrono::Duration::seconds(1),
         ttl_seconds: 1,
         request_hash: "bad".into(),
-    };
+    });
     let pear = item("pear");
-    let foreign = Event::StockReceived {
+    let foreign = Event::StockReceived(StockReceived {
         sku: pear.sku,
         location: pear.location,
         quantity: 1,
-    };
+    });
     for (seq, event) in [(1, &bad), (2, &foreign)] {
         common::insert_event(&client, "reservation:bad", seq, event, &meta).await;
     }

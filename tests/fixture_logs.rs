@@ -12,6 +12,7 @@
 //! reservation (`*.proof.json`) holds against its digest.
 
 use std::collections::{BTreeMap, HashMap};
+use stockledger::domain::event::ReservationCreated;
 
 use serde_json::Value;
 use stockledger::domain::{Balance, Event, Expectation, RecordedEvent, Reservation, StreamId};
@@ -49,7 +50,7 @@ fn every_fixture_decodes_shows_and_hashes_as_it_was_written() {
         let mut holds = std::collections::BTreeSet::new();
         for json in &events {
             let e = recorded(json);
-            if let Event::ReservationCreated { ttl_seconds, .. } = e.event {
+            if let Event::ReservationCreated(ReservationCreated { ttl_seconds, .. }) = e.event {
                 holds.insert(ttl_seconds);
             }
             let version = i64::from(e.version);
@@ -104,10 +105,10 @@ fn every_fixtures_proof_holds_against_its_digest() {
         let e = recorded(&proof.event);
         assert!(matches!(
             e.event,
-            Event::ReservationCreated {
+            Event::ReservationCreated(ReservationCreated {
                 ttl_seconds: 900,
                 ..
-            }
+            })
         ));
     }
 }

@@ -7,6 +7,7 @@ mod common;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use stockledger::domain::event::{OrderLimitSet, ReservationCreated};
 
 use common::*;
 use serde_json::json;
@@ -160,11 +161,11 @@ async fn reserves_racing_limit_changes_are_judged_by_the_limit_before_them() {
     let mut reserved = 0;
     for e in &log.events {
         match &e.event {
-            Event::OrderLimitSet { max_per_order, .. } => {
+            Event::OrderLimitSet(OrderLimitSet { max_per_order, .. }) => {
                 in_force = *max_per_order;
                 seen_limits.extend(max_per_order.map(u64::from));
             }
-            Event::ReservationCreated { lines, .. } => {
+            Event::ReservationCreated(ReservationCreated { lines, .. }) => {
                 reserved += 1;
                 let q = lines[0].quantity;
                 assert!(

@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use stockledger::domain::event::StockReceived;
 use stockledger::domain::{Event, EventMetadata, Location, Sku};
 use stockledger::store::Cursor;
 
@@ -79,11 +80,11 @@ async fn the_safe_reader_never_skips_a_held_open_transaction() {
     let db = TestDb::new().await;
     let mut held = db.client().await;
     let tx = held.transaction().await.unwrap();
-    let early = Event::StockReceived {
+    let early = Event::StockReceived(StockReceived {
         sku: Sku::parse("sku", "slow").unwrap(),
         location: Location::parse_or_default("location", None).unwrap(),
         quantity: 1,
-    };
+    });
     let meta = serde_json::to_value(EventMetadata {
         actor: "test".into(),
         ..Default::default()

@@ -5,6 +5,10 @@
 mod common;
 
 use std::collections::BTreeMap;
+use stockledger::domain::event::{
+    ReservationConfirmed, ReservationCreated, ReservationExpired, ReservationReleased,
+    StockAdjusted, StockReceived,
+};
 
 use chrono::{Duration, SubsecRound, Utc};
 use common::*;
@@ -44,62 +48,64 @@ fn old_log() -> Vec<(String, i32, Event)> {
     let two = vec![line("apple", "default", 2), line("pear", "wh-2", 1)];
     // Whole microseconds, as the domain makes every expiry.
     let expires = (Utc::now() + Duration::hours(1)).trunc_subsecs(6);
-    let created = |o: &str, lines: &Vec<Line>| Event::ReservationCreated {
-        order_id: order(o),
-        lines: lines.clone(),
-        expires_at: expires,
-        ttl_seconds: 3600,
-        request_hash: format!("hash-{o}"),
+    let created = |o: &str, lines: &Vec<Line>| {
+        Event::ReservationCreated(ReservationCreated {
+            order_id: order(o),
+            lines: lines.clone(),
+            expires_at: expires,
+            ttl_seconds: 3600,
+            request_hash: format!("hash-{o}"),
+        })
     };
     vec![
         (
             "receipt:in-1".into(),
             1,
-            Event::StockReceived {
+            Event::StockReceived(StockReceived {
                 sku: apple.sku.clone(),
                 location: apple.location.clone(),
                 quantity: 10,
-            },
+            }),
         ),
         (
             "receipt:in-2".into(),
             1,
-            Event::StockReceived {
+            Event::StockReceived(StockReceived {
                 sku: pear.sku.clone(),
                 location: pear.location.clone(),
                 quantity: 5,
-            },
+            }),
         ),
         (
             "adjustment:count-1".into(),
             1,
-            Event::StockAdjusted {
+            Event::StockAdjusted(StockAdjusted {
                 sku: apple.sku,
                 location: apple.location,
                 delta: -1,
                 reason: "cycle count".into(),
-            },
+            }),
         ),
         ("reservation:r1".into(), 1, created("o1", &two)),
         (
             "reservation:r1".into(),
             2,
-            Event::ReservationConfirmed {
+            Event::ReservationConfirmed(ReservationConfirmed {
                 order_id: order("o1"),
                 lines: two.clone(),
                 confirmation_id: None,
-            },
+            }),
         ),
         ("reservation:r2".into(), 1, created("o2", &two)),
         (
             "reservation:r2".into(),
             2,
-            Event::ReservationReleased {
+            Event::ReservationReleased(ReservationReleased {
                 order_id: Some(order("o2")),
                 lines: two.clone(),
                 reason: "cancelled".into(),
                 release_id: None,
-            },
+            }),
         ),
         (
             "reservation:r3".into(),
@@ -109,20 +115,20 @@ fn old_log() -> Vec<(String, i32, Event)> {
         (
             "reservation:r3".into(),
             2,
-            Event::ReservationExpired {
+            Event::ReservationExpired(ReservationExpired {
                 order_id: order("o3"),
                 lines: vec![line("pear", "wh-2", 2)],
-            },
+            }),
         ),
         (
             "reservation:r4".into(),
             1,
-            Event::ReservationReleased {
+            Event::ReservationReleased(ReservationReleased {
                 order_id: None,
                 lines: vec![],
                 reason: "released_before_reserve".into(),
                 release_id: None,
-            },
+            }),
         ),
         (
             "reservation:r5".into(),
@@ -212,7 +218,7 @@ async fn a_log_written_by_the_old_schema_reads_back_the_same_after_the_migration
         );
         assert_eq!(e.written_data(), shape::written_data(event, 1));
         assert_eq!(e.event.type_name(), event.type_name());
-        if let Event::ReservationCreated { ttl_seconds, .. } = &e.event {
+        if let Event::ReservationCreated(ReservationCreated { ttl_seconds, .. }) = &e.event {
             assert!((3598..=3600).contains(ttl_seconds), "{ttl_seconds}");
         }
     }

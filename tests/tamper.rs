@@ -5,6 +5,7 @@
 mod common;
 
 use std::process::Command;
+use stockledger::domain::event::ReservationCreated;
 
 use common::*;
 use stockledger::seal::{self, Digest, Finding, ProofError};
@@ -298,11 +299,12 @@ async fn two_events_swapped_in_commit_order_are_found() {
 #[tokio::test]
 async fn an_event_inserted_among_sealed_ones_is_found() {
     let db = sealed_ledger().await;
-    let event = stockledger::domain::Event::StockReceived {
-        sku: stockledger::domain::Sku::parse("sku", "apple").unwrap(),
-        location: stockledger::domain::Location::parse("location", "default").unwrap(),
-        quantity: 100,
-    };
+    let event =
+        stockledger::domain::Event::StockReceived(stockledger::domain::event::StockReceived {
+            sku: stockledger::domain::Sku::parse("sku", "apple").unwrap(),
+            location: stockledger::domain::Location::parse("location", "default").unwrap(),
+            quantity: 100,
+        });
     let client = db.client().await;
     let at = insert_event(
         &client,
@@ -844,13 +846,13 @@ async fn raw_reservation(
         quantity,
     }];
     let hash = Reserve::fingerprint_of(&order_id, &lines, None);
-    let event = Event::ReservationCreated {
+    let event = Event::ReservationCreated(ReservationCreated {
         order_id,
         lines,
         expires_at: chrono::Utc::now() + chrono::Duration::hours(1),
         ttl_seconds: 3600,
         request_hash: hash.clone(),
-    };
+    });
     let meta = serde_json::to_value(EventMetadata {
         command_id: uuid::Uuid::new_v4(),
         actor: "test".into(),

@@ -411,6 +411,7 @@ fn line(l: &LineView) -> ReservationLine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::event::ReservationCreated;
     use crate::domain::{Item, Location, Sku};
 
     fn item(location: &str) -> Item {
@@ -479,13 +480,13 @@ mod tests {
             position: 7,
             stream: StreamId::Reservation(id.clone()),
             seq: 1,
-            event: Event::ReservationCreated {
+            event: Event::ReservationCreated(ReservationCreated {
                 order_id: order_id.clone(),
                 lines: vec![line],
                 expires_at: until,
                 ttl_seconds: 900,
                 request_hash: "h".into(),
-            },
+            }),
             version: 2,
             metadata: EventMetadata::default(),
             recorded_at: at,

@@ -7,6 +7,7 @@
 //! It keeps every receipt's item and units in memory while the log is read:
 //! receipts are a small share of a log (deliveries of stock, not orders).
 
+use crate::domain::event::{ExpectedReceiptDelivered, StockReceived};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::domain::{Event, Item, ReceiptId, StreamId};
@@ -34,11 +35,11 @@ impl Deliveries {
     pub fn fold(&mut self, stream: &StreamId, event: &Event, tx_id: i64) {
         if let (
             StreamId::Receipt(id),
-            Event::StockReceived {
+            Event::StockReceived(StockReceived {
                 sku,
                 location,
                 quantity,
-            },
+            }),
         ) = (stream, event)
         {
             let item = Item {
@@ -47,13 +48,13 @@ impl Deliveries {
             };
             self.receipts.insert(id.clone(), (item, *quantity, tx_id));
         }
-        if let Event::ExpectedReceiptDelivered {
+        if let Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered {
             receipt_id,
             sku,
             location,
             quantity,
             ..
-        } = event
+        }) = event
         {
             self.delivered.push(Delivery {
                 expected: stream.to_string(),

@@ -166,6 +166,7 @@ pub(crate) async fn load(client: &Client) -> Result<ActualSettings, StoreError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::event::{OrderLimitSet, ReorderPointSet, StockLow, StockRecovered};
     use crate::domain::{Balance, Location, Sku};
 
     fn apple() -> Item {
@@ -176,35 +177,35 @@ mod tests {
     }
 
     fn limit(max: Option<u32>) -> Event {
-        Event::OrderLimitSet {
+        Event::OrderLimitSet(OrderLimitSet {
             sku: apple().sku,
             location: apple().location,
             max_per_order: max,
-        }
+        })
     }
 
     fn point(p: Option<u32>) -> Event {
-        Event::ReorderPointSet {
+        Event::ReorderPointSet(ReorderPointSet {
             sku: apple().sku,
             location: apple().location,
             reorder_point: p,
-        }
+        })
     }
 
     fn low(is_low: bool) -> Event {
         match is_low {
-            true => Event::StockLow {
+            true => Event::StockLow(StockLow {
                 sku: apple().sku,
                 location: apple().location,
                 available: 1,
                 reorder_point: 2,
-            },
-            false => Event::StockRecovered {
+            }),
+            false => Event::StockRecovered(StockRecovered {
                 sku: apple().sku,
                 location: apple().location,
                 available: 5,
                 reorder_point: Some(2),
-            },
+            }),
         }
     }
 

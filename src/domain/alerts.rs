@@ -12,6 +12,13 @@
 //! command re-run after a lost commit appends nothing, so neither does its
 //! alert.
 
+use crate::domain::event::{
+    BackorderDropped, BackorderFilled, BackorderPlaced, ExpectedReceiptCancelled,
+    ExpectedReceiptChanged, ExpectedReceiptDelivered, OrderLimitSet, ReceiptExpected,
+    ReorderPointSet, ReservationConfirmed, ReservationCreated, ReservationExpired,
+    ReservationExtended, ReservationLinesConfirmed, ReservationLinesReleased, ReservationReleased,
+    StockAdjusted, StockCounted, StockLow, StockReceived, StockRecovered, StockTransferred,
+};
 use std::collections::BTreeMap;
 
 use uuid::Uuid;
@@ -48,18 +55,18 @@ pub(crate) fn alerts(state: &LedgerState, events: &[NewEvent], command_id: Uuid)
         let was_low = state.settings(&item).alerted_low;
         let available = balance.available();
         let event = match (was_low, settings.is_low(available)) {
-            (false, true) => Event::StockLow {
+            (false, true) => Event::StockLow(StockLow {
                 sku: item.sku,
                 location: item.location,
                 available,
                 reorder_point: settings.reorder_point.expect("low needs a point"),
-            },
-            (true, false) => Event::StockRecovered {
+            }),
+            (true, false) => Event::StockRecovered(StockRecovered {
                 sku: item.sku,
                 location: item.location,
                 available,
                 reorder_point: settings.reorder_point,
-            },
+            }),
             (false, false) | (true, true) => continue,
         };
         let id = format!("{command_id}-{}", out.len() + 1);
@@ -86,38 +93,38 @@ pub struct Alert {
 /// What an alert event says about its item. `None` for every other event.
 pub fn said(event: &Event) -> Option<Alert> {
     let (sku, location, low, available, reorder_point) = match event {
-        Event::StockLow {
+        Event::StockLow(StockLow {
             sku,
             location,
             available,
             reorder_point,
-        } => (sku, location, true, available, Some(*reorder_point)),
-        Event::StockRecovered {
+        }) => (sku, location, true, available, Some(*reorder_point)),
+        Event::StockRecovered(StockRecovered {
             sku,
             location,
             available,
             reorder_point,
-        } => (sku, location, false, available, *reorder_point),
-        Event::StockReceived { .. }
-        | Event::StockAdjusted { .. }
-        | Event::StockTransferred { .. }
-        | Event::StockCounted { .. }
-        | Event::OrderLimitSet { .. }
-        | Event::ReorderPointSet { .. }
-        | Event::ReceiptExpected { .. }
-        | Event::ExpectedReceiptChanged { .. }
-        | Event::ExpectedReceiptDelivered { .. }
-        | Event::ExpectedReceiptCancelled { .. }
-        | Event::ReservationCreated { .. }
-        | Event::ReservationConfirmed { .. }
-        | Event::ReservationReleased { .. }
-        | Event::ReservationExpired { .. }
-        | Event::ReservationLinesConfirmed { .. }
-        | Event::ReservationLinesReleased { .. }
-        | Event::ReservationExtended { .. }
-        | Event::BackorderPlaced { .. }
-        | Event::BackorderFilled { .. }
-        | Event::BackorderDropped { .. } => return None,
+        }) => (sku, location, false, available, *reorder_point),
+        Event::StockReceived(StockReceived { .. })
+        | Event::StockAdjusted(StockAdjusted { .. })
+        | Event::StockTransferred(StockTransferred { .. })
+        | Event::StockCounted(StockCounted { .. })
+        | Event::OrderLimitSet(OrderLimitSet { .. })
+        | Event::ReorderPointSet(ReorderPointSet { .. })
+        | Event::ReceiptExpected(ReceiptExpected { .. })
+        | Event::ExpectedReceiptChanged(ExpectedReceiptChanged { .. })
+        | Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered { .. })
+        | Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled { .. })
+        | Event::ReservationCreated(ReservationCreated { .. })
+        | Event::ReservationConfirmed(ReservationConfirmed { .. })
+        | Event::ReservationReleased(ReservationReleased { .. })
+        | Event::ReservationExpired(ReservationExpired { .. })
+        | Event::ReservationLinesConfirmed(ReservationLinesConfirmed { .. })
+        | Event::ReservationLinesReleased(ReservationLinesReleased { .. })
+        | Event::ReservationExtended(ReservationExtended { .. })
+        | Event::BackorderPlaced(BackorderPlaced { .. })
+        | Event::BackorderFilled(BackorderFilled { .. })
+        | Event::BackorderDropped(BackorderDropped { .. }) => return None,
     };
     let item = Item {
         sku: sku.clone(),

@@ -20,6 +20,7 @@
 //! reservations of an item have something to write, for the backorder
 //! worker that writes it.
 
+use crate::domain::event::{BackorderDropped, BackorderFilled, BackorderPlaced};
 use std::collections::BTreeMap;
 
 use chrono::NaiveDate;
@@ -188,7 +189,7 @@ pub fn due(balance: Balance, backlog: &Backlog) -> Vec<ReservationId> {
 /// backlogs with this one fold.
 pub fn apply(backlogs: &mut BTreeMap<Item, Backlog>, stream: &StreamId, event: &Event) {
     match (stream, event) {
-        (StreamId::Reservation(id), Event::BackorderPlaced { lines, .. }) => {
+        (StreamId::Reservation(id), Event::BackorderPlaced(BackorderPlaced { lines, .. })) => {
             for l in lines {
                 let queue = &mut backlogs.entry(l.item.clone()).or_default().queue;
                 queue.push(Waiting {
@@ -199,7 +200,8 @@ pub fn apply(backlogs: &mut BTreeMap<Item, Backlog>, stream: &StreamId, event: &
         }
         (
             StreamId::Reservation(id),
-            Event::BackorderFilled { lines, .. } | Event::BackorderDropped { lines, .. },
+            Event::BackorderFilled(BackorderFilled { lines, .. })
+            | Event::BackorderDropped(BackorderDropped { lines, .. }),
         ) => {
             for l in lines {
                 backlogs

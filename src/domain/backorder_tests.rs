@@ -3,6 +3,9 @@
 //! first come, first served under every order of fills, and the fold
 //! refusing streams the core never writes.
 
+use crate::domain::event::{
+    BackorderDropped, BackorderFilled, BackorderPlaced, ReservationConfirmed, ReservationCreated,
+};
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use uuid::Uuid;
 
@@ -453,7 +456,7 @@ fn an_expiry_drops_what_waits_then_settles() {
     let d = run(&mut st, &command::expire("r1").unwrap(), t(3601)).unwrap();
     let types: Vec<_> = d.events.iter().map(|e| e.event.event_type()).collect();
     assert_eq!(&types[..2], &[Dropped, Expired]);
-    let Event::BackorderDropped { reason, .. } = &d.events[0].event else {
+    let Event::BackorderDropped(BackorderDropped { reason, .. }) = &d.events[0].event else {
         panic!("a drop first")
     };
     assert_eq!(*reason, DropReason::Expired);
@@ -589,7 +592,7 @@ fn two_places_are_kept_while_units_wait() {
     // waiting: there is no room left to wait, so all of it is dropped.
     run(&mut st, &cut_to(1), t(at)).unwrap();
     let d = run(&mut st, &fill("r1"), t(at)).unwrap();
-    let Event::BackorderDropped { lines, reason, .. } = &d.events[0].event else {
+    let Event::BackorderDropped(BackorderDropped { lines, reason, .. }) = &d.events[0].event else {
         panic!("a drop: {:?}", d.events)
     };
     assert_eq!((lines[0].quantity, *reason), (2, DropReason::Unfillable));
@@ -610,29 +613,29 @@ fn order() -> OrderId {
 }
 
 fn created(lines: Vec<Line>) -> Event {
-    Event::ReservationCreated {
+    Event::ReservationCreated(ReservationCreated {
         order_id: order(),
         lines,
         expires_at: t(3600),
         ttl_seconds: 3600,
         request_hash: "h".into(),
-    }
+    })
 }
 
 fn placed(q: u32) -> Event {
-    Event::BackorderPlaced {
+    Event::BackorderPlaced(BackorderPlaced {
         order_id: order(),
         lines: vec![line(q)],
         latest_arrival: NaiveDate::from_ymd_opt(2027, 1, 10),
-    }
+    })
 }
 
 fn waits_for(lines: Vec<Line>) -> Event {
-    Event::BackorderPlaced {
+    Event::BackorderPlaced(BackorderPlaced {
         order_id: order(),
         lines,
         latest_arrival: None,
-    }
+    })
 }
 
 fn fold_all(events: &[Event]) -> Result<Reservation, StreamViolation> {
@@ -652,26 +655,26 @@ fn fold_all(events: &[Event]) -> Result<Reservation, StreamViolation> {
 }
 
 fn filled(q: u32) -> Event {
-    Event::BackorderFilled {
+    Event::BackorderFilled(BackorderFilled {
         order_id: order(),
         lines: vec![line(q)],
-    }
+    })
 }
 
 fn dropped(q: u32, reason: DropReason) -> Event {
-    Event::BackorderDropped {
+    Event::BackorderDropped(BackorderDropped {
         order_id: order(),
         lines: vec![line(q)],
         reason,
-    }
+    })
 }
 
 fn confirmed(q: u32) -> Event {
-    Event::ReservationConfirmed {
+    Event::ReservationConfirmed(ReservationConfirmed {
         order_id: order(),
         lines: if q == 0 { vec![] } else { vec![line(q)] },
         confirmation_id: None,
-    }
+    })
 }
 
 /// The strict fold refuses backorder streams the core never writes.

@@ -4,6 +4,10 @@
 
 use super::*;
 use crate::domain::command::{self, AdjustRequest, LineRequest, ReceiveRequest, ReserveRequest};
+use crate::domain::event::{
+    OrderLimitSet, ReservationConfirmed, ReservationCreated, ReservationExtended,
+    ReservationLinesConfirmed, ReservationReleased, StockCounted, StockLow, StockRecovered,
+};
 use crate::domain::{EventType, RejectionCode};
 use chrono::TimeZone;
 
@@ -620,11 +624,11 @@ fn a_count_records_the_difference_from_the_books() {
     assert_eq!(books(&d.outcome), 10);
     assert!(matches!(
         d.events[0].event,
-        Event::StockCounted {
+        Event::StockCounted(StockCounted {
             counted: 7,
             books: 10,
             ..
-        }
+        })
     ));
     assert_eq!(
         (st.balance(&item()).on_hand, st.balance(&item()).reserved),
@@ -683,7 +687,7 @@ fn the_view_shows_what_became_of_each_line() {
     // The settling event carries what was open, and the caller's id.
     assert!(matches!(
         &d.events[0].event,
-        Event::ReservationReleased { lines, release_id: Some(_), .. } if lines[0].quantity == 1
+        Event::ReservationReleased(ReservationReleased { lines, release_id: Some(_), .. }) if lines[0].quantity == 1
     ));
 }
 
@@ -719,11 +723,11 @@ fn apples(q: u32) -> Vec<Line> {
 
 /// A partial confirm of `q` apples of order o1 under `cid`.
 fn part(q: u32, cid: &str) -> Event {
-    Event::ReservationLinesConfirmed {
+    Event::ReservationLinesConfirmed(ReservationLinesConfirmed {
         order_id: OrderId::parse("id", "o1").unwrap(),
         confirmation_id: crate::domain::ConfirmationId::parse("id", cid).unwrap(),
         lines: apples(q),
-    }
+    })
 }
 
 /// Folds `e` at `seq` into `r`, recorded at second `at`.
@@ -741,13 +745,13 @@ fn fold_at(
 /// after one of them was confirmed in part at second 1.
 fn created_and_partly_confirmed() -> (Reservation, Reservation) {
     let id = ReservationId::parse("id", "r1").unwrap();
-    let created = Event::ReservationCreated {
+    let created = Event::ReservationCreated(ReservationCreated {
         order_id: OrderId::parse("id", "o1").unwrap(),
         lines: apples(2),
         expires_at: t(60),
         ttl_seconds: 60,
         request_hash: "h".into(),
-    };
+    });
     let r = Reservation::fold(None, &id, 1, &created, Uuid::nil(), t(0)).unwrap();
     let r2 = fold_at(&r, 2, &part(1, "c1"), 1).unwrap();
     (r, r2)
@@ -768,10 +772,12 @@ fn the_fold_refuses_partial_steps_the_core_never_writes() {
         Err(StreamViolation::AmountsDiffer { .. })
     ));
     // A settlement must carry what is open, not the lines as reserved.
-    let whole = |q| Event::ReservationConfirmed {
-        order_id: OrderId::parse("id", "o1").unwrap(),
-        lines: apples(q),
-        confirmation_id: None,
+    let whole = |q| {
+        Event::ReservationConfirmed(ReservationConfirmed {
+            order_id: OrderId::parse("id", "o1").unwrap(),
+            lines: apples(q),
+            confirmation_id: None,
+        })
     };
     assert!(fold_at(&r2, 3, &whole(2), 1).is_err());
     assert!(fold_at(&r2, 3, &whole(1), 1).is_ok());
@@ -787,11 +793,13 @@ fn the_fold_refuses_extensions_the_core_never_writes() {
     // Extensions (recorded at second 1) go to their time to live from then;
     // an id used twice, an earlier or a wrong expiry, or one past the
     // longest hold is refused.
-    let extend = |eid: &str, ttl: u32, expires_at| Event::ReservationExtended {
-        order_id: OrderId::parse("id", "o1").unwrap(),
-        extension_id: crate::domain::ExtensionId::parse("id", eid).unwrap(),
-        ttl_seconds: ttl,
-        expires_at,
+    let extend = |eid: &str, ttl: u32, expires_at| {
+        Event::ReservationExtended(ReservationExtended {
+            order_id: OrderId::parse("id", "o1").unwrap(),
+            extension_id: crate::domain::ExtensionId::parse("id", eid).unwrap(),
+            ttl_seconds: ttl,
+            expires_at,
+        })
     };
     let r3 = fold_at(&r2, 3, &extend("e1", 89, t(90)), 1).unwrap();
     assert!(matches!(
@@ -930,11 +938,11 @@ fn a_limit_records_one_event_and_refuses_bad_values() {
     let d = run(&mut st, &limit("l1", "apple", None).unwrap(), t(1)).unwrap();
     assert_eq!(
         d.events[0].event,
-        Event::OrderLimitSet {
+        Event::OrderLimitSet(OrderLimitSet {
             sku: item().sku,
             location: item().location,
             max_per_order: None,
-        }
+        })
     );
     assert_eq!(st.balance(&item()), Balance::default());
     let too_big = i64::from(crate::limits::MAX_QUANTITY) + 1;
@@ -1031,12 +1039,12 @@ fn an_alert_says_what_crossed_and_is_written_once_per_crossing() {
     assert_eq!(alert.stream.kind(), crate::domain::StreamKind::Alert);
     assert_eq!(
         alert.event,
-        Event::StockLow {
+        Event::StockLow(StockLow {
             sku: item().sku,
             location: item().location,
             available: 5,
             reorder_point: 6
-        }
+        })
     );
     // Lower still: already low, no second alert; back up: one recovery.
     let more = run(&mut st, &adjust_apples("a1", -1), t(3)).unwrap();
@@ -1044,11 +1052,11 @@ fn an_alert_says_what_crossed_and_is_written_once_per_crossing() {
     let back = run(&mut st, &receive("in-2", 10), t(4)).unwrap();
     assert!(matches!(
         back.events[1].event,
-        Event::StockRecovered {
+        Event::StockRecovered(StockRecovered {
             available: 14,
             reorder_point: Some(6),
             ..
-        }
+        })
     ));
 }
 

@@ -2,6 +2,13 @@
 //! CLI's timelines and the demo's story. Beside the events, so that a new
 //! event's words are written where the event is, not in each shell.
 
+use crate::domain::event::{
+    BackorderDropped, BackorderFilled, BackorderPlaced, ExpectedReceiptCancelled,
+    ExpectedReceiptChanged, ExpectedReceiptDelivered, OrderLimitSet, ReceiptExpected,
+    ReorderPointSet, ReservationConfirmed, ReservationCreated, ReservationExpired,
+    ReservationExtended, ReservationLinesConfirmed, ReservationLinesReleased, ReservationReleased,
+    StockAdjusted, StockCounted, StockLow, StockReceived, StockRecovered, StockTransferred,
+};
 use std::fmt;
 
 use crate::domain::command::Line;
@@ -18,7 +25,6 @@ impl fmt::Display for Event {
 impl Event {
     /// One line for a person: what the event did.
     fn summary(&self) -> String {
-        use Event::*;
         let lines = |lines: &[Line]| {
             lines
                 .iter()
@@ -27,128 +33,133 @@ impl Event {
                 .join(", ")
         };
         match self {
-            StockReceived { .. }
-            | StockAdjusted { .. }
-            | StockTransferred { .. }
-            | StockCounted { .. }
-            | OrderLimitSet { .. }
-            | ReorderPointSet { .. }
-            | StockLow { .. }
-            | StockRecovered { .. } => self.item_summary(),
+            Event::StockReceived(StockReceived { .. })
+            | Event::StockAdjusted(StockAdjusted { .. })
+            | Event::StockTransferred(StockTransferred { .. })
+            | Event::StockCounted(StockCounted { .. })
+            | Event::OrderLimitSet(OrderLimitSet { .. })
+            | Event::ReorderPointSet(ReorderPointSet { .. })
+            | Event::StockLow(StockLow { .. })
+            | Event::StockRecovered(StockRecovered { .. }) => self.item_summary(),
             expected_receipt_events!() => self.expected_summary(),
-            ReservationCreated {
+            Event::ReservationCreated(ReservationCreated {
                 order_id,
                 lines: l,
                 expires_at,
                 ..
-            } => {
+            }) => {
                 format!(
                     "reserved {} for order {order_id}, until {}",
                     lines(l),
                     expires_at.format("%H:%M:%S")
                 )
             }
-            ReservationConfirmed { lines: l, .. } => format!("confirmed {}", lines(l)),
-            ReservationReleased {
+            Event::ReservationConfirmed(ReservationConfirmed { lines: l, .. }) => {
+                format!("confirmed {}", lines(l))
+            }
+            Event::ReservationReleased(ReservationReleased {
                 lines: l, reason, ..
-            } if l.is_empty() => format!("released before it was reserved ({})", shown(reason)),
-            ReservationReleased {
+            }) if l.is_empty() => format!("released before it was reserved ({})", shown(reason)),
+            Event::ReservationReleased(ReservationReleased {
                 lines: l, reason, ..
-            } => format!("released {} ({})", lines(l), shown(reason)),
-            ReservationExpired { lines: l, .. } => format!("expired, freeing {}", lines(l)),
-            ReservationLinesConfirmed {
+            }) => format!("released {} ({})", lines(l), shown(reason)),
+            Event::ReservationExpired(ReservationExpired { lines: l, .. }) => {
+                format!("expired, freeing {}", lines(l))
+            }
+            Event::ReservationLinesConfirmed(ReservationLinesConfirmed {
                 confirmation_id,
                 lines: l,
                 ..
-            } => format!("confirmed {} ({confirmation_id})", lines(l)),
-            ReservationLinesReleased {
+            }) => format!("confirmed {} ({confirmation_id})", lines(l)),
+            Event::ReservationLinesReleased(ReservationLinesReleased {
                 release_id,
                 lines: l,
                 reason,
                 ..
-            } => format!("released {} ({release_id}: {})", lines(l), shown(reason)),
-            ReservationExtended { expires_at, .. } => {
+            }) => format!("released {} ({release_id}: {})", lines(l), shown(reason)),
+            Event::ReservationExtended(ReservationExtended { expires_at, .. }) => {
                 format!("held until {}", expires_at.format("%H:%M:%S"))
             }
-            BackorderPlaced {
+            Event::BackorderPlaced(BackorderPlaced {
                 lines: l,
                 latest_arrival: Some(by),
                 ..
-            } => format!("backordered {}, arriving by {by}", lines(l)),
-            BackorderPlaced {
+            }) => format!("backordered {}, arriving by {by}", lines(l)),
+            Event::BackorderPlaced(BackorderPlaced {
                 lines: l,
                 latest_arrival: None,
                 ..
-            } => format!("backordered {}", lines(l)),
-            BackorderFilled { lines: l, .. } => format!("filled {} from stock", lines(l)),
-            BackorderDropped {
+            }) => format!("backordered {}", lines(l)),
+            Event::BackorderFilled(BackorderFilled { lines: l, .. }) => {
+                format!("filled {} from stock", lines(l))
+            }
+            Event::BackorderDropped(BackorderDropped {
                 lines: l, reason, ..
-            } => format!("dropped {} waiting ({})", lines(l), reason.as_str()),
+            }) => format!("dropped {} waiting ({})", lines(l), reason.as_str()),
         }
     }
 
     /// The line of an event about one item (stock moved, a limit set).
     fn item_summary(&self) -> String {
-        use Event::*;
         match self {
-            StockReceived {
+            Event::StockReceived(StockReceived {
                 sku,
                 location,
                 quantity,
-            } => format!("received {quantity} × {sku}@{location}"),
-            StockAdjusted {
+            }) => format!("received {quantity} × {sku}@{location}"),
+            Event::StockAdjusted(StockAdjusted {
                 sku,
                 location,
                 delta,
                 reason,
-            } => format!("adjusted {delta:+} × {sku}@{location} ({})", shown(reason)),
-            StockTransferred {
+            }) => format!("adjusted {delta:+} × {sku}@{location} ({})", shown(reason)),
+            Event::StockTransferred(StockTransferred {
                 sku,
                 from_location,
                 to_location,
                 quantity,
-            } => format!("moved {quantity} × {sku} from {from_location} to {to_location}"),
-            StockCounted {
+            }) => format!("moved {quantity} × {sku} from {from_location} to {to_location}"),
+            Event::StockCounted(StockCounted {
                 sku,
                 location,
                 counted,
                 books,
-            } => format!(
+            }) => format!(
                 "counted {counted} × {sku}@{location} (the books said {books}: {:+})",
                 i64::from(*counted) - books
             ),
-            OrderLimitSet {
+            Event::OrderLimitSet(OrderLimitSet {
                 sku,
                 location,
                 max_per_order: Some(max),
-            } => format!("limited {sku}@{location} to {max} per order"),
-            OrderLimitSet {
+            }) => format!("limited {sku}@{location} to {max} per order"),
+            Event::OrderLimitSet(OrderLimitSet {
                 sku,
                 location,
                 max_per_order: None,
-            } => format!("lifted the per-order limit of {sku}@{location}"),
-            ReorderPointSet {
+            }) => format!("lifted the per-order limit of {sku}@{location}"),
+            Event::ReorderPointSet(ReorderPointSet {
                 sku,
                 location,
                 reorder_point: Some(point),
-            } => format!("reorder {sku}@{location} below {point} available"),
-            ReorderPointSet {
+            }) => format!("reorder {sku}@{location} below {point} available"),
+            Event::ReorderPointSet(ReorderPointSet {
                 sku,
                 location,
                 reorder_point: None,
-            } => format!("removed the reorder point of {sku}@{location}"),
-            StockLow {
+            }) => format!("removed the reorder point of {sku}@{location}"),
+            Event::StockLow(StockLow {
                 sku,
                 location,
                 available,
                 reorder_point,
-            } => format!("low: {available} × {sku}@{location} available, below {reorder_point}"),
-            StockRecovered {
+            }) => format!("low: {available} × {sku}@{location} available, below {reorder_point}"),
+            Event::StockRecovered(StockRecovered {
                 sku,
                 location,
                 available,
                 ..
-            } => format!("no longer low: {available} × {sku}@{location} available"),
+            }) => format!("no longer low: {available} × {sku}@{location} available"),
             expected_receipt_events!() | reservation_events!() => {
                 unreachable!("read by `summary`")
             }
@@ -158,41 +169,40 @@ impl Event {
     /// The line of an expected receipt's event: what is coming, and how much
     /// is still to come after it.
     fn expected_summary(&self) -> String {
-        use Event::*;
         match self {
-            ReceiptExpected {
+            Event::ReceiptExpected(ReceiptExpected {
                 sku,
                 location,
                 quantity,
                 expected_on,
-            } => format!("expecting {quantity} × {sku}@{location} on {expected_on}"),
-            ExpectedReceiptChanged {
+            }) => format!("expecting {quantity} × {sku}@{location} on {expected_on}"),
+            Event::ExpectedReceiptChanged(ExpectedReceiptChanged {
                 change_id,
                 sku,
                 location,
                 quantity,
                 expected_on,
                 outstanding,
-            } => format!(
+            }) => format!(
                 "now expecting {quantity} × {sku}@{location} on {expected_on}, \
                  {outstanding} still to come ({change_id})"
             ),
-            ExpectedReceiptDelivered {
+            Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered {
                 receipt_id,
                 sku,
                 location,
                 quantity,
                 outstanding,
                 ..
-            } => format!(
+            }) => format!(
                 "{quantity} × {sku}@{location} delivered by {receipt_id}, {outstanding} still to come"
             ),
-            ExpectedReceiptCancelled {
+            Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled {
                 sku,
                 location,
                 withdrawn,
                 ..
-            } => format!("cancelled: {withdrawn} × {sku}@{location} no longer coming"),
+            }) => format!("cancelled: {withdrawn} × {sku}@{location} no longer coming"),
             outside_expectations!() => unreachable!("read by `item_summary` and `summary`"),
         }
     }

@@ -8,6 +8,9 @@
 //! event needs no other; the fold checks each such statement against the
 //! events before it.
 
+use crate::domain::event::{
+    ExpectedReceiptCancelled, ExpectedReceiptChanged, ExpectedReceiptDelivered, ReceiptExpected,
+};
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -24,32 +27,32 @@ pub(crate) use crate::domain::event::outside_expectations;
 /// model's replay and each item's backlog (`backorder::apply`) read it here.
 pub fn stated(event: &Event) -> Option<(&Sku, &Location, NaiveDate, u32)> {
     match event {
-        Event::ReceiptExpected {
+        Event::ReceiptExpected(ReceiptExpected {
             sku,
             location,
             quantity,
             expected_on,
-        } => Some((sku, location, *expected_on, *quantity)),
-        Event::ExpectedReceiptChanged {
+        }) => Some((sku, location, *expected_on, *quantity)),
+        Event::ExpectedReceiptChanged(ExpectedReceiptChanged {
             sku,
             location,
             expected_on,
             outstanding,
             ..
-        }
-        | Event::ExpectedReceiptDelivered {
+        })
+        | Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered {
             sku,
             location,
             expected_on,
             outstanding,
             ..
-        } => Some((sku, location, *expected_on, *outstanding)),
-        Event::ExpectedReceiptCancelled {
+        }) => Some((sku, location, *expected_on, *outstanding)),
+        Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled {
             sku,
             location,
             expected_on,
             ..
-        } => Some((sku, location, *expected_on, 0)),
+        }) => Some((sku, location, *expected_on, 0)),
         outside_expectations!() => None,
     }
 }
@@ -196,16 +199,24 @@ impl Expectation {
             event: t.as_str(),
         };
         match (current, event) {
-            (None, Event::ReceiptExpected { .. }) => {
+            (None, Event::ReceiptExpected(ReceiptExpected { .. })) => {
                 Expectation::record(expected_id, at, event, command_id, fingerprint)
             }
-            (Some(c), Event::ExpectedReceiptChanged { .. }) => c.changed(at, event, command_id),
-            (Some(c), Event::ExpectedReceiptDelivered { .. }) => c.delivered(at, event),
-            (Some(c), Event::ExpectedReceiptCancelled { .. }) => c.cancelled(at, event, command_id),
-            (_, Event::ReceiptExpected { .. })
-            | (None, Event::ExpectedReceiptChanged { .. })
-            | (None, Event::ExpectedReceiptDelivered { .. })
-            | (None, Event::ExpectedReceiptCancelled { .. }) => Err(bad()),
+            (Some(c), Event::ExpectedReceiptChanged(ExpectedReceiptChanged { .. })) => {
+                c.changed(at, event, command_id)
+            }
+            (Some(c), Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered { .. })) => {
+                c.delivered(at, event)
+            }
+            (Some(c), Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled { .. })) => {
+                c.cancelled(at, event, command_id)
+            }
+            (_, Event::ReceiptExpected(ReceiptExpected { .. }))
+            | (None, Event::ExpectedReceiptChanged(ExpectedReceiptChanged { .. }))
+            | (None, Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered { .. }))
+            | (None, Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled { .. })) => {
+                Err(bad())
+            }
             (_, outside_expectations!()) => Err(bad()),
         }
     }
@@ -218,12 +229,12 @@ impl Expectation {
         command_id: Uuid,
         fingerprint: Option<&str>,
     ) -> Result<Expectation, ExpectationViolation> {
-        let Event::ReceiptExpected {
+        let Event::ReceiptExpected(ReceiptExpected {
             sku,
             location,
             quantity,
             expected_on,
-        } = event
+        }) = event
         else {
             unreachable!("`fold` hands over only a record")
         };
@@ -264,14 +275,14 @@ impl Expectation {
         event: &Event,
         command_id: Uuid,
     ) -> Result<Expectation, ExpectationViolation> {
-        let Event::ExpectedReceiptChanged {
+        let Event::ExpectedReceiptChanged(ExpectedReceiptChanged {
             change_id,
             sku,
             location,
             quantity,
             expected_on,
             outstanding,
-        } = event
+        }) = event
         else {
             unreachable!("`fold` hands over only a change")
         };
@@ -295,14 +306,14 @@ impl Expectation {
     }
 
     fn delivered(mut self, at: At, event: &Event) -> Result<Expectation, ExpectationViolation> {
-        let Event::ExpectedReceiptDelivered {
+        let Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered {
             receipt_id,
             sku,
             location,
             quantity,
             expected_on,
             outstanding,
-        } = event
+        }) = event
         else {
             unreachable!("`fold` hands over only a delivery")
         };
@@ -329,12 +340,12 @@ impl Expectation {
         event: &Event,
         command_id: Uuid,
     ) -> Result<Expectation, ExpectationViolation> {
-        let Event::ExpectedReceiptCancelled {
+        let Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled {
             sku,
             location,
             expected_on,
             withdrawn,
-        } = event
+        }) = event
         else {
             unreachable!("`fold` hands over only a cancellation")
         };

@@ -2,6 +2,9 @@
 //! receipts"), one case per row, decided by the pure core; and the fold
 //! refusing streams the core never writes.
 
+use crate::domain::event::{
+    ExpectedReceiptCancelled, ExpectedReceiptChanged, ExpectedReceiptDelivered, ReceiptExpected,
+};
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 use uuid::Uuid;
 
@@ -365,7 +368,9 @@ fn answers_say_where_the_expected_receipt_stands() {
         (12, 4, 8, day(11))
     );
     let d = run(&mut st, &cancel("po1")).unwrap();
-    let Event::ExpectedReceiptCancelled { withdrawn, .. } = d.events[0].event else {
+    let Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled { withdrawn, .. }) =
+        d.events[0].event
+    else {
         panic!("{:?}", d.events)
     };
     assert_eq!(withdrawn, 8);
@@ -410,44 +415,44 @@ fn fold_all(events: &[Event]) -> Result<Option<Expectation>, ExpectationViolatio
 }
 
 fn recorded() -> Event {
-    Event::ReceiptExpected {
+    Event::ReceiptExpected(ReceiptExpected {
         sku: crate::domain::Sku::parse("sku", "jacket").unwrap(),
         location: crate::domain::Location::parse("location", "default").unwrap(),
         quantity: 10,
         expected_on: day(10),
-    }
+    })
 }
 
 fn delivered(qty: u32, outstanding: u32) -> Event {
-    Event::ExpectedReceiptDelivered {
+    Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered {
         receipt_id: crate::domain::ReceiptId::parse("id", "r1").unwrap(),
         sku: crate::domain::Sku::parse("sku", "jacket").unwrap(),
         location: crate::domain::Location::parse("location", "default").unwrap(),
         quantity: qty,
         expected_on: day(10),
         outstanding,
-    }
+    })
 }
 
 /// A change to `qty` on 2027-01-12, stating `outstanding`.
 fn changed(id: &str, qty: u32, outstanding: u32) -> Event {
-    Event::ExpectedReceiptChanged {
+    Event::ExpectedReceiptChanged(ExpectedReceiptChanged {
         change_id: ChangeId::parse("id", id).unwrap(),
         sku: crate::domain::Sku::parse("sku", "jacket").unwrap(),
         location: crate::domain::Location::parse("location", "default").unwrap(),
         quantity: qty,
         expected_on: day(12),
         outstanding,
-    }
+    })
 }
 
 fn cancelled(withdrawn: u32) -> Event {
-    Event::ExpectedReceiptCancelled {
+    Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled {
         sku: crate::domain::Sku::parse("sku", "jacket").unwrap(),
         location: crate::domain::Location::parse("location", "default").unwrap(),
         expected_on: day(10),
         withdrawn,
-    }
+    })
 }
 
 /// Each event states where the expected receipt stands after it; a

@@ -4,6 +4,11 @@
 //! whose lines are not what was open) is reported, not guessed at. The command
 //! path and the audit share it.
 
+use crate::domain::event::{
+    BackorderDropped, BackorderFilled, BackorderPlaced, ReservationConfirmed, ReservationCreated,
+    ReservationExpired, ReservationExtended, ReservationLinesConfirmed, ReservationLinesReleased,
+    ReservationReleased,
+};
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -402,13 +407,13 @@ impl Step<'_> {
     /// Seq 1: a reservation made, or a tombstone.
     fn open(&self) -> Result<Reservation, StreamViolation> {
         match self.event {
-            Event::ReservationCreated {
+            Event::ReservationCreated(ReservationCreated {
                 order_id,
                 lines,
                 expires_at,
                 request_hash,
                 ..
-            } => Ok(Reservation::Placed(Placed {
+            }) => Ok(Reservation::Placed(Placed {
                 reservation_id: self.reservation_id.clone(),
                 order_id: order_id.clone(),
                 state: ReservationState::Reserved,
@@ -424,25 +429,25 @@ impl Step<'_> {
                 step_commands: vec![self.command_id],
                 steps: Vec::new(),
             })),
-            Event::ReservationReleased {
+            Event::ReservationReleased(ReservationReleased {
                 order_id: None,
                 lines,
                 release_id: None,
                 ..
-            } if lines.is_empty() => Ok(Reservation::Tombstone(Tombstone {
+            }) if lines.is_empty() => Ok(Reservation::Tombstone(Tombstone {
                 reservation_id: self.reservation_id.clone(),
                 recorded_at: self.recorded_at,
                 command_id: self.command_id,
             })),
-            Event::ReservationReleased { .. }
-            | Event::ReservationConfirmed { .. }
-            | Event::ReservationExpired { .. }
-            | Event::ReservationLinesConfirmed { .. }
-            | Event::ReservationLinesReleased { .. }
-            | Event::ReservationExtended { .. }
-            | Event::BackorderPlaced { .. }
-            | Event::BackorderFilled { .. }
-            | Event::BackorderDropped { .. } => Err(self.not_after("nothing")),
+            Event::ReservationReleased(ReservationReleased { .. })
+            | Event::ReservationConfirmed(ReservationConfirmed { .. })
+            | Event::ReservationExpired(ReservationExpired { .. })
+            | Event::ReservationLinesConfirmed(ReservationLinesConfirmed { .. })
+            | Event::ReservationLinesReleased(ReservationLinesReleased { .. })
+            | Event::ReservationExtended(ReservationExtended { .. })
+            | Event::BackorderPlaced(BackorderPlaced { .. })
+            | Event::BackorderFilled(BackorderFilled { .. })
+            | Event::BackorderDropped(BackorderDropped { .. }) => Err(self.not_after("nothing")),
             outside_reservations!() => Err(self.foreign()),
         }
     }
@@ -451,62 +456,66 @@ impl Step<'_> {
     fn movement<'e>(&'e self, p: &Placed) -> Result<Move<'e>, StreamViolation> {
         use Settled as S;
         let (order_id, m) = match self.event {
-            Event::ReservationConfirmed {
+            Event::ReservationConfirmed(ReservationConfirmed {
                 order_id,
                 lines,
                 confirmation_id,
-            } => {
+            }) => {
                 let key = confirmation_id.clone().map(StepKey::Confirmation);
                 (Some(order_id), Move::Settle(S::Confirmed, lines, key))
             }
-            Event::ReservationReleased {
+            Event::ReservationReleased(ReservationReleased {
                 order_id,
                 lines,
                 release_id,
                 ..
-            } => {
+            }) => {
                 let key = release_id.clone().map(StepKey::Release);
                 (order_id.as_ref(), Move::Settle(S::Released, lines, key))
             }
-            Event::ReservationExpired { order_id, lines } => {
+            Event::ReservationExpired(ReservationExpired { order_id, lines }) => {
                 (Some(order_id), Move::Settle(S::Expired, lines, None))
             }
-            Event::ReservationLinesConfirmed {
+            Event::ReservationLinesConfirmed(ReservationLinesConfirmed {
                 order_id,
                 confirmation_id,
                 lines,
-            } => {
+            }) => {
                 let key = StepKey::Confirmation(confirmation_id.clone());
                 (Some(order_id), Move::Part(S::Confirmed, lines, key))
             }
-            Event::ReservationLinesReleased {
+            Event::ReservationLinesReleased(ReservationLinesReleased {
                 order_id,
                 release_id,
                 lines,
                 ..
-            } => {
+            }) => {
                 let key = StepKey::Release(release_id.clone());
                 (Some(order_id), Move::Part(S::Released, lines, key))
             }
-            Event::ReservationExtended {
+            Event::ReservationExtended(ReservationExtended {
                 order_id,
                 extension_id,
                 ttl_seconds,
                 expires_at,
-            } => (
+            }) => (
                 Some(order_id),
                 Move::Extend(extension_id, *ttl_seconds, *expires_at),
             ),
-            Event::BackorderPlaced {
+            Event::BackorderPlaced(BackorderPlaced {
                 order_id, lines, ..
-            } => (Some(order_id), Move::Wait(lines)),
-            Event::BackorderFilled { order_id, lines } => (Some(order_id), Move::Fill(lines)),
-            Event::BackorderDropped {
+            }) => (Some(order_id), Move::Wait(lines)),
+            Event::BackorderFilled(BackorderFilled { order_id, lines }) => {
+                (Some(order_id), Move::Fill(lines))
+            }
+            Event::BackorderDropped(BackorderDropped {
                 order_id,
                 lines,
                 reason,
-            } => (Some(order_id), Move::Drop(lines, *reason)),
-            Event::ReservationCreated { .. } => return Err(self.not_after(p.state.as_str())),
+            }) => (Some(order_id), Move::Drop(lines, *reason)),
+            Event::ReservationCreated(ReservationCreated { .. }) => {
+                return Err(self.not_after(p.state.as_str()))
+            }
             outside_reservations!() => return Err(self.foreign()),
         };
         if order_id != Some(&p.order_id) {
@@ -692,16 +701,16 @@ impl Step<'_> {
     fn not_after(&self, after: &str) -> StreamViolation {
         match self.event {
             outside_reservations!() => self.foreign(),
-            Event::ReservationCreated { .. }
-            | Event::ReservationConfirmed { .. }
-            | Event::ReservationReleased { .. }
-            | Event::ReservationExpired { .. }
-            | Event::ReservationLinesConfirmed { .. }
-            | Event::ReservationLinesReleased { .. }
-            | Event::ReservationExtended { .. }
-            | Event::BackorderPlaced { .. }
-            | Event::BackorderFilled { .. }
-            | Event::BackorderDropped { .. } => StreamViolation::BadTransition {
+            Event::ReservationCreated(ReservationCreated { .. })
+            | Event::ReservationConfirmed(ReservationConfirmed { .. })
+            | Event::ReservationReleased(ReservationReleased { .. })
+            | Event::ReservationExpired(ReservationExpired { .. })
+            | Event::ReservationLinesConfirmed(ReservationLinesConfirmed { .. })
+            | Event::ReservationLinesReleased(ReservationLinesReleased { .. })
+            | Event::ReservationExtended(ReservationExtended { .. })
+            | Event::BackorderPlaced(BackorderPlaced { .. })
+            | Event::BackorderFilled(BackorderFilled { .. })
+            | Event::BackorderDropped(BackorderDropped { .. }) => StreamViolation::BadTransition {
                 after: after.to_owned(),
                 event: self.event.type_name(),
             },

@@ -2,6 +2,7 @@
 //! its upcast, and an event written in an older shape reads as the current
 //! one and shows (and hashes) as it was written.
 
+use crate::domain::event::ReservationCreated;
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::json;
 
@@ -15,7 +16,7 @@ fn at(seconds: i64, micros: u32) -> DateTime<Utc> {
 }
 
 fn created(ttl_seconds: u32) -> Event {
-    Event::ReservationCreated {
+    Event::ReservationCreated(ReservationCreated {
         order_id: OrderId::parse("order_id", "o-1").unwrap(),
         lines: vec![Line {
             item: Item {
@@ -27,7 +28,7 @@ fn created(ttl_seconds: u32) -> Event {
         expires_at: at(i64::from(ttl_seconds), 250_000),
         ttl_seconds,
         request_hash: "h".into(),
-    }
+    })
 }
 
 #[test]
@@ -109,23 +110,23 @@ fn an_older_shape_shows_as_written_and_reads_as_the_current_one() {
 }
 
 fn created_and_says(ttl_seconds: u32) -> Event {
-    let Event::ReservationCreated {
+    let Event::ReservationCreated(ReservationCreated {
         order_id,
         lines,
         expires_at,
         request_hash,
         ..
-    } = created(900)
+    }) = created(900)
     else {
         unreachable!()
     };
-    Event::ReservationCreated {
+    Event::ReservationCreated(ReservationCreated {
         order_id,
         lines,
         expires_at,
         ttl_seconds,
         request_hash,
-    }
+    })
 }
 
 #[test]

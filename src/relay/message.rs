@@ -49,6 +49,9 @@ pub fn cursor_of(payload: &[u8]) -> Option<Cursor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::event::{
+        BackorderDropped, ExpectedReceiptDelivered, ReservationExpired, StockLow, StockReceived,
+    };
     use crate::domain::{Event, EventMetadata, Location, ReservationId, Sku, StreamId};
 
     fn event(stream: StreamId, event: Event) -> RecordedEvent {
@@ -75,10 +78,10 @@ mod tests {
         let rid = ReservationId::parse("id", "R.1").unwrap();
         let e = event(
             StreamId::Reservation(rid.clone()),
-            Event::ReservationExpired {
+            Event::ReservationExpired(ReservationExpired {
                 order_id: crate::domain::OrderId::parse("o", "O-1").unwrap(),
                 lines: vec![],
-            },
+            }),
         );
         assert_eq!(message_id(&e), "reservation:R.1:2");
         assert_eq!(subject("sl", &e), "sl.ReservationExpired.R%2E1");
@@ -94,37 +97,37 @@ mod tests {
         );
         let r = event(
             StreamId::Receipt(crate::domain::ReceiptId::parse("r", "IN-1").unwrap()),
-            Event::StockReceived {
+            Event::StockReceived(StockReceived {
                 sku: Sku::parse("s", "apple").unwrap(),
                 location: Location::parse("l", "north").unwrap(),
                 quantity: 1,
-            },
+            }),
         );
         assert_eq!(subject("sl", &r), "sl.StockReceived.apple");
         assert_eq!(cursor_of(b"not json"), None);
         // Low-stock alerts have subjects of their own, by item.
         let low = event(
             StreamId::Alert(crate::domain::AlertId::parse("a", "x-1").unwrap()),
-            Event::StockLow {
+            Event::StockLow(StockLow {
                 sku: Sku::parse("s", "apple").unwrap(),
                 location: Location::parse("l", "north").unwrap(),
                 available: 1,
                 reorder_point: 2,
-            },
+            }),
         );
         assert_eq!(subject("sl", &low), "sl.StockLow.apple");
         // So do an expected receipt's events: a consumer follows what is
         // coming of an item by its SKU.
         let delivered = event(
             StreamId::Expected(crate::domain::ExpectedId::parse("e", "PO-1").unwrap()),
-            Event::ExpectedReceiptDelivered {
+            Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered {
                 receipt_id: crate::domain::ReceiptId::parse("r", "IN-1").unwrap(),
                 sku: Sku::parse("s", "apple").unwrap(),
                 location: Location::parse("l", "north").unwrap(),
                 quantity: 3,
                 expected_on: chrono::NaiveDate::from_ymd_opt(2027, 1, 10).unwrap(),
                 outstanding: 7,
-            },
+            }),
         );
         assert_eq!(
             subject("sl", &delivered),
@@ -139,7 +142,7 @@ mod tests {
     fn a_backorder_event_is_its_reservations() {
         let dropped = event(
             StreamId::Reservation(crate::domain::ReservationId::parse("r", "R.1").unwrap()),
-            Event::BackorderDropped {
+            Event::BackorderDropped(BackorderDropped {
                 order_id: crate::domain::OrderId::parse("o", "O-1").unwrap(),
                 lines: vec![crate::domain::Line {
                     item: crate::domain::Item {
@@ -149,7 +152,7 @@ mod tests {
                     quantity: 2,
                 }],
                 reason: crate::domain::event::DropReason::Unfillable,
-            },
+            }),
         );
         assert_eq!(subject("sl", &dropped), "sl.BackorderDropped.R%2E1");
         assert_eq!(payload(&dropped)["data"]["reason"], "unfillable");

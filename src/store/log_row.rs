@@ -6,6 +6,13 @@
 //! that for every event type, and the migration test checks that rows the old
 //! schema wrote decode to the events they were written from.
 
+use crate::domain::event::{
+    BackorderDropped, BackorderFilled, BackorderPlaced, ExpectedReceiptCancelled,
+    ExpectedReceiptChanged, ExpectedReceiptDelivered, OrderLimitSet, ReceiptExpected,
+    ReorderPointSet, ReservationConfirmed, ReservationCreated, ReservationExpired,
+    ReservationExtended, ReservationLinesConfirmed, ReservationLinesReleased, ReservationReleased,
+    StockAdjusted, StockCounted, StockLow, StockReceived, StockRecovered, StockTransferred,
+};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -130,55 +137,59 @@ pub fn encode(event: &Event) -> LogRow<'_> {
     };
     let mut rest = Rest::default();
     match event {
-        Event::StockReceived {
+        Event::StockReceived(StockReceived {
             sku,
             location,
             quantity,
-        } => push(&mut row, sku, location, i64::from(*quantity)),
-        Event::StockAdjusted {
+        }) => push(&mut row, sku, location, i64::from(*quantity)),
+        Event::StockAdjusted(StockAdjusted {
             sku,
             location,
             delta,
             reason,
-        } => {
+        }) => {
             push(&mut row, sku, location, i64::from(*delta));
             rest.reason = Some(reason.clone());
         }
         // Two item lines: what leaves the source, what arrives at the
         // destination, as signed changes of on-hand stock.
-        Event::StockTransferred {
+        Event::StockTransferred(StockTransferred {
             sku,
             from_location,
             to_location,
             quantity,
-        } => {
+        }) => {
             push(&mut row, sku, from_location, -i64::from(*quantity));
             push(&mut row, sku, to_location, i64::from(*quantity));
         }
-        Event::StockCounted {
+        Event::StockCounted(StockCounted {
             sku,
             location,
             counted,
             books,
-        } => {
+        }) => {
             push(&mut row, sku, location, i64::from(*counted) - books);
             rest.counted = Some(*counted);
         }
-        Event::OrderLimitSet { .. }
-        | Event::ReorderPointSet { .. }
-        | Event::StockLow { .. }
-        | Event::StockRecovered { .. } => setting_or_alert_row(event, &mut row, &mut rest),
+        Event::OrderLimitSet(OrderLimitSet { .. })
+        | Event::ReorderPointSet(ReorderPointSet { .. })
+        | Event::StockLow(StockLow { .. })
+        | Event::StockRecovered(StockRecovered { .. }) => {
+            setting_or_alert_row(event, &mut row, &mut rest)
+        }
         expected_receipt_events!() => expected_row(event, &mut row, &mut rest),
-        Event::ReservationCreated { .. }
-        | Event::ReservationConfirmed { .. }
-        | Event::ReservationReleased { .. }
-        | Event::ReservationLinesConfirmed { .. }
-        | Event::ReservationLinesReleased { .. }
-        | Event::ReservationExtended { .. }
-        | Event::ReservationExpired { .. }
-        | Event::BackorderPlaced { .. }
-        | Event::BackorderFilled { .. }
-        | Event::BackorderDropped { .. } => reservation_row(event, &mut row, &mut rest),
+        Event::ReservationCreated(ReservationCreated { .. })
+        | Event::ReservationConfirmed(ReservationConfirmed { .. })
+        | Event::ReservationReleased(ReservationReleased { .. })
+        | Event::ReservationLinesConfirmed(ReservationLinesConfirmed { .. })
+        | Event::ReservationLinesReleased(ReservationLinesReleased { .. })
+        | Event::ReservationExtended(ReservationExtended { .. })
+        | Event::ReservationExpired(ReservationExpired { .. })
+        | Event::BackorderPlaced(BackorderPlaced { .. })
+        | Event::BackorderFilled(BackorderFilled { .. })
+        | Event::BackorderDropped(BackorderDropped { .. }) => {
+            reservation_row(event, &mut row, &mut rest)
+        }
     }
     row.data = serde_json::to_value(&rest).expect("the rest of an event serialises");
     row
@@ -189,60 +200,62 @@ pub fn encode(event: &Event) -> LogRow<'_> {
 /// find it, and its values in `data`.
 fn setting_or_alert_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) {
     match event {
-        Event::OrderLimitSet {
+        Event::OrderLimitSet(OrderLimitSet {
             sku,
             location,
             max_per_order,
-        } => {
+        }) => {
             push(row, sku, location, 0);
             rest.max_per_order = Some(*max_per_order);
         }
-        Event::ReorderPointSet {
+        Event::ReorderPointSet(ReorderPointSet {
             sku,
             location,
             reorder_point,
-        } => {
+        }) => {
             push(row, sku, location, 0);
             rest.reorder_point = Some(*reorder_point);
         }
-        Event::StockLow {
+        Event::StockLow(StockLow {
             sku,
             location,
             available,
             reorder_point,
-        } => {
+        }) => {
             push(row, sku, location, 0);
             rest.available = Some(*available);
             rest.reorder_point = Some(Some(*reorder_point));
         }
-        Event::StockRecovered {
+        Event::StockRecovered(StockRecovered {
             sku,
             location,
             available,
             reorder_point,
-        } => {
+        }) => {
             push(row, sku, location, 0);
             rest.available = Some(*available);
             rest.reorder_point = Some(*reorder_point);
         }
-        Event::StockReceived { .. }
-        | Event::StockAdjusted { .. }
-        | Event::StockTransferred { .. }
-        | Event::StockCounted { .. }
-        | Event::ReceiptExpected { .. }
-        | Event::ExpectedReceiptChanged { .. }
-        | Event::ExpectedReceiptDelivered { .. }
-        | Event::ExpectedReceiptCancelled { .. }
-        | Event::ReservationCreated { .. }
-        | Event::ReservationConfirmed { .. }
-        | Event::ReservationReleased { .. }
-        | Event::ReservationLinesConfirmed { .. }
-        | Event::ReservationLinesReleased { .. }
-        | Event::ReservationExtended { .. }
-        | Event::ReservationExpired { .. }
-        | Event::BackorderPlaced { .. }
-        | Event::BackorderFilled { .. }
-        | Event::BackorderDropped { .. } => unreachable!("encode lays these out elsewhere"),
+        Event::StockReceived(StockReceived { .. })
+        | Event::StockAdjusted(StockAdjusted { .. })
+        | Event::StockTransferred(StockTransferred { .. })
+        | Event::StockCounted(StockCounted { .. })
+        | Event::ReceiptExpected(ReceiptExpected { .. })
+        | Event::ExpectedReceiptChanged(ExpectedReceiptChanged { .. })
+        | Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered { .. })
+        | Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled { .. })
+        | Event::ReservationCreated(ReservationCreated { .. })
+        | Event::ReservationConfirmed(ReservationConfirmed { .. })
+        | Event::ReservationReleased(ReservationReleased { .. })
+        | Event::ReservationLinesConfirmed(ReservationLinesConfirmed { .. })
+        | Event::ReservationLinesReleased(ReservationLinesReleased { .. })
+        | Event::ReservationExtended(ReservationExtended { .. })
+        | Event::ReservationExpired(ReservationExpired { .. })
+        | Event::BackorderPlaced(BackorderPlaced { .. })
+        | Event::BackorderFilled(BackorderFilled { .. })
+        | Event::BackorderDropped(BackorderDropped { .. }) => {
+            unreachable!("encode lays these out elsewhere")
+        }
     }
 }
 
@@ -250,67 +263,67 @@ fn setting_or_alert_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut R
 fn reservation_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) {
     row.order_id = event.order_id().map(OrderId::as_str);
     match event {
-        Event::ReservationCreated {
+        Event::ReservationCreated(ReservationCreated {
             lines,
             expires_at,
             ttl_seconds,
             request_hash,
             ..
-        } => {
+        }) => {
             push_lines(row, lines);
             rest.expires_at = Some(*expires_at);
             rest.ttl_seconds = Some(*ttl_seconds);
             rest.request_hash = Some(request_hash.clone());
         }
-        Event::ReservationConfirmed {
+        Event::ReservationConfirmed(ReservationConfirmed {
             lines,
             confirmation_id,
             ..
-        } => {
+        }) => {
             push_lines(row, lines);
             rest.confirmation_id = confirmation_id.clone();
         }
-        Event::ReservationExpired { lines, .. } => {
+        Event::ReservationExpired(ReservationExpired { lines, .. }) => {
             push_lines(row, lines);
         }
-        Event::ReservationReleased {
+        Event::ReservationReleased(ReservationReleased {
             lines,
             reason,
             release_id,
             ..
-        } => {
+        }) => {
             push_lines(row, lines);
             rest.reason = Some(reason.clone());
             rest.release_id = release_id.clone();
         }
-        Event::ReservationLinesConfirmed {
+        Event::ReservationLinesConfirmed(ReservationLinesConfirmed {
             confirmation_id,
             lines,
             ..
-        } => {
+        }) => {
             push_lines(row, lines);
             rest.confirmation_id = Some(confirmation_id.clone());
         }
-        Event::ReservationLinesReleased {
+        Event::ReservationLinesReleased(ReservationLinesReleased {
             release_id,
             lines,
             reason,
             ..
-        } => {
+        }) => {
             push_lines(row, lines);
             rest.release_id = Some(release_id.clone());
             rest.reason = Some(reason.clone());
         }
-        Event::BackorderPlaced { .. }
-        | Event::BackorderFilled { .. }
-        | Event::BackorderDropped { .. } => backorder_row(event, row, rest),
+        Event::BackorderPlaced(BackorderPlaced { .. })
+        | Event::BackorderFilled(BackorderFilled { .. })
+        | Event::BackorderDropped(BackorderDropped { .. }) => backorder_row(event, row, rest),
         // No lines: an extension moves no stock.
-        Event::ReservationExtended {
+        Event::ReservationExtended(ReservationExtended {
             extension_id,
             ttl_seconds,
             expires_at,
             ..
-        } => {
+        }) => {
             rest.extension_id = Some(extension_id.clone());
             rest.ttl_seconds = Some(*ttl_seconds);
             rest.expires_at = Some(*expires_at);
@@ -323,27 +336,29 @@ fn reservation_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) 
 /// the latest arrival it accepted, why it was dropped.
 fn backorder_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) {
     match event {
-        Event::BackorderPlaced {
+        Event::BackorderPlaced(BackorderPlaced {
             lines,
             latest_arrival,
             ..
-        } => {
+        }) => {
             push_lines(row, lines);
             rest.latest_arrival = *latest_arrival;
         }
-        Event::BackorderFilled { lines, .. } => push_lines(row, lines),
-        Event::BackorderDropped { lines, reason, .. } => {
+        Event::BackorderFilled(BackorderFilled { lines, .. }) => push_lines(row, lines),
+        Event::BackorderDropped(BackorderDropped { lines, reason, .. }) => {
             push_lines(row, lines);
             rest.reason = Some(reason.as_str().to_owned());
         }
         outside_reservations!()
-        | Event::ReservationCreated { .. }
-        | Event::ReservationConfirmed { .. }
-        | Event::ReservationReleased { .. }
-        | Event::ReservationLinesConfirmed { .. }
-        | Event::ReservationLinesReleased { .. }
-        | Event::ReservationExtended { .. }
-        | Event::ReservationExpired { .. } => unreachable!("encode lays these out elsewhere"),
+        | Event::ReservationCreated(ReservationCreated { .. })
+        | Event::ReservationConfirmed(ReservationConfirmed { .. })
+        | Event::ReservationReleased(ReservationReleased { .. })
+        | Event::ReservationLinesConfirmed(ReservationLinesConfirmed { .. })
+        | Event::ReservationLinesReleased(ReservationLinesReleased { .. })
+        | Event::ReservationExtended(ReservationExtended { .. })
+        | Event::ReservationExpired(ReservationExpired { .. }) => {
+            unreachable!("encode lays these out elsewhere")
+        }
     }
 }
 
@@ -353,47 +368,47 @@ fn backorder_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) {
 /// `data`.
 fn expected_row<'a>(event: &'a Event, row: &mut LogRow<'a>, rest: &mut Rest) {
     match event {
-        Event::ReceiptExpected {
+        Event::ReceiptExpected(ReceiptExpected {
             sku,
             location,
             quantity,
             expected_on,
-        } => {
+        }) => {
             push(row, sku, location, i64::from(*quantity));
             rest.expected_on = Some(*expected_on);
         }
-        Event::ExpectedReceiptChanged {
+        Event::ExpectedReceiptChanged(ExpectedReceiptChanged {
             change_id,
             sku,
             location,
             quantity,
             expected_on,
             outstanding,
-        } => {
+        }) => {
             push(row, sku, location, i64::from(*outstanding));
             rest.change_id = Some(change_id.clone());
             rest.expected = Some(*quantity);
             rest.expected_on = Some(*expected_on);
         }
-        Event::ExpectedReceiptDelivered {
+        Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered {
             receipt_id,
             sku,
             location,
             quantity,
             expected_on,
             outstanding,
-        } => {
+        }) => {
             push(row, sku, location, i64::from(*outstanding));
             rest.receipt_id = Some(receipt_id.clone());
             rest.delivered = Some(*quantity);
             rest.expected_on = Some(*expected_on);
         }
-        Event::ExpectedReceiptCancelled {
+        Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled {
             sku,
             location,
             expected_on,
             withdrawn,
-        } => {
+        }) => {
             push(row, sku, location, 0);
             rest.withdrawn = Some(*withdrawn);
             rest.expected_on = Some(*expected_on);
@@ -441,7 +456,9 @@ const FINGERPRINT: &str = "fingerprint";
 /// read as they always did.
 fn fingerprint_in_data(event: &Event, version: shape::Version) -> Option<&str> {
     match event {
-        Event::ReservationCreated { request_hash, .. } if version >= 2 => Some(request_hash),
+        Event::ReservationCreated(ReservationCreated { request_hash, .. }) if version >= 2 => {
+            Some(request_hash)
+        }
         _ => None,
     }
 }
@@ -534,21 +551,21 @@ pub(crate) fn decode(
         EventType::StockReceived => {
             let (item, quantity) = one_item(&c, type_name)?;
             let quantity = u32::try_from(quantity).map_err(|_| format!("quantity {quantity}"))?;
-            Event::StockReceived {
+            Event::StockReceived(StockReceived {
                 sku: item.sku,
                 location: item.location,
                 quantity,
-            }
+            })
         }
         EventType::StockAdjusted => {
             let (item, delta) = one_item(&c, type_name)?;
             let delta = i32::try_from(delta).map_err(|_| format!("delta {delta}"))?;
-            Event::StockAdjusted {
+            Event::StockAdjusted(StockAdjusted {
                 sku: item.sku,
                 location: item.location,
                 delta,
                 reason: need(rest.reason, "reason")?,
-            }
+            })
         }
         EventType::StockTransferred => transferred(&c)?,
         EventType::StockCounted => {
@@ -556,12 +573,12 @@ pub(crate) fn decode(
             let counted = rest
                 .counted
                 .ok_or_else(|| format!("{type_name} without counted"))?;
-            Event::StockCounted {
+            Event::StockCounted(StockCounted {
                 sku: item.sku,
                 location: item.location,
                 counted,
                 books: i64::from(counted) - change,
-            }
+            })
         }
         EventType::OrderLimitSet
         | EventType::ReorderPointSet
@@ -597,45 +614,49 @@ fn reservation_event(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Eve
         .transpose()?;
     let need_order = |o: Option<OrderId>| need(o, type_name, "order_id");
     let event = match kind {
-        EventType::ReservationCreated => Event::ReservationCreated {
+        EventType::ReservationCreated => Event::ReservationCreated(ReservationCreated {
             order_id: need_order(order_id)?,
             lines: lines(c)?,
             expires_at: need(rest.expires_at, type_name, "expires_at")?,
             ttl_seconds: need(rest.ttl_seconds, type_name, "ttl_seconds")?,
             request_hash: need(rest.request_hash, type_name, "request_hash")?,
-        },
-        EventType::ReservationConfirmed => Event::ReservationConfirmed {
+        }),
+        EventType::ReservationConfirmed => Event::ReservationConfirmed(ReservationConfirmed {
             order_id: need_order(order_id)?,
             lines: lines(c)?,
             confirmation_id: rest.confirmation_id,
-        },
-        EventType::ReservationReleased => Event::ReservationReleased {
+        }),
+        EventType::ReservationReleased => Event::ReservationReleased(ReservationReleased {
             order_id,
             lines: lines(c)?,
             reason: need(rest.reason, type_name, "reason")?,
             release_id: rest.release_id,
-        },
-        EventType::ReservationLinesConfirmed => Event::ReservationLinesConfirmed {
-            order_id: need_order(order_id)?,
-            confirmation_id: need(rest.confirmation_id, type_name, "confirmation_id")?,
-            lines: lines(c)?,
-        },
-        EventType::ReservationLinesReleased => Event::ReservationLinesReleased {
-            order_id: need_order(order_id)?,
-            release_id: need(rest.release_id, type_name, "release_id")?,
-            lines: lines(c)?,
-            reason: need(rest.reason, type_name, "reason")?,
-        },
-        EventType::ReservationExtended => Event::ReservationExtended {
+        }),
+        EventType::ReservationLinesConfirmed => {
+            Event::ReservationLinesConfirmed(ReservationLinesConfirmed {
+                order_id: need_order(order_id)?,
+                confirmation_id: need(rest.confirmation_id, type_name, "confirmation_id")?,
+                lines: lines(c)?,
+            })
+        }
+        EventType::ReservationLinesReleased => {
+            Event::ReservationLinesReleased(ReservationLinesReleased {
+                order_id: need_order(order_id)?,
+                release_id: need(rest.release_id, type_name, "release_id")?,
+                lines: lines(c)?,
+                reason: need(rest.reason, type_name, "reason")?,
+            })
+        }
+        EventType::ReservationExtended => Event::ReservationExtended(ReservationExtended {
             order_id: need_order(order_id)?,
             extension_id: need(rest.extension_id, type_name, "extension_id")?,
             ttl_seconds: need(rest.ttl_seconds, type_name, "ttl_seconds")?,
             expires_at: need(rest.expires_at, type_name, "expires_at")?,
-        },
-        EventType::ReservationExpired => Event::ReservationExpired {
+        }),
+        EventType::ReservationExpired => Event::ReservationExpired(ReservationExpired {
             order_id: need_order(order_id)?,
             lines: lines(c)?,
-        },
+        }),
         EventType::BackorderPlaced | EventType::BackorderFilled | EventType::BackorderDropped => {
             backorder_event(kind, need_order(order_id)?, lines(c)?, rest)?
         }
@@ -670,28 +691,28 @@ fn setting_or_alert(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Even
     }
     let (sku, location) = (item.sku, item.location);
     let event = match kind {
-        EventType::OrderLimitSet => Event::OrderLimitSet {
+        EventType::OrderLimitSet => Event::OrderLimitSet(OrderLimitSet {
             sku,
             location,
             max_per_order: need(rest.max_per_order, type_name, "max_per_order")?,
-        },
-        EventType::ReorderPointSet => Event::ReorderPointSet {
+        }),
+        EventType::ReorderPointSet => Event::ReorderPointSet(ReorderPointSet {
             sku,
             location,
             reorder_point: need(rest.reorder_point, type_name, "reorder_point")?,
-        },
-        EventType::StockLow => Event::StockLow {
+        }),
+        EventType::StockLow => Event::StockLow(StockLow {
             sku,
             location,
             available: need(rest.available, type_name, "available")?,
             reorder_point: need(rest.reorder_point.flatten(), type_name, "reorder_point")?,
-        },
-        EventType::StockRecovered => Event::StockRecovered {
+        }),
+        EventType::StockRecovered => Event::StockRecovered(StockRecovered {
             sku,
             location,
             available: need(rest.available, type_name, "available")?,
             reorder_point: need(rest.reorder_point, type_name, "reorder_point")?,
-        },
+        }),
         EventType::StockReceived
         | EventType::StockAdjusted
         | EventType::StockTransferred
@@ -726,34 +747,40 @@ fn expected_event(kind: EventType, c: &Columns<'_>, rest: Rest) -> Result<Event,
     let (sku, location) = (item.sku, item.location);
     let expected_on = need(rest.expected_on, type_name, "expected_on")?;
     let event = match kind {
-        EventType::ReceiptExpected => Event::ReceiptExpected {
+        EventType::ReceiptExpected => Event::ReceiptExpected(ReceiptExpected {
             sku,
             location,
             quantity: units,
             expected_on,
-        },
-        EventType::ExpectedReceiptChanged => Event::ExpectedReceiptChanged {
-            change_id: need(rest.change_id, type_name, "change_id")?,
-            sku,
-            location,
-            quantity: need(rest.expected, type_name, "expected")?,
-            expected_on,
-            outstanding: units,
-        },
-        EventType::ExpectedReceiptDelivered => Event::ExpectedReceiptDelivered {
-            receipt_id: need(rest.receipt_id, type_name, "receipt_id")?,
-            sku,
-            location,
-            quantity: need(rest.delivered, type_name, "delivered")?,
-            expected_on,
-            outstanding: units,
-        },
-        EventType::ExpectedReceiptCancelled if units == 0 => Event::ExpectedReceiptCancelled {
-            sku,
-            location,
-            expected_on,
-            withdrawn: need(rest.withdrawn, type_name, "withdrawn")?,
-        },
+        }),
+        EventType::ExpectedReceiptChanged => {
+            Event::ExpectedReceiptChanged(ExpectedReceiptChanged {
+                change_id: need(rest.change_id, type_name, "change_id")?,
+                sku,
+                location,
+                quantity: need(rest.expected, type_name, "expected")?,
+                expected_on,
+                outstanding: units,
+            })
+        }
+        EventType::ExpectedReceiptDelivered => {
+            Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered {
+                receipt_id: need(rest.receipt_id, type_name, "receipt_id")?,
+                sku,
+                location,
+                quantity: need(rest.delivered, type_name, "delivered")?,
+                expected_on,
+                outstanding: units,
+            })
+        }
+        EventType::ExpectedReceiptCancelled if units == 0 => {
+            Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled {
+                sku,
+                location,
+                expected_on,
+                withdrawn: need(rest.withdrawn, type_name, "withdrawn")?,
+            })
+        }
         EventType::ExpectedReceiptCancelled => {
             return Err(format!("{type_name} with a line of {units}, not 0"))
         }
@@ -790,20 +817,20 @@ fn backorder_event(
 ) -> Result<Event, String> {
     let type_name = kind.as_str();
     Ok(match kind {
-        EventType::BackorderPlaced => Event::BackorderPlaced {
+        EventType::BackorderPlaced => Event::BackorderPlaced(BackorderPlaced {
             order_id,
             lines,
             latest_arrival: rest.latest_arrival,
-        },
-        EventType::BackorderFilled => Event::BackorderFilled { order_id, lines },
-        EventType::BackorderDropped => Event::BackorderDropped {
+        }),
+        EventType::BackorderFilled => Event::BackorderFilled(BackorderFilled { order_id, lines }),
+        EventType::BackorderDropped => Event::BackorderDropped(BackorderDropped {
             order_id,
             lines,
             reason: drop_reason(
                 rest.reason
                     .ok_or_else(|| format!("{type_name} without reason"))?,
             )?,
-        },
+        }),
         EventType::StockReceived
         | EventType::StockAdjusted
         | EventType::StockTransferred
@@ -862,12 +889,12 @@ fn transferred(c: &Columns<'_>) -> Result<Event, String> {
     if from.sku != to.sku || c.quantities[0] != -c.quantities[1] || quantity == 0 {
         return Err("StockTransferred lines that do not mirror each other".into());
     }
-    Ok(Event::StockTransferred {
+    Ok(Event::StockTransferred(StockTransferred {
         sku: from.sku,
         from_location: from.location,
         to_location: to.location,
         quantity,
-    })
+    }))
 }
 
 fn one_item(c: &Columns<'_>, type_name: &str) -> Result<(Item, i64), String> {
@@ -920,123 +947,123 @@ mod tests {
         let lines = vec![line("a", "x", 2), line("b", "y", 1)];
         let order = OrderId::parse("order_id", "o-1").unwrap();
         vec![
-            Event::BackorderPlaced {
+            Event::BackorderPlaced(BackorderPlaced {
                 order_id: order.clone(),
                 lines: lines.clone(),
                 latest_arrival: chrono::NaiveDate::from_ymd_opt(2026, 12, 10),
-            },
-            Event::BackorderPlaced {
+            }),
+            Event::BackorderPlaced(BackorderPlaced {
                 order_id: order.clone(),
                 lines: lines.clone(),
                 latest_arrival: None,
-            },
-            Event::BackorderFilled {
+            }),
+            Event::BackorderFilled(BackorderFilled {
                 order_id: order.clone(),
                 lines: lines.clone(),
-            },
-            Event::BackorderDropped {
+            }),
+            Event::BackorderDropped(BackorderDropped {
                 order_id: order.clone(),
                 lines: lines.clone(),
                 reason: DropReason::Unfillable,
-            },
-            Event::BackorderDropped {
+            }),
+            Event::BackorderDropped(BackorderDropped {
                 order_id: order.clone(),
                 lines: lines.clone(),
                 reason: DropReason::Expired,
-            },
+            }),
         ]
     }
 
     fn stock_events() -> Vec<Event> {
         vec![
-            Event::StockReceived {
+            Event::StockReceived(StockReceived {
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),
                 quantity: 7,
-            },
-            Event::StockAdjusted {
+            }),
+            Event::StockAdjusted(StockAdjusted {
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),
                 delta: -3,
                 reason: "count".into(),
-            },
-            Event::StockTransferred {
+            }),
+            Event::StockTransferred(StockTransferred {
                 sku: Sku::parse("sku", "a").unwrap(),
                 from_location: Location::parse("location", "x").unwrap(),
                 to_location: Location::parse("location", "y").unwrap(),
                 quantity: 4,
-            },
-            Event::StockCounted {
+            }),
+            Event::StockCounted(StockCounted {
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),
                 counted: 6,
                 books: 8,
-            },
-            Event::OrderLimitSet {
+            }),
+            Event::OrderLimitSet(OrderLimitSet {
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),
                 max_per_order: Some(3),
-            },
-            Event::OrderLimitSet {
+            }),
+            Event::OrderLimitSet(OrderLimitSet {
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),
                 max_per_order: None,
-            },
-            Event::ReorderPointSet {
+            }),
+            Event::ReorderPointSet(ReorderPointSet {
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),
                 reorder_point: Some(4),
-            },
-            Event::ReorderPointSet {
+            }),
+            Event::ReorderPointSet(ReorderPointSet {
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),
                 reorder_point: None,
-            },
-            Event::StockLow {
+            }),
+            Event::StockLow(StockLow {
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),
                 available: 3,
                 reorder_point: 4,
-            },
-            Event::StockRecovered {
+            }),
+            Event::StockRecovered(StockRecovered {
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),
                 available: 3,
                 reorder_point: None,
-            },
+            }),
         ]
     }
 
     fn expected_events() -> Vec<Event> {
         vec![
-            Event::ReceiptExpected {
+            Event::ReceiptExpected(ReceiptExpected {
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),
                 quantity: 10,
                 expected_on: day(10),
-            },
-            Event::ExpectedReceiptChanged {
+            }),
+            Event::ExpectedReceiptChanged(ExpectedReceiptChanged {
                 change_id: ChangeId::parse("change_id", "c1").unwrap(),
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),
                 quantity: 12,
                 expected_on: day(11),
                 outstanding: 8,
-            },
-            Event::ExpectedReceiptDelivered {
+            }),
+            Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered {
                 receipt_id: ReceiptId::parse("receipt_id", "r1").unwrap(),
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),
                 quantity: 4,
                 expected_on: day(11),
                 outstanding: 0,
-            },
-            Event::ExpectedReceiptCancelled {
+            }),
+            Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled {
                 sku: Sku::parse("sku", "a").unwrap(),
                 location: Location::parse("location", "x").unwrap(),
                 expected_on: day(11),
                 withdrawn: 3,
-            },
+            }),
         ]
     }
 
@@ -1048,62 +1075,62 @@ mod tests {
         let lines = vec![line("a", "x", 2), line("b", "y", 1)];
         let order = OrderId::parse("order_id", "o-1").unwrap();
         vec![
-            Event::ReservationCreated {
+            Event::ReservationCreated(ReservationCreated {
                 order_id: order.clone(),
                 lines: lines.clone(),
                 expires_at: Utc::now(),
                 ttl_seconds: 600,
                 request_hash: "h".into(),
-            },
-            Event::ReservationConfirmed {
+            }),
+            Event::ReservationConfirmed(ReservationConfirmed {
                 order_id: order.clone(),
                 lines: lines.clone(),
                 confirmation_id: None,
-            },
-            Event::ReservationConfirmed {
+            }),
+            Event::ReservationConfirmed(ReservationConfirmed {
                 order_id: order.clone(),
                 lines: lines.clone(),
                 confirmation_id: Some(ConfirmationId::parse("id", "ship-2").unwrap()),
-            },
-            Event::ReservationReleased {
+            }),
+            Event::ReservationReleased(ReservationReleased {
                 order_id: Some(order.clone()),
                 lines: lines.clone(),
                 reason: "cancelled".into(),
                 release_id: None,
-            },
-            Event::ReservationReleased {
+            }),
+            Event::ReservationReleased(ReservationReleased {
                 order_id: Some(order.clone()),
                 lines: lines.clone(),
                 reason: "cancelled".into(),
                 release_id: Some(ReleaseId::parse("id", "drop-b").unwrap()),
-            },
-            Event::ReservationReleased {
+            }),
+            Event::ReservationReleased(ReservationReleased {
                 order_id: None,
                 lines: vec![],
                 reason: TOMBSTONE_REASON.into(),
                 release_id: None,
-            },
-            Event::ReservationLinesConfirmed {
+            }),
+            Event::ReservationLinesConfirmed(ReservationLinesConfirmed {
                 order_id: order.clone(),
                 confirmation_id: ConfirmationId::parse("id", "ship-1").unwrap(),
                 lines: lines.clone(),
-            },
-            Event::ReservationLinesReleased {
+            }),
+            Event::ReservationLinesReleased(ReservationLinesReleased {
                 order_id: order.clone(),
                 release_id: ReleaseId::parse("id", "drop-a").unwrap(),
                 lines: lines.clone(),
                 reason: "out of stock".into(),
-            },
-            Event::ReservationExtended {
+            }),
+            Event::ReservationExtended(ReservationExtended {
                 order_id: order.clone(),
                 extension_id: ExtensionId::parse("id", "more-time").unwrap(),
                 ttl_seconds: 600,
                 expires_at: Utc::now(),
-            },
-            Event::ReservationExpired {
+            }),
+            Event::ReservationExpired(ReservationExpired {
                 order_id: order,
                 lines,
-            },
+            }),
         ]
     }
 
@@ -1189,7 +1216,7 @@ mod tests {
     #[test]
     fn a_version_1_hold_is_derived_the_same_way_from_a_row_and_from_json() {
         let created = reservation_events()[0].clone();
-        let Event::ReservationCreated { expires_at, .. } = created else {
+        let Event::ReservationCreated(ReservationCreated { expires_at, .. }) = created else {
             unreachable!()
         };
         let recorded_at = expires_at - chrono::Duration::seconds(900);
@@ -1211,10 +1238,10 @@ mod tests {
         assert_eq!(from_row, from_json);
         assert!(matches!(
             from_row,
-            Event::ReservationCreated {
+            Event::ReservationCreated(ReservationCreated {
                 ttl_seconds: 900,
                 ..
-            }
+            })
         ));
     }
 
@@ -1309,11 +1336,11 @@ mod tests {
 
     #[test]
     fn a_lifted_limit_is_stored_as_null() {
-        let lifted = Event::OrderLimitSet {
+        let lifted = Event::OrderLimitSet(OrderLimitSet {
             sku: Sku::parse("sku", "a").unwrap(),
             location: Location::parse("location", "x").unwrap(),
             max_per_order: None,
-        };
+        });
         assert_eq!(
             encode(&lifted).data,
             serde_json::json!({"max_per_order": null})

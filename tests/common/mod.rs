@@ -12,6 +12,7 @@ pub mod needs;
 pub mod server;
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use stockledger::domain::event::StockReceived;
 
 use stockledger::db;
 use stockledger::domain::{
@@ -420,11 +421,11 @@ pub async fn raw_receipt(
         sku: Sku::parse("sku", sku).unwrap(),
         location: Location::parse_or_default("location", None).unwrap(),
     };
-    let event = Event::StockReceived {
+    let event = Event::StockReceived(StockReceived {
         sku: item.sku.clone(),
         location: item.location.clone(),
         quantity,
-    };
+    });
     let meta = serde_json::to_value(EventMetadata {
         command_id: uuid::Uuid::new_v4(),
         actor: "test".into(),

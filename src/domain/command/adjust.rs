@@ -2,6 +2,7 @@
 //! shrinkage, a found box). It may not leave less on hand than open
 //! reservations hold.
 
+use crate::domain::event::StockAdjusted;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -114,12 +115,12 @@ impl Rule for Adjust {
                         }],
                     });
                 }
-                Ok(Event::StockAdjusted {
+                Ok(Event::StockAdjusted(StockAdjusted {
                     sku: self.item.sku.clone(),
                     location: self.item.location.clone(),
                     delta: self.delta,
                     reason: self.reason.clone(),
-                })
+                }))
             },
         )
     }

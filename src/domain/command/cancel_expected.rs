@@ -2,6 +2,7 @@
 //! expected is withdrawn; what was delivered stays delivered. Idempotent: a
 //! cancellation of a cancelled expected receipt answers as the first did.
 
+use crate::domain::event::ExpectedReceiptCancelled;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -49,12 +50,12 @@ impl Rule for CancelExpected {
                 replayed: e.cancelled_by != Some(command_id),
             }));
         }
-        let event = Event::ExpectedReceiptCancelled {
+        let event = Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled {
             sku: e.item.sku.clone(),
             location: e.item.location.clone(),
             expected_on: e.expected_on,
             withdrawn: e.outstanding(),
-        };
+        });
         Ok(append(e, event, command_id))
     }
 }

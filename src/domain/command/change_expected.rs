@@ -2,6 +2,7 @@
 //! delivered counts towards them) and the date. Idempotent by the caller's
 //! change id within the expected receipt.
 
+use crate::domain::event::ExpectedReceiptChanged;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -83,14 +84,14 @@ impl Rule for ChangeExpected {
         if e.outstanding_if(self.quantity) > 0 {
             room_to_expect(state, &e.item, &self.expected_id)?;
         }
-        let event = Event::ExpectedReceiptChanged {
+        let event = Event::ExpectedReceiptChanged(ExpectedReceiptChanged {
             change_id: self.change_id.clone(),
             sku: e.item.sku.clone(),
             location: e.item.location.clone(),
             quantity: self.quantity,
             expected_on: self.expected_on,
             outstanding: e.outstanding_if(self.quantity),
-        };
+        });
         Ok(append(e, event, command_id))
     }
 }

@@ -2,6 +2,7 @@
 //! stock. Confirming again is a replay; a released or expired reservation
 //! cannot be confirmed.
 
+use crate::domain::event::{BackorderFilled, ReservationConfirmed};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -84,16 +85,16 @@ fn confirm_all(
     if filled > 0 {
         let lines = p.waiting_lines();
         open = merge_open(open, &lines);
-        events.push(Event::BackorderFilled {
+        events.push(Event::BackorderFilled(BackorderFilled {
             order_id: p.order_id.clone(),
             lines,
-        });
+        }));
     }
-    events.push(Event::ReservationConfirmed {
+    events.push(Event::ReservationConfirmed(ReservationConfirmed {
         order_id: p.order_id.clone(),
         lines: open,
         confirmation_id: None,
-    });
+    }));
     Ok(steps(p, events, command_id, now))
 }
 

@@ -2,6 +2,7 @@
 //! units of them). Idempotent by the caller's confirmation id; taking
 //! everything still open settles the reservation (CONFIRMED).
 
+use crate::domain::event::{ReservationConfirmed, ReservationLinesConfirmed};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -76,15 +77,19 @@ impl Rule for ConfirmLines {
         take_lines(
             p,
             &self.lines,
-            || Event::ReservationConfirmed {
-                order_id: p.order_id.clone(),
-                lines: p.open_lines(),
-                confirmation_id: Some(self.confirmation_id.clone()),
+            || {
+                Event::ReservationConfirmed(ReservationConfirmed {
+                    order_id: p.order_id.clone(),
+                    lines: p.open_lines(),
+                    confirmation_id: Some(self.confirmation_id.clone()),
+                })
             },
-            || Event::ReservationLinesConfirmed {
-                order_id: p.order_id.clone(),
-                confirmation_id: self.confirmation_id.clone(),
-                lines: self.lines.clone(),
+            || {
+                Event::ReservationLinesConfirmed(ReservationLinesConfirmed {
+                    order_id: p.order_id.clone(),
+                    confirmation_id: self.confirmation_id.clone(),
+                    lines: self.lines.clone(),
+                })
             },
             command_id,
             now,

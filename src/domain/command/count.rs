@@ -3,6 +3,7 @@
 //! reservations hold (docs/domain.md); a replay answers with the books'
 //! figure the first count saw.
 
+use crate::domain::event::StockCounted;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -86,7 +87,7 @@ impl Rule for Count {
         let balance = state.balance(&self.item);
         // A replay answers with the books the first count saw.
         let books = match state.singles.get(&stream).map(|r| &r.event) {
-            Some(Event::StockCounted { books, .. }) => *books,
+            Some(Event::StockCounted(StockCounted { books, .. })) => *books,
             _ => balance.on_hand,
         };
         let outcome = |replayed| Outcome::Counted {
@@ -116,12 +117,12 @@ impl Rule for Count {
                         }],
                     });
                 }
-                Ok(Event::StockCounted {
+                Ok(Event::StockCounted(StockCounted {
                     sku: self.item.sku.clone(),
                     location: self.item.location.clone(),
                     counted: self.counted,
                     books: balance.on_hand,
-                })
+                }))
             },
         )
     }

@@ -3,6 +3,7 @@
 //! the caller's id; later changes, deliveries and a cancellation follow in
 //! the same stream (docs/domain.md, "Expected receipts").
 
+use crate::domain::event::ReceiptExpected;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -100,12 +101,12 @@ impl Rule for Expect {
             }));
         }
         room_to_expect(state, &self.item, &self.expected_id)?;
-        let event = Event::ReceiptExpected {
+        let event = Event::ReceiptExpected(ReceiptExpected {
             sku: self.item.sku.clone(),
             location: self.item.location.clone(),
             quantity: self.quantity,
             expected_on: self.expected_on,
-        };
+        });
         let view = ExpectationView {
             expected_id: self.expected_id.clone(),
             sku: self.item.sku.clone(),

@@ -2,6 +2,7 @@
 //! hold is due gives back what it still holds; anything else is left alone
 //! and answered "not due", so a late or repeated expiry is harmless.
 
+use crate::domain::event::ReservationExpired;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -43,10 +44,10 @@ impl Rule for Expire {
             Some(r @ Reservation::Placed(p)) if r.is_due(now) => settle(
                 p,
                 DropReason::Expired,
-                Event::ReservationExpired {
+                Event::ReservationExpired(ReservationExpired {
                     order_id: p.order_id.clone(),
                     lines: p.open_lines(),
-                },
+                }),
                 command_id,
                 now,
             ),

@@ -2,6 +2,7 @@
 //! it was, and no later than the longest time to live after the reserve.
 //! Idempotent by the caller's extension id.
 
+use crate::domain::event::ReservationExtended;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -92,12 +93,12 @@ impl Rule for Extend {
             });
         }
         room_for_a_step(p)?;
-        let event = Event::ReservationExtended {
+        let event = Event::ReservationExtended(ReservationExtended {
             order_id: p.order_id.clone(),
             extension_id: self.extension_id.clone(),
             ttl_seconds: self.ttl_seconds,
             expires_at: requested,
-        };
+        });
         Ok(step(p, event, command_id, now))
     }
 }

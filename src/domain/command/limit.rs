@@ -6,6 +6,7 @@
 //! item are decided one after another: a reserve is judged by the limit
 //! that stands before it in the log, never by one committed beside it.
 
+use crate::domain::event::OrderLimitSet;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -96,11 +97,11 @@ impl Rule for Limit {
             command_id,
             outcome,
             || {
-                Ok(Event::OrderLimitSet {
+                Ok(Event::OrderLimitSet(OrderLimitSet {
                     sku: self.item.sku.clone(),
                     location: self.item.location.clone(),
                     max_per_order: self.max_per_order,
-                })
+                }))
             },
         )
     }

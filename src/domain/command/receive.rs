@@ -3,6 +3,7 @@
 //! receipt also appends the delivery to that expected receipt's stream, in
 //! the same transaction: what it brought is no longer incoming.
 
+use crate::domain::event::{ExpectedReceiptDelivered, StockReceived};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -104,7 +105,7 @@ impl Receive {
                 stream: StreamId::Expected(id.clone()).to_string(),
             });
         }
-        let event = Event::ExpectedReceiptDelivered {
+        let event = Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered {
             receipt_id: self.receipt_id.clone(),
             sku: e.item.sku.clone(),
             location: e.item.location.clone(),
@@ -113,7 +114,7 @@ impl Receive {
             outstanding: e
                 .quantity
                 .saturating_sub(e.delivered.saturating_add(self.quantity)),
-        };
+        });
         Ok(Some(next(e, event, command_id).0))
     }
 }
@@ -155,11 +156,11 @@ impl Rule for Receive {
             outcome,
             || {
                 delivery = self.delivery(state, command_id)?;
-                Ok(Event::StockReceived {
+                Ok(Event::StockReceived(StockReceived {
                     sku: self.item.sku.clone(),
                     location: self.item.location.clone(),
                     quantity: self.quantity,
-                })
+                }))
             },
         )?;
         decision.events.extend(delivery);

@@ -2,6 +2,7 @@
 //! goes back to available. A release that arrives before its reserve leaves
 //! a tombstone, so the late reserve is refused.
 
+use crate::domain::event::ReservationReleased;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -60,12 +61,12 @@ impl Rule for Release {
             ReservationState::Reserved => Ok(settle(
                 p,
                 DropReason::Released,
-                Event::ReservationReleased {
+                Event::ReservationReleased(ReservationReleased {
                     order_id: Some(p.order_id.clone()),
                     lines: p.open_lines(),
                     reason: self.reason.clone(),
                     release_id: None,
-                },
+                }),
                 command_id,
                 now,
             )),
@@ -80,12 +81,12 @@ fn tombstone(reservation_id: &ReservationId) -> Decision {
         events: vec![NewEvent {
             stream: StreamId::Reservation(reservation_id.clone()),
             seq: 1,
-            event: Event::ReservationReleased {
+            event: Event::ReservationReleased(ReservationReleased {
                 order_id: None,
                 lines: Vec::new(),
                 reason: TOMBSTONE_REASON.to_owned(),
                 release_id: None,
-            },
+            }),
             fingerprint: None,
         }],
         outcome: Outcome::Reservation {

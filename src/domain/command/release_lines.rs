@@ -3,6 +3,7 @@
 //! expiry would. Idempotent by the caller's release id; taking everything
 //! still open settles the reservation (RELEASED).
 
+use crate::domain::event::{ReservationLinesReleased, ReservationReleased};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -82,17 +83,21 @@ impl Rule for ReleaseLines {
         take_lines(
             p,
             &self.lines,
-            || Event::ReservationReleased {
-                order_id: Some(p.order_id.clone()),
-                lines: p.open_lines(),
-                reason: self.reason.clone(),
-                release_id: Some(self.release_id.clone()),
+            || {
+                Event::ReservationReleased(ReservationReleased {
+                    order_id: Some(p.order_id.clone()),
+                    lines: p.open_lines(),
+                    reason: self.reason.clone(),
+                    release_id: Some(self.release_id.clone()),
+                })
             },
-            || Event::ReservationLinesReleased {
-                order_id: p.order_id.clone(),
-                release_id: self.release_id.clone(),
-                lines: self.lines.clone(),
-                reason: self.reason.clone(),
+            || {
+                Event::ReservationLinesReleased(ReservationLinesReleased {
+                    order_id: p.order_id.clone(),
+                    release_id: self.release_id.clone(),
+                    lines: self.lines.clone(),
+                    reason: self.reason.clone(),
+                })
             },
             command_id,
             now,

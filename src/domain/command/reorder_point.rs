@@ -8,6 +8,7 @@
 //! the item are decided one after another, each judged against the point
 //! before it.
 
+use crate::domain::event::ReorderPointSet;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -99,11 +100,11 @@ impl Rule for ReorderPoint {
             command_id,
             outcome,
             || {
-                Ok(Event::ReorderPointSet {
+                Ok(Event::ReorderPointSet(ReorderPointSet {
                     sku: self.item.sku.clone(),
                     location: self.item.location.clone(),
                     reorder_point: self.reorder_point,
-                })
+                }))
             },
         )
     }

@@ -1,6 +1,7 @@
 //! Reserve: hold stock for an order, every line or none. One reservation per
 //! order; the reservation's stream starts with it.
 
+use crate::domain::event::{BackorderPlaced, ReservationCreated};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -160,24 +161,24 @@ impl Rule for Reserve {
         let stream = StreamId::Reservation(self.reservation_id.clone());
         let mut events = vec![first_event(
             stream.clone(),
-            Event::ReservationCreated {
+            Event::ReservationCreated(ReservationCreated {
                 order_id: self.order_id.clone(),
                 lines: held,
                 expires_at,
                 ttl_seconds: self.ttl_seconds,
                 request_hash: self.fingerprint.clone(),
-            },
+            }),
             &self.fingerprint,
         )];
         if !waiting.is_empty() {
             events.push(NewEvent {
                 stream,
                 seq: 2,
-                event: Event::BackorderPlaced {
+                event: Event::BackorderPlaced(BackorderPlaced {
                     order_id: self.order_id.clone(),
                     lines: waiting,
                     latest_arrival: self.backorder.as_ref().and_then(|b| b.latest_arrival),
-                },
+                }),
                 fingerprint: None,
             });
         }

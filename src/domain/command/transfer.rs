@@ -2,6 +2,7 @@
 //! available stock only: what open reservations hold at the source stays
 //! there. Nothing is in transit (docs/domain.md).
 
+use crate::domain::event::StockTransferred;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -122,12 +123,12 @@ impl Rule for Transfer {
                         }],
                     });
                 }
-                Ok(Event::StockTransferred {
+                Ok(Event::StockTransferred(StockTransferred {
                     sku: self.from.sku.clone(),
                     from_location: self.from.location.clone(),
                     to_location: self.to.location.clone(),
                     quantity: self.quantity,
-                })
+                }))
             },
         )
     }

@@ -1,0 +1,12 @@
+//! `StockReceived`: one of the log's facts.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::ids::{Location, Sku};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StockReceived {
+    pub sku: Sku,
+    pub location: Location,
+    pub quantity: u32,
+}
