@@ -20,7 +20,7 @@ use tracing::info;
 use fault_proxy::{CommitFault, Proxy, Upstream};
 use stockledger::domain::{
     command, Command, CommandContext, EventType, LineRequest, Outcome, ReceiveRequest,
-    ReserveRequest, StreamKind,
+    ReservationState, ReserveRequest, StreamKind,
 };
 use stockledger::limits::{
     CHAOS_DIRECT_POOL_SIZE, CHAOS_FAULT_INTERVAL_MS, CHAOS_HELD_REPLY_MS, CHAOS_ITEMS,
@@ -208,7 +208,13 @@ async fn writer(
             let id = format!("in-{w}-{k}");
             let cmd = receive(&id, pick(1), 50);
             if let Some(Ok(_)) = answer(&store, cmd, &tally, &cancel, until).await {
-                expect(&tally, stream(StreamKind::Receipt, &id), 1, "StockReceived");
+                expect(
+                    &tally,
+                    StreamKind::Receipt,
+                    &id,
+                    1,
+                    opening(StreamKind::Receipt),
+                );
             }
             continue;
         }
@@ -218,20 +224,17 @@ async fn writer(
         let Some(Ok(_)) = answer(&store, reserve, &tally, &cancel, until).await else {
             continue; // refused (not enough stock): nothing to settle
         };
-        expect(
-            &tally,
-            stream(StreamKind::Reservation, &id),
-            1,
-            "ReservationCreated",
-        );
-        let (settle, event) = if k % 3 == 0 {
-            (command::release(&id, None), "ReservationReleased")
+        let kind = StreamKind::Reservation;
+        expect(&tally, kind, &id, 1, opening(kind));
+        let (settle, to) = if k % 3 == 0 {
+            (command::release(&id, None), ReservationState::Released)
         } else {
-            (command::confirm(&id), "ReservationConfirmed")
+            (command::confirm(&id), ReservationState::Confirmed)
         };
         let settle = settle.expect("generated ids are valid");
         if let Some(Ok(_)) = answer(&store, settle, &tally, &cancel, until).await {
-            expect(&tally, stream(StreamKind::Reservation, &id), 2, event);
+            let event = EventType::settling(to).expect("every end has its type");
+            expect(&tally, kind, &id, 2, event);
         }
     }
 }
@@ -241,7 +244,15 @@ fn stream(kind: StreamKind, id: &str) -> String {
     format!("{}{id}", kind.prefix())
 }
 
-fn expect(tally: &Mutex<Tally>, stream: String, seq: i32, event: &'static str) {
+/// The type that opens a stream of `kind` (a receipt, a reservation).
+fn opening(kind: StreamKind) -> EventType {
+    EventType::opening(kind).expect("receipts and reservations open with one type")
+}
+
+/// An acknowledged command's event: the `seq`th of the stream of `kind`
+/// named `id`, of type `event`.
+fn expect(tally: &Mutex<Tally>, kind: StreamKind, id: &str, seq: i32, event: EventType) {
+    let (stream, event) = (stream(kind, id), event.as_str());
     tally
         .lock()
         .expect("tally lock")

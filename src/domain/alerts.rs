@@ -12,13 +12,7 @@
 //! command re-run after a lost commit appends nothing, so neither does its
 //! alert.
 
-use crate::domain::event::{
-    BackorderDropped, BackorderFilled, BackorderPlaced, ExpectedReceiptCancelled,
-    ExpectedReceiptChanged, ExpectedReceiptDelivered, OrderLimitSet, ReceiptExpected,
-    ReorderPointSet, ReservationConfirmed, ReservationCreated, ReservationExpired,
-    ReservationExtended, ReservationLinesConfirmed, ReservationLinesReleased, ReservationReleased,
-    StockAdjusted, StockCounted, StockLow, StockReceived, StockRecovered, StockTransferred,
-};
+use crate::domain::event::{StockLow, StockRecovered};
 use std::collections::BTreeMap;
 
 use uuid::Uuid;
@@ -80,60 +74,9 @@ pub(crate) fn alerts(state: &LedgerState, events: &[NewEvent], command_id: Uuid)
     out
 }
 
-/// What an alert says, whichever of the two it is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Alert {
-    pub item: Item,
-    /// Low (`StockLow`), or no longer low (`StockRecovered`).
-    pub low: bool,
-    pub available: i64,
-    pub reorder_point: Option<u32>,
-}
+pub use crate::domain::event::Alert;
 
 /// What an alert event says about its item. `None` for every other event.
 pub fn said(event: &Event) -> Option<Alert> {
-    let (sku, location, low, available, reorder_point) = match event {
-        Event::StockLow(StockLow {
-            sku,
-            location,
-            available,
-            reorder_point,
-        }) => (sku, location, true, available, Some(*reorder_point)),
-        Event::StockRecovered(StockRecovered {
-            sku,
-            location,
-            available,
-            reorder_point,
-        }) => (sku, location, false, available, *reorder_point),
-        Event::StockReceived(StockReceived { .. })
-        | Event::StockAdjusted(StockAdjusted { .. })
-        | Event::StockTransferred(StockTransferred { .. })
-        | Event::StockCounted(StockCounted { .. })
-        | Event::OrderLimitSet(OrderLimitSet { .. })
-        | Event::ReorderPointSet(ReorderPointSet { .. })
-        | Event::ReceiptExpected(ReceiptExpected { .. })
-        | Event::ExpectedReceiptChanged(ExpectedReceiptChanged { .. })
-        | Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered { .. })
-        | Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled { .. })
-        | Event::ReservationCreated(ReservationCreated { .. })
-        | Event::ReservationConfirmed(ReservationConfirmed { .. })
-        | Event::ReservationReleased(ReservationReleased { .. })
-        | Event::ReservationExpired(ReservationExpired { .. })
-        | Event::ReservationLinesConfirmed(ReservationLinesConfirmed { .. })
-        | Event::ReservationLinesReleased(ReservationLinesReleased { .. })
-        | Event::ReservationExtended(ReservationExtended { .. })
-        | Event::BackorderPlaced(BackorderPlaced { .. })
-        | Event::BackorderFilled(BackorderFilled { .. })
-        | Event::BackorderDropped(BackorderDropped { .. }) => return None,
-    };
-    let item = Item {
-        sku: sku.clone(),
-        location: location.clone(),
-    };
-    Some(Alert {
-        item,
-        low,
-        available: *available,
-        reorder_point,
-    })
+    event.alert()
 }

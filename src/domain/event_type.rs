@@ -5,6 +5,7 @@
 //! these questions (the stream rules, the fold, the audit, the store's
 //! `event_types` table that the SQL folds join) reads them from here.
 
+pub use crate::domain::event::EventType;
 use crate::domain::event::StockDelta;
 use crate::domain::reservation::ReservationState;
 use crate::domain::stream::StreamKind;
@@ -39,108 +40,72 @@ pub enum ReservationMove {
     Nothing,
 }
 
-/// One row of the table below.
-struct Row {
-    stream: StreamKind,
-    places: Places,
-    closes: bool,
-    reservation: ReservationMove,
+/// What an event type is, apart from its data: each event's module declares
+/// its own (`FactType::ROW`), with the shorthands below.
+#[derive(Clone, Copy, Debug)]
+pub struct TypeRow {
+    pub stream: StreamKind,
+    pub places: Places,
+    pub closes: bool,
+    pub reservation: ReservationMove,
     /// The sign each figure (on hand, reserved, confirmed, backordered)
-    /// moves by, times a stored line's quantity.
-    line: (i64, i64, i64, i64),
+    /// moves by, times a stored line's quantity. Stock events' lines are
+    /// signed: a transfer's source line is negative, a count's line is the
+    /// change from the books.
+    pub line: (i64, i64, i64, i64),
     /// What the event says of its item's stock: low (`Some(true)`), no
     /// longer low (`Some(false)`), or nothing.
-    low: Option<bool>,
+    pub low: Option<bool>,
 }
 
-/// Declares `EventType` from the table, with the list of every type and each
-/// type's row, so a new type does not compile until it has its row.
-macro_rules! event_types {
-    ($($name:ident => $stream:ident, $places:ident, $closes:expr, $reservation:expr, $line:expr, $low:expr;)*) => {
-        /// The type of an event, without its data: the `type` column of the log.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum EventType {
-            $($name),*
+impl TypeRow {
+    /// The row of an event type of a single-event stream of `stream` kind:
+    /// first and last, moving no reservation, saying nothing of low stock.
+    pub const fn single(stream: StreamKind, line: (i64, i64, i64, i64)) -> TypeRow {
+        TypeRow {
+            stream,
+            places: Places::First,
+            closes: true,
+            reservation: NOTHING,
+            line,
+            low: SAYS_NOTHING,
         }
+    }
 
-        impl EventType {
-            /// Every event type.
-            pub const ALL: &'static [EventType] = &[$(EventType::$name),*];
-
-            /// As the log stores it (the serde tag of `Event`).
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $(EventType::$name => stringify!($name)),*
-                }
-            }
-
-            fn row(self) -> Row {
-                match self {
-                    $(EventType::$name => Row {
-                        stream: StreamKind::$stream,
-                        places: Places::$places,
-                        closes: $closes,
-                        reservation: $reservation,
-                        line: $line,
-                        low: $low,
-                    }),*
-                }
-            }
+    /// The row of a reservation's event at `places`.
+    pub const fn reservation(
+        places: Places,
+        closes: bool,
+        reservation: ReservationMove,
+        line: (i64, i64, i64, i64),
+    ) -> TypeRow {
+        TypeRow {
+            stream: StreamKind::Reservation,
+            places,
+            closes,
+            reservation,
+            line,
+            low: SAYS_NOTHING,
         }
-    };
+    }
 }
 
-// Shorthands for the table's reservation column.
-const NOTHING: ReservationMove = ReservationMove::Nothing;
-const OPENS: ReservationMove = ReservationMove::Opens;
-const ADDS: ReservationMove = ReservationMove::Adds;
-const fn settles(to: ReservationState) -> ReservationMove {
+// Shorthands for the reservation column.
+pub const NOTHING: ReservationMove = ReservationMove::Nothing;
+pub const OPENS: ReservationMove = ReservationMove::Opens;
+pub const ADDS: ReservationMove = ReservationMove::Adds;
+/// Moves the whole reservation's held units to `to`: its last event.
+pub const fn settles(to: ReservationState) -> ReservationMove {
     ReservationMove::Moves { to, settles: true }
 }
-const fn part(to: ReservationState) -> ReservationMove {
+/// Moves some of its held units to `to`.
+pub const fn part(to: ReservationState) -> ReservationMove {
     ReservationMove::Moves { to, settles: false }
 }
-use ReservationState::{Confirmed, Expired, Released};
-/// Dropped waiting units leave the order without being held: in the
-/// totals, they move out of RESERVED to RELEASED, and settle nothing.
-const fn dropped() -> ReservationMove {
-    part(Released)
-}
-// Shorthands for the table's low-stock column.
-const LOW: Option<bool> = Some(true);
-const RECOVERED: Option<bool> = Some(false);
-const SAYS_NOTHING: Option<bool> = None;
-
-// Line effect: the sign (on hand, reserved, confirmed, backordered) move by,
-// times a stored line's quantity. Stock events' lines are signed: a
-// transfer's source line is negative, a count's line is the change from the
-// books. Dropped backorders count as released units in the reservation
-// totals, whatever dropped them: they were never held, so none expired.
-event_types! {
-//  type                         stream        places    closes  reservation          line effect       low stock
-    StockReceived             => Receipt,      First,    true,   NOTHING,             (1, 0, 0, 0),     SAYS_NOTHING;
-    StockAdjusted             => Adjustment,   First,    true,   NOTHING,             (1, 0, 0, 0),     SAYS_NOTHING;
-    StockTransferred          => Transfer,     First,    true,   NOTHING,             (1, 0, 0, 0),     SAYS_NOTHING;
-    StockCounted              => Count,        First,    true,   NOTHING,             (1, 0, 0, 0),     SAYS_NOTHING;
-    OrderLimitSet             => Limit,        First,    true,   NOTHING,             (0, 0, 0, 0),     SAYS_NOTHING;
-    ReorderPointSet           => ReorderPoint, First,    true,   NOTHING,             (0, 0, 0, 0),     SAYS_NOTHING;
-    StockLow                  => Alert,        First,    true,   NOTHING,             (0, 0, 0, 0),     LOW;
-    StockRecovered            => Alert,        First,    true,   NOTHING,             (0, 0, 0, 0),     RECOVERED;
-    ReceiptExpected           => Expected,     First,    false,  NOTHING,             (0, 0, 0, 0),     SAYS_NOTHING;
-    ExpectedReceiptChanged    => Expected,     Between,  false,  NOTHING,             (0, 0, 0, 0),     SAYS_NOTHING;
-    ExpectedReceiptDelivered  => Expected,     Between,  false,  NOTHING,             (0, 0, 0, 0),     SAYS_NOTHING;
-    ExpectedReceiptCancelled  => Expected,     Later,    true,   NOTHING,             (0, 0, 0, 0),     SAYS_NOTHING;
-    ReservationCreated        => Reservation,  First,    false,  OPENS,               (0, 1, 0, 0),     SAYS_NOTHING;
-    ReservationConfirmed      => Reservation,  Later,    true,   settles(Confirmed),  (-1, -1, 1, 0),   SAYS_NOTHING;
-    ReservationReleased       => Reservation,  Anywhere, true,   settles(Released),   (0, -1, 0, 0),    SAYS_NOTHING;
-    ReservationExpired        => Reservation,  Later,    true,   settles(Expired),    (0, -1, 0, 0),    SAYS_NOTHING;
-    ReservationLinesConfirmed => Reservation,  Between,  false,  part(Confirmed),     (-1, -1, 1, 0),   SAYS_NOTHING;
-    ReservationLinesReleased  => Reservation,  Between,  false,  part(Released),      (0, -1, 0, 0),    SAYS_NOTHING;
-    ReservationExtended       => Reservation,  Between,  false,  NOTHING,             (0, 0, 0, 0),     SAYS_NOTHING;
-    BackorderPlaced           => Reservation,  Between,  false,  ADDS,                (0, 0, 0, 1),     SAYS_NOTHING;
-    BackorderFilled           => Reservation,  Between,  false,  NOTHING,             (0, 1, 0, -1),    SAYS_NOTHING;
-    BackorderDropped          => Reservation,  Between,  false,  dropped(),           (0, 0, 0, -1),    SAYS_NOTHING;
-}
+/// No line moves stock: settings, alerts, expected receipts, extensions.
+pub const MOVES_NOTHING: (i64, i64, i64, i64) = (0, 0, 0, 0);
+// Shorthands for the low-stock column.
+pub const SAYS_NOTHING: Option<bool> = None;
 
 impl EventType {
     /// The stream kind whose streams hold events of this type.
@@ -201,6 +166,25 @@ impl EventType {
         self.incoming() || self.line_effect().backordered != 0
     }
 
+    /// The type that opens a stream of `kind`: the one whose only place is
+    /// the first. `None` if no type or more than one does.
+    pub fn opening(kind: StreamKind) -> Option<EventType> {
+        let mut first = EventType::ALL
+            .iter()
+            .copied()
+            .filter(|t| t.stream_kind() == kind && t.places() == Places::First);
+        first.next().filter(|_| first.next().is_none())
+    }
+
+    /// The type that settles a whole reservation as `to`: confirmed,
+    /// released or expired.
+    pub fn settling(to: ReservationState) -> Option<EventType> {
+        EventType::ALL
+            .iter()
+            .copied()
+            .find(|t| t.reservation_move() == ReservationMove::Moves { to, settles: true })
+    }
+
     /// The event type stored as `name`, if there is one.
     pub fn parse(name: &str) -> Option<EventType> {
         EventType::ALL.iter().copied().find(|t| t.as_str() == name)
@@ -249,5 +233,29 @@ mod tests {
                 assert_eq!(t.reservation_move(), ReservationMove::Nothing, "{t}");
             }
         }
+    }
+
+    #[test]
+    fn each_stream_kind_but_alerts_opens_with_one_type_and_each_end_has_one() {
+        for kind in [
+            StreamKind::Receipt,
+            StreamKind::Reservation,
+            StreamKind::Expected,
+            StreamKind::Transfer,
+        ] {
+            let t = EventType::opening(kind).expect("one opening type");
+            assert_eq!((t.stream_kind(), t.places()), (kind, Places::First));
+        }
+        // An alert's stream opens with a low or a recovered.
+        assert_eq!(EventType::opening(StreamKind::Alert), None);
+        for to in [
+            ReservationState::Confirmed,
+            ReservationState::Released,
+            ReservationState::Expired,
+        ] {
+            let t = EventType::settling(to).expect("one settling type");
+            assert!(t.closes(), "{t}");
+        }
+        assert_eq!(EventType::settling(ReservationState::Reserved), None);
     }
 }

@@ -8,7 +8,6 @@ pub mod command;
 pub mod context;
 pub mod decide;
 pub mod event;
-pub mod event_text;
 pub mod event_type;
 pub mod expectation;
 pub mod fingerprint;

@@ -20,33 +20,19 @@ pub type Version = u16;
 
 /// One change of an event type's shape: from `version` on, its data has the
 /// field `adds`, which events of earlier versions do not hold and read as
-/// `upcast` derives it.
+/// the type's upcast derives it (`FactType::upcast_data`, `upcast_row`).
+/// Each event's module lists its own (`FactType::CHANGES`).
 #[derive(Clone, Copy, Debug)]
 pub struct Change {
-    pub event: EventType,
     pub version: Version,
     pub adds: &'static str,
     /// Why the shape changed, for `docs/events.md` and the reader of the log.
     pub why: &'static str,
 }
 
-/// Every change of shape ever made, oldest first. Rows are only ever added.
-pub const CHANGES: &[Change] = &[Change {
-    event: EventType::ReservationCreated,
-    version: 2,
-    adds: "ttl_seconds",
-    why: "the hold the order was given, so that a reader of the log need not \
-          subtract two times to know it (issue 28)",
-}];
-
 /// The version `event` is written in now.
 pub fn current(event: EventType) -> Version {
-    CHANGES
-        .iter()
-        .filter(|c| c.event == event)
-        .map(|c| c.version)
-        .max()
-        .unwrap_or(1)
+    event.changes().iter().map(|c| c.version).max().unwrap_or(1)
 }
 
 /// Why an event's version cannot be read.
@@ -84,7 +70,7 @@ pub fn check(event: EventType, version: i64) -> Result<Version, ShapeError> {
         })
 }
 
-/// `ReservationCreated` before version 2: the hold's length, which it did not
+/// A reservation before version 2 of its shape: the hold's length, which it did not
 /// say, is its expiry less the moment it was recorded. The store records a
 /// reservation at the very moment its expiry was counted from (schema 0012),
 /// so this is the TTL the order was given, in whole seconds; a log written by
@@ -93,34 +79,6 @@ pub fn hold_of_version_1(expires_at: DateTime<Utc>, recorded_at: DateTime<Utc>) 
     let micros = (expires_at - recorded_at).num_microseconds().unwrap_or(0);
     let seconds = (micros.max(0) + 500_000) / 1_000_000;
     u32::try_from(seconds).unwrap_or(u32::MAX)
-}
-
-/// The data of an event of `event`'s type written in `version`, brought to
-/// the current shape: each field a later version adds is derived. The JSON
-/// counterpart of what `store::log_row` does for a row.
-pub fn upcast_data(
-    event: EventType,
-    version: Version,
-    data: &mut Map<String, Value>,
-    recorded_at: DateTime<Utc>,
-) {
-    for change in CHANGES
-        .iter()
-        .filter(|c| c.event == event && c.version > version)
-    {
-        let derived = match (change.event, change.version) {
-            (EventType::ReservationCreated, 2) => data
-                .get("expires_at")
-                .and_then(|v| serde_json::from_value::<DateTime<Utc>>(v.clone()).ok())
-                .map(|expires_at| Value::from(hold_of_version_1(expires_at, recorded_at))),
-            _ => unreachable!("every change has its upcast: {change:?}"),
-        };
-        // Data that cannot be upcast is left as it is: decoding it then
-        // names the missing field.
-        if let Some(v) = derived {
-            data.insert(change.adds.to_owned(), v);
-        }
-    }
 }
 
 /// `event`'s data as it was written in `version`: its current data without
@@ -138,10 +96,7 @@ pub fn written_data(event: &Event, version: Version) -> Value {
 /// a version of `event`'s shape after `version` added: the written form of
 /// an older version, for the API and for a row alike (`log_row::encode_in`).
 pub fn remove_later_fields(event: EventType, version: Version, fields: &mut Map<String, Value>) {
-    for change in CHANGES
-        .iter()
-        .filter(|c| c.event == event && c.version > version)
-    {
+    for change in event.changes().iter().filter(|c| c.version > version) {
         fields.remove(change.adds);
     }
 }

@@ -23,7 +23,7 @@ use deadpool_postgres::Transaction;
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{EventType, ReservationState, StreamKind};
+use crate::domain::{EventType, ReservationMove, ReservationState, StreamKind};
 use crate::read_model::window::WindowEvent;
 use crate::read_model::BoxFuture;
 use crate::store::StoreError;
@@ -122,7 +122,8 @@ pub(crate) fn apply<'a>(
 fn fold_new(events: &[WindowEvent]) -> HashMap<String, Slot> {
     let mut rows = HashMap::default();
     for e in events {
-        let begins = e.seq == 1 && e.kind == Some(EventType::ReservationCreated);
+        let opens = e.kind.map(EventType::reservation_move) == Some(ReservationMove::Opens);
+        let begins = e.seq == 1 && opens;
         match rows.entry(e.order_id.clone()) {
             Entry::Vacant(v) if begins => {
                 v.insert(Slot::Row(created(e)));
@@ -233,37 +234,34 @@ fn fold_all(rows: &mut HashMap<String, Slot>, events: &[WindowEvent]) {
     }
 }
 
-/// One event's effect on its order's row: its lines move from open to where
-/// the event says, a settling event after the first sets the state, an
-/// extension moves the expiry, and every event is the row's latest.
+/// One event's effect on its order's row, read from its type's row (what it
+/// does to a reservation, how its lines move stock), never from its name:
+/// its lines move from open to where the event says, a settling event after
+/// the first sets the state, an event that says when the hold ends moves
+/// the expiry, and every event is the row's latest.
 fn fold_event(row: &mut Row, e: &WindowEvent) {
-    let settles = |state| (e.seq >= 2).then_some(state);
     let (moves, state) = match e.kind {
-        Some(EventType::BackorderPlaced) => {
-            wait(row, &e.lines);
-            (None, None)
-        }
-        Some(EventType::BackorderFilled) => (Some(Moved::Filled), None),
-        Some(EventType::BackorderDropped) => (Some(Moved::Dropped), None),
-        Some(EventType::ReservationLinesConfirmed) => (Some(Moved::Confirmed), None),
-        Some(EventType::ReservationLinesReleased) => (Some(Moved::Released), None),
-        Some(EventType::ReservationConfirmed) => {
-            (Some(Moved::Confirmed), settles(ReservationState::Confirmed))
-        }
-        Some(EventType::ReservationReleased) => {
-            (Some(Moved::Released), settles(ReservationState::Released))
-        }
-        Some(EventType::ReservationExpired) => {
-            (Some(Moved::Expired), settles(ReservationState::Expired))
-        }
-        Some(EventType::ReservationExtended) => {
-            if let Some(at) = e.expires_at {
-                row.expires_at = at;
+        Some(kind) => {
+            let waiting = kind.line_effect().backordered;
+            match kind.reservation_move() {
+                ReservationMove::Adds => {
+                    wait(row, &e.lines);
+                    (None, None)
+                }
+                // Waiting units that leave the order were never held.
+                ReservationMove::Moves { .. } if waiting < 0 => (Some(Moved::Dropped), None),
+                ReservationMove::Moves { to, settles } => {
+                    (Some(Moved::Out(to)), (settles && e.seq >= 2).then_some(to))
+                }
+                ReservationMove::Nothing if waiting < 0 => (Some(Moved::Filled), None),
+                ReservationMove::Opens | ReservationMove::Nothing => (None, None),
             }
-            (None, None)
         }
-        _ => (None, None),
+        None => (None, None),
     };
+    if let Some(at) = e.expires_at {
+        row.expires_at = at;
+    }
     if let Some(moved) = moves.filter(|_| e.seq >= 2) {
         for (sku, location, q) in &e.lines {
             let line = row
@@ -292,9 +290,7 @@ fn fold_event(row: &mut Row, e: &WindowEvent) {
 /// ones into the open (filled) or out (dropped).
 #[derive(Clone, Copy, Debug)]
 enum Moved {
-    Confirmed,
-    Released,
-    Expired,
+    Out(ReservationState),
     Filled,
     Dropped,
 }
@@ -302,9 +298,11 @@ enum Moved {
 impl Moved {
     fn apply(self, line: &mut LineRow, q: i64) {
         let (from, to) = match self {
-            Moved::Confirmed => (&mut line.open, &mut line.confirmed),
-            Moved::Released => (&mut line.open, &mut line.released),
-            Moved::Expired => (&mut line.open, &mut line.expired),
+            Moved::Out(ReservationState::Confirmed) => (&mut line.open, &mut line.confirmed),
+            Moved::Out(ReservationState::Released) => (&mut line.open, &mut line.released),
+            Moved::Out(ReservationState::Expired) => (&mut line.open, &mut line.expired),
+            // Held units that stay held move nowhere.
+            Moved::Out(ReservationState::Reserved) => return,
             Moved::Filled => (&mut line.waiting, &mut line.open),
             Moved::Dropped => (&mut line.waiting, &mut line.dropped),
         };

@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Transaction;
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::domain::{EventType, StreamKind};
+use crate::domain::{EventType, ReservationMove, StreamKind};
 use crate::read_model::window::WindowEvent;
 use crate::read_model::BoxFuture;
 use crate::store::StoreError;
@@ -66,26 +66,21 @@ fn changes(events: &[WindowEvent]) -> HashMap<String, Change> {
         let Some(id) = e.stream.strip_prefix(prefix) else {
             continue;
         };
-        let settles = e.seq >= 2
-            && matches!(
-                e.kind,
-                Some(
-                    EventType::ReservationConfirmed
-                        | EventType::ReservationReleased
-                        | EventType::ReservationExpired
-                )
-            );
+        // Read from the type's row, never its name: what opens a
+        // reservation, what settles it, and any later event that says when
+        // its hold ends (an extension).
+        let opens = e.kind.map(EventType::reservation_move) == Some(ReservationMove::Opens);
+        let settles = e.seq >= 2 && e.kind.is_some_and(EventType::closes);
+        let extends = e.seq >= 2 && e.kind.is_some() && e.expires_at.is_some();
         let now = changes.get(id).cloned();
         let next = match (e.kind, now) {
-            (Some(EventType::ReservationCreated), _) if e.seq == 1 => {
-                e.expires_at.map(|at| Change::Open {
-                    order_id: e.order_id.clone(),
-                    expires_at: at,
-                })
-            }
+            (Some(_), _) if opens && e.seq == 1 => e.expires_at.map(|at| Change::Open {
+                order_id: e.order_id.clone(),
+                expires_at: at,
+            }),
             (_, Some(Change::Open { .. })) if settles => Some(Change::Gone),
             _ if settles => Some(Change::Close),
-            (Some(EventType::ReservationExtended), now) => match (now, e.expires_at) {
+            (_, now) if extends => match (now, e.expires_at) {
                 (Some(Change::Open { order_id, .. }), Some(at)) => Some(Change::Open {
                     order_id,
                     expires_at: at,

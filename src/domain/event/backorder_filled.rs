@@ -4,6 +4,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::command::Line;
 use crate::domain::ids::OrderId;
+use crate::domain::event::fact::{Fact, FactType};
+use crate::domain::event::row::{Columns, Rest, RowWriter};
+use crate::domain::event::{each_line, filled, lines_text, StockDelta};
+use crate::domain::event_type::{TypeRow, Places, NOTHING};
+use crate::domain::ids::Item;
 
 /// Stock arrived (or was freed) for waiting units: they are held now,
 /// as if reserved. Written by the ledger in the order backorders were
@@ -12,4 +17,38 @@ use crate::domain::ids::OrderId;
 pub struct BackorderFilled {
     pub order_id: OrderId,
     pub lines: Vec<Line>,
+}
+
+impl Fact for BackorderFilled {
+    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
+        each_line(&self.lines, f, filled);
+    }
+
+    fn sku_key(&self) -> Option<&str> {
+        None
+    }
+
+    fn order_id(&self) -> Option<&OrderId> {
+        Some(&self.order_id)
+    }
+
+    fn summary(&self) -> String {
+        format!("filled {} from stock", lines_text(&self.lines))
+    }
+
+    fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
+        row.order(Some(&self.order_id));
+        row.lines(&self.lines);
+    }
+}
+
+impl FactType for BackorderFilled {
+    const ROW: TypeRow = TypeRow::reservation(Places::Between, false, NOTHING, (0, 1, 0, -1));
+
+    fn read_row(c: &Columns<'_>, _rest: Rest) -> Result<Self, String> {
+        Ok(BackorderFilled {
+            order_id: c.the_order()?,
+            lines: c.lines()?,
+        })
+    }
 }

@@ -5,6 +5,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::command::Line;
 use crate::domain::ids::OrderId;
+use crate::domain::event::fact::{Fact, FactType};
+use crate::domain::event::row::{Columns, Rest, RowWriter};
+use crate::domain::event::{each_line, lines_text, waits, StockDelta};
+use crate::domain::event_type::{TypeRow, Places, ADDS};
+use crate::domain::ids::Item;
 
 /// The units of the order that were not on hand when it was reserved
 /// and now wait for stock that is expected (`lines`): a backorder, or a
@@ -17,4 +22,44 @@ pub struct BackorderPlaced {
     pub lines: Vec<Line>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_arrival: Option<NaiveDate>,
+}
+
+impl Fact for BackorderPlaced {
+    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
+        each_line(&self.lines, f, waits);
+    }
+
+    fn sku_key(&self) -> Option<&str> {
+        None
+    }
+
+    fn order_id(&self) -> Option<&OrderId> {
+        Some(&self.order_id)
+    }
+
+    fn summary(&self) -> String {
+        let lines = lines_text(&self.lines);
+        match self.latest_arrival {
+            Some(by) => format!("backordered {lines}, arriving by {by}"),
+            None => format!("backordered {lines}"),
+        }
+    }
+
+    fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
+        row.order(Some(&self.order_id));
+        row.lines(&self.lines);
+        row.rest.latest_arrival = self.latest_arrival;
+    }
+}
+
+impl FactType for BackorderPlaced {
+    const ROW: TypeRow = TypeRow::reservation(Places::Between, false, ADDS, (0, 0, 0, 1));
+
+    fn read_row(c: &Columns<'_>, rest: Rest) -> Result<Self, String> {
+        Ok(BackorderPlaced {
+            order_id: c.the_order()?,
+            lines: c.lines()?,
+            latest_arrival: rest.latest_arrival,
+        })
+    }
 }

@@ -11,85 +11,140 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::domain::command::Line;
-pub use crate::domain::event_type::{EventType, ReservationMove};
+pub use crate::domain::event_type::ReservationMove;
 use crate::domain::ids::{Item, Location, OrderId, Sku};
 use crate::domain::settings::Setting;
 use crate::domain::stream::StreamId;
+use crate::domain::{event_type, shape};
 
 /// The reason recorded on a tombstone: a release that arrived before its reserve.
 pub const TOMBSTONE_REASON: &str = "released_before_reserve";
 
-mod backorder_dropped;
-mod backorder_filled;
-mod backorder_placed;
-mod expected_receipt_cancelled;
-mod expected_receipt_changed;
-mod expected_receipt_delivered;
-mod order_limit_set;
-mod receipt_expected;
-mod reorder_point_set;
-mod reservation_confirmed;
-mod reservation_created;
-mod reservation_expired;
-mod reservation_extended;
-mod reservation_lines_confirmed;
-mod reservation_lines_released;
-mod reservation_released;
-mod stock_adjusted;
-mod stock_counted;
-mod stock_low;
-mod stock_received;
-mod stock_recovered;
-mod stock_transferred;
+pub mod fact;
+pub mod row;
 
-pub use backorder_dropped::BackorderDropped;
-pub use backorder_filled::BackorderFilled;
-pub use backorder_placed::BackorderPlaced;
-pub use expected_receipt_cancelled::ExpectedReceiptCancelled;
-pub use expected_receipt_changed::ExpectedReceiptChanged;
-pub use expected_receipt_delivered::ExpectedReceiptDelivered;
-pub use order_limit_set::OrderLimitSet;
-pub use receipt_expected::ReceiptExpected;
-pub use reorder_point_set::ReorderPointSet;
-pub use reservation_confirmed::ReservationConfirmed;
-pub use reservation_created::ReservationCreated;
-pub use reservation_expired::ReservationExpired;
-pub use reservation_extended::ReservationExtended;
-pub use reservation_lines_confirmed::ReservationLinesConfirmed;
-pub use reservation_lines_released::ReservationLinesReleased;
-pub use reservation_released::ReservationReleased;
-pub use stock_adjusted::StockAdjusted;
-pub use stock_counted::StockCounted;
-pub use stock_low::StockLow;
-pub use stock_received::StockReceived;
-pub use stock_recovered::StockRecovered;
-pub use stock_transferred::StockTransferred;
+use fact::{Fact, FactType};
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", content = "data")]
-pub enum Event {
-    StockReceived(StockReceived),
-    StockAdjusted(StockAdjusted),
-    StockTransferred(StockTransferred),
-    StockCounted(StockCounted),
-    OrderLimitSet(OrderLimitSet),
-    ReorderPointSet(ReorderPointSet),
-    StockLow(StockLow),
-    StockRecovered(StockRecovered),
-    ReceiptExpected(ReceiptExpected),
-    ExpectedReceiptChanged(ExpectedReceiptChanged),
-    ExpectedReceiptDelivered(ExpectedReceiptDelivered),
-    ExpectedReceiptCancelled(ExpectedReceiptCancelled),
-    ReservationCreated(ReservationCreated),
-    ReservationConfirmed(ReservationConfirmed),
-    ReservationReleased(ReservationReleased),
-    ReservationExpired(ReservationExpired),
-    ReservationLinesConfirmed(ReservationLinesConfirmed),
-    ReservationLinesReleased(ReservationLinesReleased),
-    ReservationExtended(ReservationExtended),
-    BackorderPlaced(BackorderPlaced),
-    BackorderFilled(BackorderFilled),
-    BackorderDropped(BackorderDropped),
+/// Declares the events: the module each lives in, the `Event` enum of them
+/// and the `EventType` enum of their names, and the dispatch from either to
+/// the event's own module. A new event is a module and a line here.
+macro_rules! events {
+    ($($name:ident in $module:ident,)*) => {
+        $(mod $module;)*
+        $(pub use $module::$name;)*
+
+        /// A fact of the log: one of the events below, each in its own module.
+        #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(tag = "type", content = "data")]
+        pub enum Event {
+            $($name($name),)*
+        }
+
+        /// The type of an event, without its data: the `type` column of the log.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum EventType {
+            $($name,)*
+        }
+
+        impl EventType {
+            /// Every event type.
+            pub const ALL: &'static [EventType] = &[$(EventType::$name),*];
+
+            /// As the log stores it (the serde tag of `Event`).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(EventType::$name => stringify!($name),)*
+                }
+            }
+
+            /// The type's row (`FactType::ROW`).
+            pub(crate) fn row(self) -> event_type::TypeRow {
+                match self {
+                    $(EventType::$name => <$name as FactType>::ROW,)*
+                }
+            }
+
+            /// Every change of the type's shape (`FactType::CHANGES`).
+            pub fn changes(self) -> &'static [shape::Change] {
+                match self {
+                    $(EventType::$name => <$name as FactType>::CHANGES,)*
+                }
+            }
+
+            /// Brings JSON data written in `version` to the current shape.
+            pub(crate) fn upcast_data(
+                self,
+                version: shape::Version,
+                data: &mut serde_json::Map<String, serde_json::Value>,
+                at: DateTime<Utc>,
+            ) {
+                match self {
+                    $(EventType::$name => <$name as FactType>::upcast_data(version, data, at),)*
+                }
+            }
+
+            /// Rebuilds an event of this type from its row, written in
+            /// `version` at `at`.
+            pub(crate) fn read_row(
+                self,
+                version: shape::Version,
+                at: DateTime<Utc>,
+                c: &row::Columns<'_>,
+                mut rest: row::Rest,
+            ) -> Result<Event, String> {
+                match self {
+                    $(EventType::$name => {
+                        <$name as FactType>::upcast_row(version, &mut rest, at);
+                        <$name as FactType>::read_row(c, rest).map(Event::$name)
+                    })*
+                }
+                .map_err(|e| format!("{self} {e}"))
+            }
+        }
+
+        impl Event {
+            /// The event's type.
+            pub fn event_type(&self) -> EventType {
+                match self {
+                    $(Event::$name(_) => EventType::$name,)*
+                }
+            }
+
+            /// The event's own answers (its module's `Fact`).
+            pub fn fact(&self) -> &dyn Fact {
+                match self {
+                    $(Event::$name(e) => e,)*
+                }
+            }
+        }
+    };
+}
+
+// The registry: every event and its module. The order is the order of the
+// `event_types` table and of `EventType::ALL`.
+events! {
+    StockReceived in stock_received,
+    StockAdjusted in stock_adjusted,
+    StockTransferred in stock_transferred,
+    StockCounted in stock_counted,
+    OrderLimitSet in order_limit_set,
+    ReorderPointSet in reorder_point_set,
+    StockLow in stock_low,
+    StockRecovered in stock_recovered,
+    ReceiptExpected in receipt_expected,
+    ExpectedReceiptChanged in expected_receipt_changed,
+    ExpectedReceiptDelivered in expected_receipt_delivered,
+    ExpectedReceiptCancelled in expected_receipt_cancelled,
+    ReservationCreated in reservation_created,
+    ReservationConfirmed in reservation_confirmed,
+    ReservationReleased in reservation_released,
+    ReservationExpired in reservation_expired,
+    ReservationLinesConfirmed in reservation_lines_confirmed,
+    ReservationLinesReleased in reservation_lines_released,
+    ReservationExtended in reservation_extended,
+    BackorderPlaced in backorder_placed,
+    BackorderFilled in backorder_filled,
+    BackorderDropped in backorder_dropped,
 }
 
 /// Why waiting units were dropped.
@@ -105,6 +160,17 @@ pub enum DropReason {
 }
 
 impl DropReason {
+    /// The reason `as_str` wrote.
+    pub fn parse(text: &str) -> Option<DropReason> {
+        [
+            DropReason::Released,
+            DropReason::Expired,
+            DropReason::Unfillable,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == text)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             DropReason::Released => "released",
@@ -269,97 +335,17 @@ impl Balance {
 }
 
 impl Event {
-    pub fn event_type(&self) -> EventType {
-        // The serde tag is the variant's name, which is the type's name.
-        match self {
-            Event::StockReceived(StockReceived { .. }) => EventType::StockReceived,
-            Event::StockAdjusted(StockAdjusted { .. }) => EventType::StockAdjusted,
-            Event::StockTransferred(StockTransferred { .. }) => EventType::StockTransferred,
-            Event::StockCounted(StockCounted { .. }) => EventType::StockCounted,
-            Event::OrderLimitSet(OrderLimitSet { .. }) => EventType::OrderLimitSet,
-            Event::ReorderPointSet(ReorderPointSet { .. }) => EventType::ReorderPointSet,
-            Event::StockLow(StockLow { .. }) => EventType::StockLow,
-            Event::StockRecovered(StockRecovered { .. }) => EventType::StockRecovered,
-            Event::ReceiptExpected(ReceiptExpected { .. }) => EventType::ReceiptExpected,
-            Event::ExpectedReceiptChanged(ExpectedReceiptChanged { .. }) => {
-                EventType::ExpectedReceiptChanged
-            }
-            Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered { .. }) => {
-                EventType::ExpectedReceiptDelivered
-            }
-            Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled { .. }) => {
-                EventType::ExpectedReceiptCancelled
-            }
-            Event::ReservationCreated(ReservationCreated { .. }) => EventType::ReservationCreated,
-            Event::ReservationConfirmed(ReservationConfirmed { .. }) => {
-                EventType::ReservationConfirmed
-            }
-            Event::ReservationReleased(ReservationReleased { .. }) => {
-                EventType::ReservationReleased
-            }
-            Event::ReservationExpired(ReservationExpired { .. }) => EventType::ReservationExpired,
-            Event::ReservationLinesConfirmed(ReservationLinesConfirmed { .. }) => {
-                EventType::ReservationLinesConfirmed
-            }
-            Event::ReservationLinesReleased(ReservationLinesReleased { .. }) => {
-                EventType::ReservationLinesReleased
-            }
-            Event::ReservationExtended(ReservationExtended { .. }) => {
-                EventType::ReservationExtended
-            }
-            Event::BackorderPlaced(BackorderPlaced { .. }) => EventType::BackorderPlaced,
-            Event::BackorderFilled(BackorderFilled { .. }) => EventType::BackorderFilled,
-            Event::BackorderDropped(BackorderDropped { .. }) => EventType::BackorderDropped,
-        }
-    }
-
     /// The order a reservation event is about; `None` for stock events and
     /// a tombstone.
     pub fn order_id(&self) -> Option<&OrderId> {
-        match self {
-            Event::ReservationCreated(ReservationCreated { order_id, .. })
-            | Event::ReservationConfirmed(ReservationConfirmed { order_id, .. })
-            | Event::ReservationExpired(ReservationExpired { order_id, .. })
-            | Event::ReservationLinesConfirmed(ReservationLinesConfirmed { order_id, .. })
-            | Event::ReservationLinesReleased(ReservationLinesReleased { order_id, .. })
-            | Event::ReservationExtended(ReservationExtended { order_id, .. })
-            | Event::BackorderPlaced(BackorderPlaced { order_id, .. })
-            | Event::BackorderFilled(BackorderFilled { order_id, .. })
-            | Event::BackorderDropped(BackorderDropped { order_id, .. }) => Some(order_id),
-            Event::ReservationReleased(ReservationReleased { order_id, .. }) => order_id.as_ref(),
-            outside_reservations!() => None,
-        }
+        self.fact().order_id()
     }
 
     /// What a reader filters an event by after its type (the relay's
     /// subject ends with it): the SKU a stock event moves, else the id of
-    /// its stream (a reservation's id). One exhaustive match, so a new event
-    /// says which.
+    /// its stream (a reservation's id).
     pub fn key<'a>(&'a self, stream: &'a StreamId) -> &'a str {
-        match self {
-            Event::StockReceived(StockReceived { sku, .. })
-            | Event::StockAdjusted(StockAdjusted { sku, .. })
-            | Event::StockTransferred(StockTransferred { sku, .. })
-            | Event::StockCounted(StockCounted { sku, .. })
-            | Event::OrderLimitSet(OrderLimitSet { sku, .. })
-            | Event::ReorderPointSet(ReorderPointSet { sku, .. })
-            | Event::StockLow(StockLow { sku, .. })
-            | Event::StockRecovered(StockRecovered { sku, .. })
-            | Event::ReceiptExpected(ReceiptExpected { sku, .. })
-            | Event::ExpectedReceiptChanged(ExpectedReceiptChanged { sku, .. })
-            | Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered { sku, .. })
-            | Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled { sku, .. }) => sku.as_str(),
-            Event::ReservationCreated(ReservationCreated { .. })
-            | Event::ReservationConfirmed(ReservationConfirmed { .. })
-            | Event::ReservationReleased(ReservationReleased { .. })
-            | Event::ReservationExpired(ReservationExpired { .. })
-            | Event::ReservationLinesConfirmed(ReservationLinesConfirmed { .. })
-            | Event::ReservationLinesReleased(ReservationLinesReleased { .. })
-            | Event::ReservationExtended(ReservationExtended { .. })
-            | Event::BackorderPlaced(BackorderPlaced { .. })
-            | Event::BackorderFilled(BackorderFilled { .. })
-            | Event::BackorderDropped(BackorderDropped { .. }) => stream.id(),
-        }
+        self.fact().sku_key().unwrap_or(stream.id())
     }
 
     /// The `type` column: the serde tag, which is the variant's name.
@@ -368,7 +354,7 @@ impl Event {
     }
 
     /// The event's fields without its type tag, as the API and the CLI show
-    /// them. The log row lays them out differently (`store::log_row`).
+    /// them. The log row lays them out differently (`row.rs`).
     pub fn data(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(self).expect("events always serialise");
         v.get_mut("data")
@@ -396,127 +382,34 @@ impl Event {
     ) -> Result<Event, String> {
         let kind =
             EventType::parse(type_name).ok_or_else(|| format!("unknown event type {type_name}"))?;
-        let version = crate::domain::shape::check(kind, version).map_err(|e| e.to_string())?;
+        let version = shape::check(kind, version).map_err(|e| e.to_string())?;
         let serde_json::Value::Object(mut fields) = data else {
             return Err(format!("{type_name}: its data is not an object"));
         };
-        crate::domain::shape::upcast_data(kind, version, &mut fields, recorded_at);
+        kind.upcast_data(version, &mut fields, recorded_at);
         Event::from_parts(type_name, fields.into()).map_err(|e| format!("{type_name}: {e}"))
     }
 
     /// How this event moves stock: calls `f` with each item and its change.
-    /// This is the one definition of an event's stock effect; everything that
-    /// folds events into figures goes through it. It allocates nothing for
-    /// reservation events, which makes it the hot loop of the audit.
+    /// This is the one definition of an event's stock effect (each event's
+    /// `Fact::effects`); everything that folds events into figures goes
+    /// through it. It allocates nothing for reservation events, which makes
+    /// it the hot loop of the audit.
     pub fn for_each_effect(&self, mut f: impl FnMut(&Item, StockDelta)) {
-        let lines = each_line;
-        let on_hand = on_hand_by;
-        match self {
-            Event::StockReceived(StockReceived {
-                sku,
-                location,
-                quantity,
-            }) => on_hand(&mut f, sku, location, i64::from(*quantity)),
-            Event::StockAdjusted(StockAdjusted {
-                sku,
-                location,
-                delta,
-                ..
-            }) => on_hand(&mut f, sku, location, i64::from(*delta)),
-            Event::StockTransferred(StockTransferred {
-                sku,
-                from_location,
-                to_location,
-                quantity,
-            }) => {
-                on_hand(&mut f, sku, from_location, -i64::from(*quantity));
-                on_hand(&mut f, sku, to_location, i64::from(*quantity));
-            }
-            Event::StockCounted(StockCounted {
-                sku,
-                location,
-                counted,
-                books,
-            }) => on_hand(&mut f, sku, location, i64::from(*counted) - books),
-            // A limit moves no stock, but names its item: the item is known
-            // from then on (its balance row exists), as after a count of 0.
-            // So does what is expected: it is not here until a receipt
-            // brings it (that receipt's own event).
-            Event::OrderLimitSet(OrderLimitSet { sku, location, .. })
-            | Event::ReorderPointSet(ReorderPointSet { sku, location, .. })
-            | Event::StockLow(StockLow { sku, location, .. })
-            | Event::StockRecovered(StockRecovered { sku, location, .. })
-            | Event::ReceiptExpected(ReceiptExpected { sku, location, .. })
-            | Event::ExpectedReceiptChanged(ExpectedReceiptChanged { sku, location, .. })
-            | Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered { sku, location, .. })
-            | Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled { sku, location, .. }) => {
-                on_hand(&mut f, sku, location, 0)
-            }
-            Event::ReservationCreated(ReservationCreated { lines: l, .. }) => {
-                lines(l, &mut f, held)
-            }
-            Event::ReservationConfirmed(ReservationConfirmed { lines: l, .. })
-            | Event::ReservationLinesConfirmed(ReservationLinesConfirmed { lines: l, .. }) => {
-                lines(l, &mut f, shipped)
-            }
-            Event::ReservationReleased(ReservationReleased { lines: l, .. })
-            | Event::ReservationExpired(ReservationExpired { lines: l, .. })
-            | Event::ReservationLinesReleased(ReservationLinesReleased { lines: l, .. }) => {
-                lines(l, &mut f, freed)
-            }
-            Event::BackorderPlaced(BackorderPlaced { lines: l, .. }) => lines(l, &mut f, waits),
-            Event::BackorderFilled(BackorderFilled { lines: l, .. }) => lines(l, &mut f, filled),
-            Event::BackorderDropped(BackorderDropped { lines: l, .. }) => lines(l, &mut f, unwaits),
-            // An extension moves the expiry, never stock.
-            Event::ReservationExtended(ReservationExtended { .. }) => {}
-        }
+        self.fact().effects(&mut f);
     }
 
     /// What the event sets on its item, if it sets anything (a per-order
     /// limit, a reorder point, what an alert said): the last such event of
-    /// an item is what holds. The command
-    /// path, the store's item row and the audit read it here.
+    /// an item is what holds. The command path, the store's item row and
+    /// the audit read it here.
     pub fn setting(&self) -> Option<(Item, Setting)> {
-        let item = |sku: &Sku, location: &Location| Item {
-            sku: sku.clone(),
-            location: location.clone(),
-        };
-        match self {
-            Event::OrderLimitSet(OrderLimitSet {
-                sku,
-                location,
-                max_per_order,
-            }) => Some((item(sku, location), Setting::MaxPerOrder(*max_per_order))),
-            Event::ReorderPointSet(ReorderPointSet {
-                sku,
-                location,
-                reorder_point,
-            }) => Some((item(sku, location), Setting::ReorderPoint(*reorder_point))),
-            Event::StockLow(StockLow { sku, location, .. }) => {
-                Some((item(sku, location), Setting::AlertedLow(true)))
-            }
-            Event::StockRecovered(StockRecovered { sku, location, .. }) => {
-                Some((item(sku, location), Setting::AlertedLow(false)))
-            }
-            Event::StockReceived(StockReceived { .. })
-            | Event::StockAdjusted(StockAdjusted { .. })
-            | Event::StockTransferred(StockTransferred { .. })
-            | Event::StockCounted(StockCounted { .. })
-            | Event::ReceiptExpected(ReceiptExpected { .. })
-            | Event::ExpectedReceiptChanged(ExpectedReceiptChanged { .. })
-            | Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered { .. })
-            | Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled { .. })
-            | Event::ReservationCreated(ReservationCreated { .. })
-            | Event::ReservationConfirmed(ReservationConfirmed { .. })
-            | Event::ReservationReleased(ReservationReleased { .. })
-            | Event::ReservationExpired(ReservationExpired { .. })
-            | Event::ReservationLinesConfirmed(ReservationLinesConfirmed { .. })
-            | Event::ReservationLinesReleased(ReservationLinesReleased { .. })
-            | Event::ReservationExtended(ReservationExtended { .. })
-            | Event::BackorderPlaced(BackorderPlaced { .. })
-            | Event::BackorderFilled(BackorderFilled { .. })
-            | Event::BackorderDropped(BackorderDropped { .. }) => None,
-        }
+        self.fact().setting()
+    }
+
+    /// What an alert event says about its item; `None` for every other event.
+    pub fn alert(&self) -> Option<Alert> {
+        self.fact().alert()
     }
 
     /// The stock effects as a list (see `for_each_effect`).
@@ -527,12 +420,42 @@ impl Event {
     }
 }
 
-/// Calls `f` with a change of on-hand stock of `sku` at `location` by `by`.
-fn on_hand_by(f: &mut dyn FnMut(&Item, StockDelta), sku: &Sku, location: &Location, by: i64) {
-    let item = Item {
+impl std::fmt::Display for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.fact().summary())
+    }
+}
+
+/// What an alert says, whichever of the two it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Alert {
+    pub item: Item,
+    /// Low (`StockLow`), or no longer low (`StockRecovered`).
+    pub low: bool,
+    pub available: i64,
+    pub reorder_point: Option<u32>,
+}
+
+/// An item, from its parts.
+fn item_of(sku: &Sku, location: &Location) -> Item {
+    Item {
         sku: sku.clone(),
         location: location.clone(),
-    };
+    }
+}
+
+/// The lines of an event for a person: `2 × hat@main, 1 × cap@main`.
+fn lines_text(lines: &[Line]) -> String {
+    lines
+        .iter()
+        .map(|l| format!("{} × {}@{}", l.quantity, l.item.sku, l.item.location))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Calls `f` with a change of on-hand stock of `sku` at `location` by `by`.
+fn on_hand_by(f: &mut dyn FnMut(&Item, StockDelta), sku: &Sku, location: &Location, by: i64) {
+    let item = item_of(sku, location);
     f(
         &item,
         StockDelta {

@@ -4,6 +4,13 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::ids::{Location, Sku};
+use crate::domain::event::fact::{Fact, FactType};
+use crate::domain::event::row::{need, Columns, Rest, RowWriter};
+use crate::domain::event::{on_hand_by, StockDelta};
+use crate::domain::event_type::{TypeRow, MOVES_NOTHING, NOTHING, SAYS_NOTHING};
+use crate::domain::event_type::Places;
+use crate::domain::ids::{Item, OrderId};
+use crate::domain::stream::StreamKind;
 
 /// Stock of one item is expected on a date (a purchase order line or an
 /// advance shipping notice): `quantity` units, all of them still to come.
@@ -13,4 +20,58 @@ pub struct ReceiptExpected {
     pub location: Location,
     pub quantity: u32,
     pub expected_on: NaiveDate,
+}
+
+impl Fact for ReceiptExpected {
+    /// What is expected is not here until a receipt brings it (that
+    /// receipt's own event); the item is named, as by a setting.
+    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
+        on_hand_by(f, &self.sku, &self.location, 0);
+    }
+
+    fn sku_key(&self) -> Option<&str> {
+        Some(self.sku.as_str())
+    }
+
+    fn order_id(&self) -> Option<&OrderId> {
+        None
+    }
+
+    fn summary(&self) -> String {
+        let ReceiptExpected {
+            sku,
+            location,
+            quantity,
+            expected_on,
+        } = self;
+        format!("expecting {quantity} × {sku}@{location} on {expected_on}")
+    }
+
+    /// Its line is what is still expected after it (the `incoming` read
+    /// model reads it; its line effect is zero, so it moves no stock).
+    fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
+        row.item(&self.sku, &self.location, i64::from(self.quantity));
+        row.rest.expected_on = Some(self.expected_on);
+    }
+}
+
+impl FactType for ReceiptExpected {
+    const ROW: TypeRow = TypeRow {
+        stream: StreamKind::Expected,
+        places: Places::First,
+        closes: false,
+        reservation: NOTHING,
+        line: MOVES_NOTHING,
+        low: SAYS_NOTHING,
+    };
+
+    fn read_row(c: &Columns<'_>, rest: Rest) -> Result<Self, String> {
+        let (item, units) = c.item_expecting()?;
+        Ok(ReceiptExpected {
+            sku: item.sku,
+            location: item.location,
+            quantity: units,
+            expected_on: need(rest.expected_on, "expected_on")?,
+        })
+    }
 }

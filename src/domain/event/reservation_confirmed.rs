@@ -4,6 +4,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::command::Line;
 use crate::domain::ids::{ConfirmationId, OrderId};
+use crate::domain::event::fact::{Fact, FactType};
+use crate::domain::event::row::{Columns, Rest, RowWriter};
+use crate::domain::event::{each_line, lines_text, StockDelta};
+use crate::domain::event_type::{TypeRow, Places};
+use crate::domain::ids::Item;
+use crate::domain::event::shipped;
+use crate::domain::event_type::settles;
+use crate::domain::reservation::ReservationState;
 
 /// The three settling events (confirmed, released, expired) carry the
 /// order and the lines still open when they were written, so each event
@@ -16,4 +24,45 @@ pub struct ReservationConfirmed {
     pub lines: Vec<Line>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmation_id: Option<ConfirmationId>,
+}
+
+impl Fact for ReservationConfirmed {
+    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
+        each_line(&self.lines, f, shipped);
+    }
+
+    fn sku_key(&self) -> Option<&str> {
+        None
+    }
+
+    fn order_id(&self) -> Option<&OrderId> {
+        Some(&self.order_id)
+    }
+
+    fn summary(&self) -> String {
+        format!("confirmed {}", lines_text(&self.lines))
+    }
+
+    fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
+        row.order(Some(&self.order_id));
+        row.lines(&self.lines);
+        row.rest.confirmation_id = self.confirmation_id.clone();
+    }
+}
+
+impl FactType for ReservationConfirmed {
+    const ROW: TypeRow = TypeRow::reservation(
+        Places::Later,
+        true,
+        settles(ReservationState::Confirmed),
+        (-1, -1, 1, 0),
+    );
+
+    fn read_row(c: &Columns<'_>, rest: Rest) -> Result<Self, String> {
+        Ok(ReservationConfirmed {
+            order_id: c.the_order()?,
+            lines: c.lines()?,
+            confirmation_id: rest.confirmation_id,
+        })
+    }
 }

@@ -4,6 +4,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::command::Line;
 use crate::domain::ids::{OrderId, ReleaseId};
+use crate::domain::event::fact::{Fact, FactType};
+use crate::domain::event::row::{need, Columns, Rest, RowWriter};
+use crate::domain::event::{each_line, lines_text, StockDelta};
+use crate::domain::event_type::{TypeRow, Places};
+use crate::domain::ids::Item;
+use crate::domain::event::freed;
+use crate::domain::event_type::part;
+use crate::domain::reservation::ReservationState;
+use crate::domain::text::shown;
 
 /// Part of an open reservation released (taken off the order); the rest
 /// stays held.
@@ -13,4 +22,48 @@ pub struct ReservationLinesReleased {
     pub release_id: ReleaseId,
     pub lines: Vec<Line>,
     pub reason: String,
+}
+
+impl Fact for ReservationLinesReleased {
+    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
+        each_line(&self.lines, f, freed);
+    }
+
+    fn sku_key(&self) -> Option<&str> {
+        None
+    }
+
+    fn order_id(&self) -> Option<&OrderId> {
+        Some(&self.order_id)
+    }
+
+    fn summary(&self) -> String {
+        let lines = lines_text(&self.lines);
+        format!("released {lines} ({}: {})", self.release_id, shown(&self.reason))
+    }
+
+    fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
+        row.order(Some(&self.order_id));
+        row.lines(&self.lines);
+        row.rest.release_id = Some(self.release_id.clone());
+        row.rest.reason = Some(self.reason.clone());
+    }
+}
+
+impl FactType for ReservationLinesReleased {
+    const ROW: TypeRow = TypeRow::reservation(
+        Places::Between,
+        false,
+        part(ReservationState::Released),
+        (0, -1, 0, 0),
+    );
+
+    fn read_row(c: &Columns<'_>, rest: Rest) -> Result<Self, String> {
+        Ok(ReservationLinesReleased {
+            order_id: c.the_order()?,
+            release_id: need(rest.release_id, "release_id")?,
+            lines: c.lines()?,
+            reason: need(rest.reason, "reason")?,
+        })
+    }
 }

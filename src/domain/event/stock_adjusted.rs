@@ -3,6 +3,13 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::ids::{Location, Sku};
+use crate::domain::event::fact::{Fact, FactType};
+use crate::domain::event::row::{need, Columns, Rest, RowWriter};
+use crate::domain::event::{on_hand_by, StockDelta};
+use crate::domain::event_type::TypeRow;
+use crate::domain::ids::{Item, OrderId};
+use crate::domain::stream::StreamKind;
+use crate::domain::text::shown;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StockAdjusted {
@@ -10,4 +17,47 @@ pub struct StockAdjusted {
     pub location: Location,
     pub delta: i32,
     pub reason: String,
+}
+
+impl Fact for StockAdjusted {
+    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
+        on_hand_by(f, &self.sku, &self.location, i64::from(self.delta));
+    }
+
+    fn sku_key(&self) -> Option<&str> {
+        Some(self.sku.as_str())
+    }
+
+    fn order_id(&self) -> Option<&OrderId> {
+        None
+    }
+
+    fn summary(&self) -> String {
+        let StockAdjusted {
+            sku,
+            location,
+            delta,
+            reason,
+        } = self;
+        format!("adjusted {delta:+} × {sku}@{location} ({})", shown(reason))
+    }
+
+    fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
+        row.item(&self.sku, &self.location, i64::from(self.delta));
+        row.rest.reason = Some(self.reason.clone());
+    }
+}
+
+impl FactType for StockAdjusted {
+    const ROW: TypeRow = TypeRow::single(StreamKind::Adjustment, (1, 0, 0, 0));
+
+    fn read_row(c: &Columns<'_>, rest: Rest) -> Result<Self, String> {
+        let (item, delta) = c.one_item()?;
+        Ok(StockAdjusted {
+            sku: item.sku,
+            location: item.location,
+            delta: i32::try_from(delta).map_err(|_| format!("delta {delta}"))?,
+            reason: need(rest.reason, "reason")?,
+        })
+    }
 }

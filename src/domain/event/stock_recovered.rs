@@ -3,6 +3,14 @@
 use serde::{Deserialize, Serialize};
 
 use crate::domain::ids::{Location, Sku};
+use crate::domain::event::fact::{Fact, FactType};
+use crate::domain::event::row::{need, Columns, Rest, RowWriter};
+use crate::domain::event::{item_of, on_hand_by, StockDelta};
+use crate::domain::event_type::{TypeRow, MOVES_NOTHING};
+use crate::domain::ids::{Item, OrderId};
+use crate::domain::settings::Setting;
+use crate::domain::stream::StreamKind;
+use crate::domain::event::Alert;
 
 /// Written by the ledger: the item is no longer low: its available
 /// stock is back at or above its reorder point, or the point was
@@ -14,4 +22,66 @@ pub struct StockRecovered {
     pub location: Location,
     pub available: i64,
     pub reorder_point: Option<u32>,
+}
+
+impl Fact for StockRecovered {
+    /// Moves no stock, but names its item: the item is known from then on
+    /// (its balance row exists), as after a count of 0.
+    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
+        on_hand_by(f, &self.sku, &self.location, 0);
+    }
+
+    fn sku_key(&self) -> Option<&str> {
+        Some(self.sku.as_str())
+    }
+
+    fn order_id(&self) -> Option<&OrderId> {
+        None
+    }
+
+    fn setting(&self) -> Option<(Item, Setting)> {
+        Some((item_of(&self.sku, &self.location), Setting::AlertedLow(false)))
+    }
+
+    fn alert(&self) -> Option<Alert> {
+        Some(Alert {
+            item: item_of(&self.sku, &self.location),
+            low: false,
+            available: self.available,
+            reorder_point: self.reorder_point,
+        })
+    }
+
+    fn summary(&self) -> String {
+        let StockRecovered {
+            sku,
+            location,
+            available,
+            ..
+        } = self;
+        format!("no longer low: {available} × {sku}@{location} available")
+    }
+
+    fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
+        row.item(&self.sku, &self.location, 0);
+        row.rest.available = Some(self.available);
+        row.rest.reorder_point = Some(self.reorder_point);
+    }
+}
+
+impl FactType for StockRecovered {
+    const ROW: TypeRow = TypeRow {
+        low: Some(false),
+        ..TypeRow::single(StreamKind::Alert, MOVES_NOTHING)
+    };
+
+    fn read_row(c: &Columns<'_>, rest: Rest) -> Result<Self, String> {
+        let item = c.item_moving_nothing()?;
+        Ok(StockRecovered {
+            sku: item.sku,
+            location: item.location,
+            available: need(rest.available, "available")?,
+            reorder_point: need(rest.reorder_point, "reorder_point")?,
+        })
+    }
 }
