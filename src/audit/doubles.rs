@@ -8,6 +8,7 @@
 
 use tokio_postgres::Client;
 
+use crate::domain::event::opens_reservation_sql;
 use crate::limits::MAX_REPORTED_DIFFERENCES;
 use crate::read_model::Diffs;
 use crate::store::StoreError;
@@ -46,9 +47,12 @@ pub(crate) async fn load(client: &Client) -> Result<Doubles, StoreError> {
         .await?;
     let orders = client
         .query(
-            "SELECT order_id, array_agg(stream ORDER BY stream), count(*) OVER () FROM events
-             WHERE type = 'ReservationCreated'
-             GROUP BY order_id HAVING count(*) > 1 ORDER BY order_id LIMIT $1",
+            concat!(
+                "SELECT order_id, array_agg(stream ORDER BY stream), count(*) OVER () FROM events
+                 WHERE ",
+                opens_reservation_sql!(),
+                " GROUP BY order_id HAVING count(*) > 1 ORDER BY order_id LIMIT $1",
+            ),
             &[&limit],
         )
         .await?;

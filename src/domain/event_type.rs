@@ -166,6 +166,15 @@ impl EventType {
         self.incoming() || self.line_effect().backordered != 0
     }
 
+    /// Whether an event of this type moves a reservation's hold and nothing
+    /// else: a reservation's event that moves no units and no stock (an
+    /// extension). The read models' batches move a row's expiry by it.
+    pub fn moves_hold(self) -> bool {
+        self.stream_kind() == StreamKind::Reservation
+            && self.reservation_move() == ReservationMove::Nothing
+            && self.line_effect() == StockDelta::default()
+    }
+
     /// The type that opens a stream of `kind`: the one whose only place is
     /// the first. `None` if no type or more than one does.
     pub fn opening(kind: StreamKind) -> Option<EventType> {

@@ -237,8 +237,8 @@ fn fold_all(rows: &mut HashMap<String, Slot>, events: &[WindowEvent]) {
 /// One event's effect on its order's row, read from its type's row (what it
 /// does to a reservation, how its lines move stock), never from its name:
 /// its lines move from open to where the event says, a settling event after
-/// the first sets the state, an event that says when the hold ends moves
-/// the expiry, and every event is the row's latest.
+/// the first sets the state, an event that moves only the hold (an
+/// extension) moves the expiry, and every event is the row's latest.
 fn fold_event(row: &mut Row, e: &WindowEvent) {
     let (moves, state) = match e.kind {
         Some(kind) => {
@@ -259,7 +259,10 @@ fn fold_event(row: &mut Row, e: &WindowEvent) {
         }
         None => (None, None),
     };
-    if let Some(at) = e.expires_at {
+    if let Some(at) = e
+        .expires_at
+        .filter(|_| e.kind.is_some_and(EventType::moves_hold))
+    {
         row.expires_at = at;
     }
     if let Some(moved) = moves.filter(|_| e.seq >= 2) {

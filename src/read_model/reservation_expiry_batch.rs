@@ -68,10 +68,10 @@ fn changes(events: &[WindowEvent]) -> HashMap<String, Change> {
         };
         // Read from the type's row, never its name: what opens a
         // reservation, what settles it, and any later event that says when
-        // its hold ends (an extension).
+        // its hold ends and moves nothing else (an extension).
         let opens = e.kind.map(EventType::reservation_move) == Some(ReservationMove::Opens);
         let settles = e.seq >= 2 && e.kind.is_some_and(EventType::closes);
-        let extends = e.seq >= 2 && e.kind.is_some() && e.expires_at.is_some();
+        let extends = e.seq >= 2 && e.kind.is_some_and(EventType::moves_hold);
         let now = changes.get(id).cloned();
         let next = match (e.kind, now) {
             (Some(_), _) if opens && e.seq == 1 => e.expires_at.map(|at| Change::Open {

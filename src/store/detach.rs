@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::{ClientWrapper, Object, Pool};
 use tokio_postgres::Client;
 
+use crate::domain::event::opens_reservation_sql;
 use crate::domain::EventType;
 use crate::limits::{DETACH_LOCK_WAIT_MS, DETACH_STATEMENT_TIMEOUT_MS, DETACH_WRITERS_WAIT_MS};
 use crate::store::locks::{Lock, TRY_SESSION_LOCK};
@@ -266,14 +267,15 @@ impl Detacher {
             &format!(
                 "INSERT INTO leaving
                  SELECT stream, max(seq), max(position),
-                        max(order_id) FILTER (WHERE type = 'ReservationCreated'),
+                        max(order_id) FILTER (WHERE {opens}),
                         bool_or(type = ANY($1::text[]))
                  FROM (SELECT stream, seq, position, type, order_id FROM {table}
                        UNION ALL
                        SELECT c.stream, c.seq, c.position, c.type, c.order_id
                        FROM carried_events AS c
                        WHERE c.stream IN (SELECT stream FROM {table})) AS steps
-                 GROUP BY stream"
+                 GROUP BY stream",
+                opens = opens_reservation_sql!()
             ),
             &[&closing],
         )

@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::ClientWrapper as Client;
 use futures_util::TryStreamExt;
 
+use crate::domain::event::opens_reservation_sql;
 use crate::domain::{Balance, Item, OrderId, RecordedEvent, ReservationId, StreamId};
 use crate::store::error::corrupt;
 use crate::store::rows::{recorded_event, EVENT_COLUMNS};
@@ -180,16 +181,18 @@ pub async fn reservation_of_order(
     // The order's reservation may have left the database: carried while
     // open, in the directory once archived (schema 0022).
     let stmt = client
-        .prepare_cached(
-            "SELECT stream FROM events
-             WHERE type = 'ReservationCreated' AND order_id = $1
+        .prepare_cached(concat!(
+            "SELECT stream FROM events WHERE ",
+            opens_reservation_sql!(),
+            " AND order_id = $1
              UNION ALL
-             SELECT stream FROM carried_events
-             WHERE type = 'ReservationCreated' AND order_id = $1
+             SELECT stream FROM carried_events WHERE ",
+            opens_reservation_sql!(),
+            " AND order_id = $1
              UNION ALL
              SELECT stream FROM archived_streams WHERE order_id = $1
              LIMIT 1",
-        )
+        ))
         .await?;
     let Some(row) = client.query_opt(&stmt, &[&order.as_str()]).await? else {
         return Ok(None);
@@ -198,7 +201,7 @@ pub async fn reservation_of_order(
     match stream.reservation_id() {
         Some(id) => Ok(Some(id.clone())),
         None => Err(StoreError::Corrupt(
-            format!("{stream} holds a ReservationCreated event").into(),
+            format!("{stream} holds the event that opens a reservation").into(),
         )),
     }
 }

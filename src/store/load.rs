@@ -289,7 +289,7 @@ fn read_order_owners(rows: Vec<Row>, state: &mut LedgerState) -> Result<(), Fail
         let order = OrderId::parse("order_id", row.get(0)).map_err(corrupt)?;
         let stream = StreamId::parse("stream", row.get(1)).map_err(corrupt)?;
         let Some(owner) = stream.reservation_id() else {
-            let why = format!("{stream} holds a ReservationCreated event");
+            let why = format!("{stream} holds the event that opens a reservation");
             return Err(StoreError::Corrupt(why.into()).into());
         };
         state.order_owners.insert(order, owner.clone());

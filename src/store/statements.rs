@@ -7,6 +7,7 @@
 use deadpool_postgres::ClientWrapper as Client;
 use tokio_postgres::Statement;
 
+use crate::domain::event::opens_reservation_sql;
 use crate::store::error::Failure;
 use crate::store::locks::TRANSACTION_LOCKS_IN_ORDER;
 use crate::store::rows::EVENT_COLUMNS;
@@ -62,17 +63,21 @@ impl Statements {
             client.prepare_cached(&read),
             // An order stays held by a reservation whose events left the
             // database: carried, or archived in the directory.
-            client.prepare_cached(
+            client.prepare_cached(concat!(
                 "SELECT e.order_id, e.stream FROM unnest($1::text[]) AS o(id)
                  CROSS JOIN LATERAL (SELECT order_id, stream FROM events
-                                     WHERE type = 'ReservationCreated' AND order_id = o.id
+                                     WHERE ",
+                opens_reservation_sql!(),
+                " AND order_id = o.id
                                      OFFSET 0) AS e
                  UNION ALL
                  SELECT order_id, stream FROM carried_events
-                  WHERE type = 'ReservationCreated' AND order_id = ANY($1::text[])
+                  WHERE ",
+                opens_reservation_sql!(),
+                " AND order_id = ANY($1::text[])
                  UNION ALL
                  SELECT order_id, stream FROM archived_streams WHERE order_id = ANY($1::text[])",
-            ),
+            )),
             client.prepare_cached(
                 "SELECT stream, last_seq, last_position FROM archived_streams
                   WHERE stream = ANY($1::text[])",

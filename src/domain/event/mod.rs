@@ -24,6 +24,7 @@ pub mod fact;
 pub mod row;
 
 use fact::{Fact, FactType};
+pub(crate) use reservation_created::opens_reservation_sql;
 
 /// Declares the events: the module each lives in, the `Event` enum of them
 /// and the `EventType` enum of their names, and the dispatch from either to

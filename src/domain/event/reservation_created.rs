@@ -111,3 +111,15 @@ impl FactType for ReservationCreated {
         }
     }
 }
+
+/// The SQL condition that picks a reservation's opening event out of rows of
+/// the log (or of `carried_events`): which reservation holds an order. The
+/// one place Rust spells this type in SQL; the schema's unique partial index
+/// (one reservation per order, `schema/0007`) has the same predicate, which
+/// is why it is a literal the planner can match and not a bound parameter.
+macro_rules! opens_reservation_sql {
+    () => {
+        "type = 'ReservationCreated'"
+    };
+}
+pub(crate) use opens_reservation_sql;
