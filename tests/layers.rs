@@ -311,3 +311,41 @@ fn advisory_locks_are_named_only_in_the_locks_module() {
         .collect();
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+/// Architecture invariant: a read's statement does not outlive its caller:
+/// a `Store` method takes its connection through `pool::reading`/`read_on`,
+/// never bare. The two that may: the read connection's source
+/// (`read_connection`, which `read_on` then lends out) and the migration,
+/// which holds its connection for a transaction under the migration lock.
+#[test]
+fn store_methods_take_connections_through_reading() {
+    const MAY_TAKE_BARE: &[(&str, &str)] = &[
+        ("store/queries.rs", "read_connection"),
+        ("app/migrate.rs", "migrate"),
+    ];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut wrong = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).expect("under src");
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        let text = std::fs::read_to_string(file).expect("readable");
+        let mut in_store = false;
+        let mut function = String::new();
+        for (n, line) in product_lines(&text) {
+            if !line.starts_with(' ') && !line.trim().is_empty() {
+                in_store = line.starts_with("impl Store");
+            }
+            if let Some(at) = line.find("fn ") {
+                let name = &line[at + 3..];
+                function = name.split(['(', '<']).next().unwrap_or("").to_owned();
+            }
+            let bare = line.contains("pool::get(") || line.contains("pool.get()");
+            if in_store && bare && !MAY_TAKE_BARE.contains(&(rel.as_str(), function.as_str())) {
+                wrong.push(format!("src/{rel}:{n} in {function}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -123,25 +123,28 @@ impl Store {
     /// The reservations with something to write, in placing order per
     /// item, from the items read from `from` on; and where reading stopped.
     async fn waiting(&self, from: Cursor) -> Result<(Vec<ReservationId>, Cursor), StoreError> {
-        let client = pool::get(self.pool()).await?;
-        let stmt = client.prepare_cached(WAITING_ITEMS).await?;
-        let mut after = from.unwrap_or_default();
-        let mut due: Vec<ReservationId> = Vec::new();
-        for _ in 0..MAX_WAITING_PAGES_PER_PASS {
-            let page = MAX_FILLS_PER_PASS as i64;
-            let rows = client.query(&stmt, &[&after.0, &after.1, &page]).await?;
-            for r in &rows {
-                after = (r.get(0), r.get(1));
-                due_of(r, &after, &mut due);
+        // A read like any other: cancelled on the server if the pass is.
+        pool::reading(self.pool(), async |client| {
+            let stmt = client.prepare_cached(WAITING_ITEMS).await?;
+            let mut after = from.unwrap_or_default();
+            let mut due: Vec<ReservationId> = Vec::new();
+            for _ in 0..MAX_WAITING_PAGES_PER_PASS {
+                let page = MAX_FILLS_PER_PASS as i64;
+                let rows = client.query(&stmt, &[&after.0, &after.1, &page]).await?;
+                for r in &rows {
+                    after = (r.get(0), r.get(1));
+                    due_of(r, &after, &mut due);
+                }
+                if (rows.len() as i64) < page {
+                    return Ok((due, None));
+                }
+                if due.len() >= MAX_FILLS_PER_PASS {
+                    break;
+                }
             }
-            if (rows.len() as i64) < page {
-                return Ok((due, None));
-            }
-            if due.len() >= MAX_FILLS_PER_PASS {
-                break;
-            }
-        }
-        Ok((due, Some(after)))
+            Ok((due, Some(after)))
+        })
+        .await
     }
 }
 

@@ -51,10 +51,11 @@ impl Store {
     /// projection knows), through the normal command path; returns how many
     /// it expired.
     pub async fn expire_due(&self, actor: &str, limit: i64) -> Result<usize, StoreError> {
-        let client = pool::get(self.pool()).await?;
         let limit = limit.clamp(1, MAX_EXPIRIES_PER_PASS);
-        let due = reservation_expiry::due(&client, limit).await?;
-        drop(client);
+        let due = pool::reading(self.pool(), async |client| {
+            reservation_expiry::due(client, limit).await
+        })
+        .await?;
         let batch: Vec<_> = due
             .into_iter()
             .map(|id| {

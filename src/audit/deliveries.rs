@@ -1,5 +1,5 @@
 //! Deliveries against expected receipts, checked across streams: every
-//! `ExpectedReceiptDelivered` names a receipt that exists, of the same item
+//! delivery (`expectation::delivery`) names a receipt that exists, of the same item
 //! and units, written in the same transaction, and no receipt is delivered
 //! twice. The command path writes
 //! both events in one transaction; this finds a log where they part.
@@ -7,10 +7,9 @@
 //! It keeps every receipt's item and units in memory while the log is read:
 //! receipts are a small share of a log (deliveries of stock, not orders).
 
-use crate::domain::event::{ExpectedReceiptDelivered, StockReceived};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::domain::{Event, Item, ReceiptId, StreamId};
+use crate::domain::{expectation, Event, Item, ReceiptId, StreamId};
 use crate::read_model::Diffs;
 
 /// A delivery as its expected receipt's stream records it.
@@ -33,37 +32,21 @@ impl Deliveries {
     /// Notes what `event`, in `stream` and written by transaction `tx_id`,
     /// says of receipts and deliveries.
     pub fn fold(&mut self, stream: &StreamId, event: &Event, tx_id: i64) {
-        if let (
-            StreamId::Receipt(id),
-            Event::StockReceived(StockReceived {
-                sku,
-                location,
-                quantity,
-            }),
-        ) = (stream, event)
-        {
-            let item = Item {
-                sku: sku.clone(),
-                location: location.clone(),
-            };
-            self.receipts.insert(id.clone(), (item, *quantity, tx_id));
+        // A receipt's stream holds one event, which brings its units on
+        // hand (read from its effect, whatever its type is named).
+        if let StreamId::Receipt(id) = stream {
+            event.for_each_effect(|item, d| {
+                let units = u32::try_from(d.on_hand).unwrap_or(0);
+                self.receipts
+                    .insert(id.clone(), (item.clone(), units, tx_id));
+            });
         }
-        if let Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered {
-            receipt_id,
-            sku,
-            location,
-            quantity,
-            ..
-        }) = event
-        {
+        if let Some((receipt, item, units)) = expectation::delivery(event) {
             self.delivered.push(Delivery {
                 expected: stream.to_string(),
-                receipt: receipt_id.clone(),
-                item: Item {
-                    sku: sku.clone(),
-                    location: location.clone(),
-                },
-                units: *quantity,
+                receipt: receipt.clone(),
+                item,
+                units,
                 tx_id,
             });
         }

@@ -20,7 +20,7 @@ use crate::read_model::{
     Expected, Figures, ReadModel, SeenEvent, StreamSeen,
 };
 use crate::seal::archive::{Archive, ArchivedRow};
-use crate::store::log_row::{self, Columns};
+use crate::store::log_row::{self, typed_columns_sql};
 use crate::store::{Cursor, StoreError};
 use uuid::Uuid;
 
@@ -73,10 +73,14 @@ pub struct Replay {
 /// One hash partition of the log, in physical order: no sort, so the server
 /// streams it as fast as it can read it. Every event of a stream falls in the
 /// same partition. Streams are put together in memory (see `read_log`).
-const LOG: &str =
-    "SELECT stream, seq, type, data::text, recorded_at, tx_id::text::bigint, position,
-                          order_id, skus, locations, quantities, version
-                   FROM events WHERE (hashtext(stream) & 2147483647) % $2::int4 = $1::int4";
+const LOG: &str = concat!(
+    "SELECT stream, seq, type, data::text, recorded_at, tx_id::text::bigint, position, ",
+    typed_columns_sql!(),
+    ", version FROM events WHERE (hashtext(stream) & 2147483647) % $2::int4 = $1::int4"
+);
+/// Where `LOG`'s typed columns start, and the column after them.
+const LOG_COLUMNS_AT: usize = 7;
+const LOG_VERSION: usize = LOG_COLUMNS_AT + 4;
 
 impl Replay {
     pub fn new(targets: Vec<Target>) -> Replay {
@@ -172,13 +176,8 @@ impl Replay {
             self.events += 1;
             let name: &str = r.get(0);
             let (seq, type_name, data): (i32, &str, &str) = (r.get(1), r.get(2), r.get(3));
-            let columns = Columns {
-                order_id: r.get(7),
-                skus: r.get(8),
-                locations: r.get(9),
-                quantities: r.get(10),
-            };
-            let version: i16 = r.get(11);
+            let columns = log_row::columns_at(&r, LOG_COLUMNS_AT);
+            let version: i16 = r.get(LOG_VERSION);
             let written = log_row::Written {
                 version: i64::from(version),
                 recorded_at: r.get(4),

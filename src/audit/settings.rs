@@ -131,11 +131,12 @@ fn show(v: Option<u32>) -> String {
     v.map_or_else(|| "null".to_owned(), |v| v.to_string())
 }
 
+/// What an item's last alert said, in words.
 fn low_word(low: bool) -> &'static str {
     if low {
-        "StockLow"
+        "low"
     } else {
-        "StockRecovered or none"
+        "not low (recovered, or no alert)"
     }
 }
 

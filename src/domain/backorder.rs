@@ -20,7 +20,6 @@
 //! reservations of an item have something to write, for the backorder
 //! worker that writes it.
 
-use crate::domain::event::{BackorderDropped, BackorderFilled, BackorderPlaced};
 use std::collections::BTreeMap;
 
 use chrono::NaiveDate;
@@ -140,9 +139,9 @@ pub fn outlook(balance: Balance, backlog: &Backlog, ahead: i64, waiting: u32) ->
 /// What the ledger writes for a reservation's waiting units now.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
-    /// Units that stock on hand fills (`BackorderFilled`).
+    /// Units that stock on hand fills (the fill's event).
     pub fill: Vec<Line>,
-    /// Units that nothing expected can cover (`BackorderDropped`, unfillable).
+    /// Units that nothing expected can cover (dropped, unfillable).
     pub drop: Vec<Line>,
 }
 
@@ -188,30 +187,34 @@ pub fn due(balance: Balance, backlog: &Backlog) -> Vec<ReservationId> {
 /// brings. The command path, the store's item rows and the audit keep the
 /// backlogs with this one fold.
 pub fn apply(backlogs: &mut BTreeMap<Item, Backlog>, stream: &StreamId, event: &Event) {
-    match (stream, event) {
-        (StreamId::Reservation(id), Event::BackorderPlaced(BackorderPlaced { lines, .. })) => {
-            for l in lines {
-                let queue = &mut backlogs.entry(l.item.clone()).or_default().queue;
-                queue.push(Waiting {
-                    reservation_id: id.clone(),
-                    units: l.quantity,
-                });
-            }
-        }
-        (
-            StreamId::Reservation(id),
-            Event::BackorderFilled(BackorderFilled { lines, .. })
-            | Event::BackorderDropped(BackorderDropped { lines, .. }),
-        ) => {
-            for l in lines {
-                backlogs
-                    .entry(l.item.clone())
+    match stream {
+        // Read from the event's effects, not its name: units placed to
+        // wait join their item's queue; units filled or dropped leave it.
+        StreamId::Reservation(id) => event.for_each_effect(|item, d| {
+            let units = u32::try_from(d.backordered.unsigned_abs())
+                .expect("a line's units are a u32, and so is its effect");
+            match d.backordered.signum() {
+                1 => backlogs
+                    .entry(item.clone())
                     .or_default()
-                    .unwait(id, l.quantity);
+                    .queue
+                    .push(Waiting {
+                        reservation_id: id.clone(),
+                        units,
+                    }),
+                -1 => backlogs.entry(item.clone()).or_default().unwait(id, units),
+                _ => {}
             }
-        }
-        (StreamId::Expected(id), event) => expected(backlogs, id, event),
-        _ => {}
+        }),
+        StreamId::Expected(id) => expected(backlogs, id, event),
+        // Nothing else waits for stock or brings it later.
+        StreamId::Receipt(_)
+        | StreamId::Adjustment(_)
+        | StreamId::Transfer(_)
+        | StreamId::Count(_)
+        | StreamId::Limit(_)
+        | StreamId::ReorderPoint(_)
+        | StreamId::Alert(_) => {}
     }
 }
 

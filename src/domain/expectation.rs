@@ -21,6 +21,31 @@ use crate::domain::stream::StreamKind;
 
 pub(crate) use crate::domain::event::outside_expectations;
 
+/// What a delivery against an expected receipt says: the receipt that
+/// brought the units, their item, and how many. `None` for every other
+/// event. The audit checks it against the receipt's own event.
+pub fn delivery(event: &Event) -> Option<(&ReceiptId, Item, u32)> {
+    match event {
+        Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered {
+            receipt_id,
+            sku,
+            location,
+            quantity,
+            ..
+        }) => {
+            let item = Item {
+                sku: sku.clone(),
+                location: location.clone(),
+            };
+            Some((receipt_id, item, *quantity))
+        }
+        Event::ReceiptExpected(_)
+        | Event::ExpectedReceiptChanged(_)
+        | Event::ExpectedReceiptCancelled(_)
+        | outside_expectations!() => None,
+    }
+}
+
 /// What an expected receipt's event says it still brings: its item, date
 /// and outstanding units (0 after a cancellation). `None` for every other
 /// event. Every event of the stream states it, so the `incoming` read

@@ -68,6 +68,19 @@ pub struct Tombstone {
     pub command_id: Uuid,
 }
 
+impl Tombstone {
+    /// The event a tombstone is: a release with no order and no lines, at
+    /// seq 1, for a cancel that overtook its reserve.
+    pub fn event() -> Event {
+        Event::ReservationReleased(ReservationReleased {
+            order_id: None,
+            lines: Vec::new(),
+            reason: crate::domain::event::TOMBSTONE_REASON.to_owned(),
+            release_id: None,
+        })
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placed {
     pub reservation_id: ReservationId,
@@ -136,6 +149,55 @@ pub struct TakenStep {
 pub enum StepRequest {
     Lines(Vec<Line>),
     Ttl(u32),
+}
+
+/// The events the commands on a placed reservation write about it, built
+/// here beside the fold that reads them back.
+impl Placed {
+    /// Releases `lines` (what is open, or nothing when only waiting units
+    /// were left) and settles the reservation: the whole of what is open
+    /// when `release_id` is `None`, else the rest of a partial release.
+    pub fn released(
+        &self,
+        lines: Vec<Line>,
+        reason: String,
+        release_id: Option<ReleaseId>,
+    ) -> Event {
+        Event::ReservationReleased(ReservationReleased {
+            order_id: Some(self.order_id.clone()),
+            lines,
+            reason,
+            release_id,
+        })
+    }
+
+    /// Confirms `lines` (what is open, with any units just filled) and
+    /// settles the reservation; `confirmation_id` when a partial confirm
+    /// took the rest.
+    pub fn confirmed(&self, lines: Vec<Line>, confirmation_id: Option<ConfirmationId>) -> Event {
+        Event::ReservationConfirmed(ReservationConfirmed {
+            order_id: self.order_id.clone(),
+            lines,
+            confirmation_id,
+        })
+    }
+
+    /// Waiting units now held, filled from stock.
+    pub fn filled(&self, lines: Vec<Line>) -> Event {
+        Event::BackorderFilled(BackorderFilled {
+            order_id: self.order_id.clone(),
+            lines,
+        })
+    }
+
+    /// Waiting units that no longer wait, for `reason`.
+    pub fn dropped(&self, lines: Vec<Line>, reason: DropReason) -> Event {
+        Event::BackorderDropped(BackorderDropped {
+            order_id: self.order_id.clone(),
+            lines,
+            reason,
+        })
+    }
 }
 
 impl Placed {

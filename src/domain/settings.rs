@@ -13,7 +13,7 @@ pub enum Setting {
     MaxPerOrder(Option<u32>),
     /// Available stock below this is low; `None`: never low.
     ReorderPoint(Option<u32>),
-    /// What the item's last low-stock alert said: low (`StockLow`) or not.
+    /// What the item's last low-stock alert said: low or not.
     /// Set by the alerts themselves, so that the next crossing is decided
     /// against the last one written, not against figures alone.
     AlertedLow(bool),

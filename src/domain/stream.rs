@@ -31,21 +31,21 @@ macro_rules! stream_kinds {
 }
 
 stream_kinds!(
-    /// One delivery of stock: exactly one `StockReceived`.
+    /// One delivery of stock: exactly one event.
     Receipt,
-    /// One correction: exactly one `StockAdjusted`.
+    /// One correction: exactly one event.
     Adjustment,
-    /// One move between locations: exactly one `StockTransferred`.
+    /// One move between locations: exactly one event.
     Transfer,
-    /// One stock count of one item: exactly one `StockCounted`.
+    /// One stock count of one item: exactly one event.
     Count,
-    /// One change of an item's per-order limit: exactly one `OrderLimitSet`.
+    /// One change of an item's per-order limit: exactly one event.
     Limit,
-    /// One change of an item's reorder point: exactly one `ReorderPointSet`.
+    /// One change of an item's reorder point: exactly one event.
     ReorderPoint,
     /// One low-stock alert, written by the ledger beside the command whose
     /// events made an item's available stock cross its reorder point:
-    /// exactly one `StockLow` or `StockRecovered`.
+    /// exactly one event, low or recovered.
     Alert,
     /// One expected receipt (stock of one item due on a date): recorded at
     /// seq 1, then changes and deliveries against it, then, if ever, the

@@ -6,19 +6,26 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Transaction;
 
 use crate::domain::EventType;
+use crate::store::log_row::{columns_at, typed_columns_sql};
 use crate::store::{Cursor, StoreError};
 
 /// The window's events of streams that name an order, in commit order (so
 /// each stream's in seq order: each is appended after the one before it
 /// committed).
-const WINDOW: &str = "
-    SELECT stream, seq, type, (data ->> 'expires_at')::timestamptz, order_id,
-           skus, locations, quantities, recorded_at, position
-    FROM events
-    WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
-      AND (tx_id, position) <= ($3::text::xid8, $4::bigint)
-      AND order_id IS NOT NULL
-    ORDER BY tx_id, position";
+const WINDOW: &str = concat!(
+    "SELECT stream, seq, type, (data ->> 'expires_at')::timestamptz, ",
+    typed_columns_sql!(),
+    ", recorded_at, position
+     FROM events
+     WHERE (tx_id, position) > ($1::text::xid8, $2::bigint)
+       AND (tx_id, position) <= ($3::text::xid8, $4::bigint)
+       AND order_id IS NOT NULL
+     ORDER BY tx_id, position"
+);
+/// Where `WINDOW`'s typed columns start; the two after them.
+const TYPED_COLUMNS_AT: usize = 4;
+const RECORDED_AT: usize = TYPED_COLUMNS_AT + 4;
+const POSITION: usize = RECORDED_AT + 1;
 
 /// One event of the window, as the fold reads it.
 #[derive(Clone, Debug)]
@@ -75,24 +82,23 @@ async fn read(
         .iter()
         .map(|r| {
             let type_name: String = r.get(2);
-            let skus: Vec<String> = r.get(5);
-            let locations: Vec<String> = r.get(6);
-            let quantities: Vec<i64> = r.get(7);
+            let c = columns_at(r, TYPED_COLUMNS_AT);
             WindowEvent {
                 stream: r.get(0),
                 seq: r.get(1),
                 kind: EventType::parse(&type_name),
                 type_name,
                 expires_at: r.get(3),
-                order_id: r.get(4),
-                lines: skus
-                    .into_iter()
-                    .zip(locations)
-                    .zip(quantities)
-                    .map(|((s, l), q)| (s, l, q))
+                order_id: c.order_id.unwrap_or_default().to_owned(),
+                lines: c
+                    .skus
+                    .iter()
+                    .zip(&c.locations)
+                    .zip(&c.quantities)
+                    .map(|((s, l), q)| ((*s).to_owned(), (*l).to_owned(), *q))
                     .collect(),
-                recorded_at: r.get(8),
-                position: r.get(9),
+                recorded_at: r.get(RECORDED_AT),
+                position: r.get(POSITION),
             }
         })
         .collect())

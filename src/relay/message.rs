@@ -23,7 +23,7 @@ fn token(id: &str) -> String {
 
 /// `<prefix>.<event type>.<key>`: the key is the domain's (`Event::key`):
 /// the SKU of a stock event, the reservation id for a reservation's events. A consumer filters by
-/// type (`stockledger.ReservationConfirmed.*`) or by key
+/// type (`stockledger.<event type>.*`) or by key
 /// (`stockledger.*.R-1`).
 pub fn subject(prefix: &str, e: &RecordedEvent) -> String {
     let key = e.event.key(&e.stream);

@@ -157,7 +157,19 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Rejected(r) => rejection_status(r.code()),
-            _ => {
+            // Every other error's status is its code's row in the table;
+            // named one by one, so a new error is placed here on purpose.
+            ApiError::MalformedJson(_)
+            | ApiError::UnsupportedMediaType(_)
+            | ApiError::Unauthenticated
+            | ApiError::Forbidden { .. }
+            | ApiError::ForeignOrigin(_)
+            | ApiError::MethodNotAllowed
+            | ApiError::PayloadTooLarge { .. }
+            | ApiError::RateLimited { .. }
+            | ApiError::Unavailable { .. }
+            | ApiError::Archived { .. }
+            | ApiError::Internal(_) => {
                 let code = self.code();
                 API_ERROR_CODES
                     .iter()

@@ -15,6 +15,27 @@ pub(crate) use crate::domain::event::row::{Columns, Rest};
 use crate::domain::shape;
 use crate::domain::{Event, EventMetadata, EventType};
 
+/// The typed columns of a row as a SELECT list names them, in the order
+/// `columns_at` reads them back: the one place that says which columns hold
+/// an event's order and lines, for every query that decodes events.
+macro_rules! typed_columns_sql {
+    () => {
+        "order_id, skus, locations, quantities"
+    };
+}
+pub(crate) use typed_columns_sql;
+
+/// The typed columns of `row`, selected from column `at` on as
+/// `typed_columns_sql!` lists them.
+pub(crate) fn columns_at(row: &tokio_postgres::Row, at: usize) -> Columns<'_> {
+    Columns {
+        order_id: row.get(at),
+        skus: row.get(at + 1),
+        locations: row.get(at + 2),
+        quantities: row.get(at + 3),
+    }
+}
+
 /// Lays `event` out as its row would have been in `version` of its type's
 /// shape: without the fields later versions added (`FactType::CHANGES`). For
 /// logs written as an older release wrote them: fixtures and upgrade tests.

@@ -137,14 +137,16 @@ impl Store {
     /// a digest kept outside stops a bug or a stolen connection string from
     /// rewriting the log (docs/auditing.md, "Roles").
     pub async fn connected_as_superuser(&self) -> Result<bool, StoreError> {
-        let client = pool::get(&self.pool).await?;
-        let row = client
-            .query_one(
-                "SELECT rolsuper FROM pg_roles WHERE rolname = current_user",
-                &[],
-            )
-            .await?;
-        Ok(row.get(0))
+        pool::reading(&self.pool, async |client| {
+            let row = client
+                .query_one(
+                    "SELECT rolsuper FROM pg_roles WHERE rolname = current_user",
+                    &[],
+                )
+                .await?;
+            Ok(row.get(0))
+        })
+        .await
     }
 
     /// The pool's size, idle connections and waiting callers.

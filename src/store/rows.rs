@@ -4,13 +4,19 @@ use tokio_postgres::Row;
 
 use crate::domain::{RecordedEvent, StreamId};
 use crate::store::error::Cause;
-use crate::store::log_row::{self, Columns};
+use crate::store::log_row::{self, typed_columns_sql};
 use crate::store::StoreError;
 
 /// The columns every event query selects, in the order `recorded_event` reads them.
 /// `xid8` has no Rust mapping in tokio-postgres, so the transaction id travels as text.
-pub(crate) const EVENT_COLUMNS: &str = "position, stream, seq, type, data, metadata, recorded_at, \
-     tx_id::text::bigint, order_id, skus, locations, quantities, version";
+pub(crate) const EVENT_COLUMNS: &str = concat!(
+    "position, stream, seq, type, data, metadata, recorded_at, tx_id::text::bigint, ",
+    typed_columns_sql!(),
+    ", version"
+);
+/// Where `EVENT_COLUMNS`' typed columns start, and the column after them.
+const TYPED_COLUMNS_AT: usize = 8;
+const VERSION: usize = TYPED_COLUMNS_AT + 4;
 
 pub(crate) fn recorded_event(row: &Row) -> Result<RecordedEvent, StoreError> {
     let position: i64 = row.get(0);
@@ -21,13 +27,8 @@ pub(crate) fn recorded_event(row: &Row) -> Result<RecordedEvent, StoreError> {
             e,
         ))
     };
-    let columns = Columns {
-        order_id: row.get(8),
-        skus: row.get(9),
-        locations: row.get(10),
-        quantities: row.get(11),
-    };
-    let version: i16 = row.get(12);
+    let columns = log_row::columns_at(row, TYPED_COLUMNS_AT);
+    let version: i16 = row.get(VERSION);
     let written = log_row::Written {
         version: i64::from(version),
         recorded_at: row.get(6),

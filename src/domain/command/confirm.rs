@@ -2,7 +2,6 @@
 //! stock. Confirming again is a replay; a released or expired reservation
 //! cannot be confirmed.
 
-use crate::domain::event::{BackorderFilled, ReservationConfirmed};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -11,7 +10,6 @@ use super::step::{expired, found, released, replay, steps};
 use super::{Rule, Touches};
 use crate::domain::backorder::plan;
 use crate::domain::decide::{Decision, LedgerState};
-use crate::domain::event::Event;
 use crate::domain::ids::ReservationId;
 use crate::domain::reservation::{Placed, Reservation, ReservationState};
 use crate::domain::{Command, Rejection};
@@ -85,16 +83,9 @@ fn confirm_all(
     if filled > 0 {
         let lines = p.waiting_lines();
         open = merge_open(open, &lines);
-        events.push(Event::BackorderFilled(BackorderFilled {
-            order_id: p.order_id.clone(),
-            lines,
-        }));
+        events.push(p.filled(lines));
     }
-    events.push(Event::ReservationConfirmed(ReservationConfirmed {
-        order_id: p.order_id.clone(),
-        lines: open,
-        confirmation_id: None,
-    }));
+    events.push(p.confirmed(open, None));
     Ok(steps(p, events, command_id, now))
 }
 

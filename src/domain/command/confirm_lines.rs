@@ -2,7 +2,7 @@
 //! units of them). Idempotent by the caller's confirmation id; taking
 //! everything still open settles the reservation (CONFIRMED).
 
-use crate::domain::event::{ReservationConfirmed, ReservationLinesConfirmed};
+use crate::domain::event::ReservationLinesConfirmed;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -77,13 +77,7 @@ impl Rule for ConfirmLines {
         take_lines(
             p,
             &self.lines,
-            || {
-                Event::ReservationConfirmed(ReservationConfirmed {
-                    order_id: p.order_id.clone(),
-                    lines: p.open_lines(),
-                    confirmation_id: Some(self.confirmation_id.clone()),
-                })
-            },
+            || p.confirmed(p.open_lines(), Some(self.confirmation_id.clone())),
             || {
                 Event::ReservationLinesConfirmed(ReservationLinesConfirmed {
                     order_id: p.order_id.clone(),

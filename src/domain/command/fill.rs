@@ -5,7 +5,6 @@
 //! Anything else is left alone and answered "nothing to do", so a late or
 //! repeated fill is harmless.
 
-use crate::domain::event::{BackorderDropped, BackorderFilled, ReservationReleased};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -81,19 +80,8 @@ impl Rule for Fill {
 /// nothing in it.
 fn fitting(p: &Placed, state: &LedgerState, command_id: Uuid, now: DateTime<Utc>) -> Vec<Event> {
     let plan = plan(state, p);
-    let filled = |lines| {
-        Event::BackorderFilled(BackorderFilled {
-            order_id: p.order_id.clone(),
-            lines,
-        })
-    };
-    let dropped = |lines| {
-        Event::BackorderDropped(BackorderDropped {
-            order_id: p.order_id.clone(),
-            lines,
-            reason: DropReason::Unfillable,
-        })
-    };
+    let filled = |lines| p.filled(lines);
+    let dropped = |lines| p.dropped(lines, DropReason::Unfillable);
     let planned = [
         (!plan.fill.is_empty()).then(|| filled(plan.fill.clone())),
         (!plan.drop.is_empty()).then(|| dropped(plan.drop.clone())),
@@ -107,13 +95,8 @@ fn fitting(p: &Placed, state: &LedgerState, command_id: Uuid, now: DateTime<Utc>
         .placed()
         .is_some_and(|q| q.waiting() == 0 && q.open_lines().is_empty() && !events.is_empty());
     if emptied {
-        let release = Event::ReservationReleased(ReservationReleased {
-            order_id: Some(p.order_id.clone()),
-            lines: Vec::new(),
-            reason: DropReason::Unfillable.as_str().to_owned(),
-            release_id: None,
-        });
-        events.push(release);
+        let reason = DropReason::Unfillable.as_str().to_owned();
+        events.push(p.released(Vec::new(), reason, None));
     }
     events
 }

@@ -2,7 +2,6 @@
 //! goes back to available. A release that arrives before its reserve leaves
 //! a tombstone, so the late reserve is refused.
 
-use crate::domain::event::ReservationReleased;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -10,8 +9,9 @@ use super::input::{reason, DEFAULT_RELEASE_REASON};
 use super::step::{replay, settle};
 use super::{Rule, Touches};
 use crate::domain::decide::{Decision, LedgerState, NewEvent, Outcome, ReservationView};
-use crate::domain::event::{DropReason, Event, TOMBSTONE_REASON};
+use crate::domain::event::DropReason;
 use crate::domain::ids::ReservationId;
+use crate::domain::reservation::Tombstone;
 use crate::domain::reservation::{Reservation, ReservationState};
 use crate::domain::stream::StreamId;
 use crate::domain::{Command, Rejection};
@@ -61,12 +61,7 @@ impl Rule for Release {
             ReservationState::Reserved => Ok(settle(
                 p,
                 DropReason::Released,
-                Event::ReservationReleased(ReservationReleased {
-                    order_id: Some(p.order_id.clone()),
-                    lines: p.open_lines(),
-                    reason: self.reason.clone(),
-                    release_id: None,
-                }),
+                p.released(p.open_lines(), self.reason.clone(), None),
                 command_id,
                 now,
             )),
@@ -81,12 +76,7 @@ fn tombstone(reservation_id: &ReservationId) -> Decision {
         events: vec![NewEvent {
             stream: StreamId::Reservation(reservation_id.clone()),
             seq: 1,
-            event: Event::ReservationReleased(ReservationReleased {
-                order_id: None,
-                lines: Vec::new(),
-                reason: TOMBSTONE_REASON.to_owned(),
-                release_id: None,
-            }),
+            event: Tombstone::event(),
             fingerprint: None,
         }],
         outcome: Outcome::Reservation {

@@ -3,7 +3,7 @@
 //! expiry would. Idempotent by the caller's release id; taking everything
 //! still open settles the reservation (RELEASED).
 
-use crate::domain::event::{ReservationLinesReleased, ReservationReleased};
+use crate::domain::event::ReservationLinesReleased;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -84,12 +84,8 @@ impl Rule for ReleaseLines {
             p,
             &self.lines,
             || {
-                Event::ReservationReleased(ReservationReleased {
-                    order_id: Some(p.order_id.clone()),
-                    lines: p.open_lines(),
-                    reason: self.reason.clone(),
-                    release_id: Some(self.release_id.clone()),
-                })
+                let (reason, id) = (self.reason.clone(), Some(self.release_id.clone()));
+                p.released(p.open_lines(), reason, id)
             },
             || {
                 Event::ReservationLinesReleased(ReservationLinesReleased {

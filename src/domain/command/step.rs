@@ -3,7 +3,6 @@
 //! Each step is idempotent by the id its caller chose, kept in the
 //! reservation's own stream (`Placed::steps`).
 
-use crate::domain::event::BackorderDropped;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -102,11 +101,7 @@ pub(crate) fn settle(
     let mut events = Vec::with_capacity(2);
     let waiting = p.waiting_lines();
     if !waiting.is_empty() {
-        events.push(Event::BackorderDropped(BackorderDropped {
-            order_id: p.order_id.clone(),
-            lines: waiting,
-            reason: why,
-        }));
+        events.push(p.dropped(waiting, why));
     }
     events.push(settling);
     steps(p, events, command_id, now)
