@@ -1,8 +1,10 @@
 //! The command line's arguments, as clap reads them.
 
-use clap::{Args as ClapArgs, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
-use super::commands::WriteCmd;
+use super::commands::{EventsArgs, HistoryArgs, PromiseArgs, StockArgs, WriteCmd};
+use super::relay::RelayArgs;
+use super::seal::SealCmd;
 use super::{chaos, serve};
 
 #[derive(Parser, Debug)]
@@ -78,65 +80,14 @@ pub enum Cmd {
         #[arg(long, value_name = "DIR")]
         from_archive: Option<String>,
     },
-    /// Write every sealed block not archived yet into DIR: compressed rows
-    /// with their chain hashes, the seals, and a manifest per segment, each
-    /// block verified first and each file read back (docs/archive.md).
-    Archive {
-        #[arg(long, value_name = "DIR")]
-        dir: String,
-        /// Archive no block after this one.
-        #[arg(long)]
-        through_block: Option<i64>,
-        /// Then take out of the database, as the owner, the oldest
-        /// partitions of the log and the chain that the archive holds and
-        /// nothing still needs (docs/archive.md, "Detaching").
-        #[arg(long)]
-        detach: bool,
-        /// With --detach: forget the archived streams of partitions that
-        /// left more than DAYS days ago. Their ids may then be used again,
-        /// and their orders reserved again (docs/archive.md, decision 3).
-        #[arg(long, value_name = "DAYS", requires = "detach")]
-        forget_ids_after_days: Option<u32>,
-    },
     /// Rebuild the indexes of the log's full, sealed partitions packed, once
     /// each (REINDEX CONCURRENTLY: appends and reads go on), oldest first;
     /// as the owner (docs/archive.md).
     Pack,
-    /// Chain and seal every event not sealed yet (a server's sealer does
-    /// this by itself; this is for a ledger without one).
-    Seal,
-    /// Print the latest seal as a digest to keep outside the database
-    /// (`--json` writes the file `verify --digest` and `prove` read).
-    Digest,
-    /// Recompute the chain and the seals from the log and check them, and a
-    /// digest kept outside. Exit 0 when everything matches, 5 when not.
-    Verify {
-        /// A digest file (`stockledger digest --json`).
-        #[arg(long)]
-        digest: Option<String>,
-        /// Read the archived blocks from this archive directory's files,
-        /// and only the blocks after them from the database.
-        #[arg(long, value_name = "DIR")]
-        archive: Option<String>,
-    },
-    /// Print a proof (JSON) that the event at POSITION is in the log under a
-    /// digest (the latest, or --digest FILE).
-    Prove {
-        position: i64,
-        #[arg(long)]
-        digest: Option<String>,
-        /// Prove an archived event from this archive directory's files.
-        #[arg(long, value_name = "DIR")]
-        archive: Option<String>,
-    },
-    /// Check a proof file without a database, against a digest you kept
-    /// (never the one inside the proof). Exit 0 when it holds, 5 when not.
-    VerifyProof {
-        file: String,
-        /// Your own copy of the digest (`stockledger digest --json`).
-        #[arg(long)]
-        digest: String,
-    },
+    /// The auditor's commands (`cli/seal.rs`): archive, seal, digest,
+    /// verify, prove and verify-proof.
+    #[command(flatten)]
+    Seal(SealCmd),
     /// An order's or an item's event timeline.
     History(HistoryArgs),
     /// Read the log in safe commit order.
@@ -158,46 +109,6 @@ pub enum Cmd {
     Chaos(chaos::ChaosArgs),
 }
 
-#[derive(ClapArgs, Debug)]
-pub struct PromiseArgs {
-    pub sku: String,
-    #[arg(long)]
-    pub location: Option<String>,
-}
-
-#[derive(ClapArgs, Debug)]
-pub struct StockArgs {
-    pub sku: String,
-    #[arg(long)]
-    pub location: Option<String>,
-    /// A past moment (RFC 3339 time); not with --as-of-position.
-    #[arg(long)]
-    pub as_of: Option<String>,
-    /// A past log position.
-    #[arg(long, allow_hyphen_values = true)]
-    pub as_of_position: Option<String>,
-}
-
-#[derive(ClapArgs, Debug)]
-pub struct HistoryArgs {
-    #[arg(long, conflicts_with_all = ["sku", "location"])]
-    pub order: Option<String>,
-    #[arg(long)]
-    pub sku: Option<String>,
-    #[arg(long, requires = "sku")]
-    pub location: Option<String>,
-}
-
-#[derive(ClapArgs, Debug)]
-pub struct EventsArgs {
-    /// Cursor (TX:POSITION) from a previous page's `next`.
-    #[arg(long)]
-    pub after: Option<String>,
-    /// Events in the page, from 1 to the maximum (default: the API's default).
-    #[arg(long, allow_hyphen_values = true)]
-    pub limit: Option<String>,
-}
-
 #[derive(Subcommand, Debug)]
 pub enum ProjectionsCmd {
     /// Each projection's checkpoint, lag in events and seconds, and state.
@@ -216,53 +127,4 @@ pub enum ProjectionsCmd {
         #[arg(long, value_name = "DIR")]
         archive: Option<String>,
     },
-}
-
-#[derive(clap::Args, Debug)]
-pub struct RelayArgs {
-    #[command(subcommand)]
-    pub command: Option<RelayCmd>,
-    #[command(flatten)]
-    pub broker: BrokerArgs,
-    /// Publish the whole log again to a stream that was deleted or purged
-    /// (without it, the relay stops with an error when that happened).
-    #[arg(long)]
-    pub republish: bool,
-    /// A hot standby to read the log from (the relay's reads only); the
-    /// checkpoint is written on DATABASE_URL.
-    #[arg(long, env = "STOCKLEDGER_READ_DATABASE_URL", hide_env_values = true)]
-    pub read_database_url: Option<String>,
-    /// Most events per published batch (1 to 10000).
-    #[arg(long, default_value_t = stockledger::limits::RELAY_BATCH_EVENTS)]
-    pub batch_events: i64,
-}
-
-/// Where the relay publishes. Also read by `serve --relay`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct BrokerArgs {
-    /// The NATS server.
-    #[arg(
-        long,
-        env = "STOCKLEDGER_NATS_URL",
-        hide_env_values = true,
-        default_value = "nats://127.0.0.1:4222"
-    )]
-    pub nats_url: String,
-    /// The JetStream stream (created if absent).
-    #[arg(long, env = "STOCKLEDGER_RELAY_STREAM", default_value = stockledger::limits::DEFAULT_RELAY_STREAM)]
-    pub stream: String,
-    /// Subjects are <prefix>.<event type>.<sku or reservation id>.
-    #[arg(long, env = "STOCKLEDGER_RELAY_SUBJECT_PREFIX", default_value = stockledger::limits::DEFAULT_RELAY_SUBJECT_PREFIX)]
-    pub subject_prefix: String,
-    /// Copies of the stream a JetStream cluster keeps, when the relay creates
-    /// it (3 on a three-server cluster: a message acknowledged survives the
-    /// loss of any one server).
-    #[arg(long, env = "STOCKLEDGER_RELAY_STREAM_REPLICAS", default_value_t = 1)]
-    pub stream_replicas: usize,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum RelayCmd {
-    /// Each relay's cursor, last message id, events published and lag.
-    Status,
 }

@@ -278,8 +278,6 @@ pub struct ExtendArgs {
     pub ttl: i64,
 }
 
-use super::args::{EventsArgs, HistoryArgs, PromiseArgs, StockArgs};
-
 impl ReceiveArgs {
     pub fn validate(&self) -> Result<Command, Rejection> {
         ReceiveRequest {
@@ -522,4 +520,44 @@ mod tests {
             "lines[1].quantity"
         );
     }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PromiseArgs {
+    pub sku: String,
+    #[arg(long)]
+    pub location: Option<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct StockArgs {
+    pub sku: String,
+    #[arg(long)]
+    pub location: Option<String>,
+    /// A past moment (RFC 3339 time); not with --as-of-position.
+    #[arg(long)]
+    pub as_of: Option<String>,
+    /// A past log position.
+    #[arg(long, allow_hyphen_values = true)]
+    pub as_of_position: Option<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct HistoryArgs {
+    #[arg(long, conflicts_with_all = ["sku", "location"])]
+    pub order: Option<String>,
+    #[arg(long)]
+    pub sku: Option<String>,
+    #[arg(long, requires = "sku")]
+    pub location: Option<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct EventsArgs {
+    /// Cursor (TX:POSITION) from a previous page's `next`.
+    #[arg(long)]
+    pub after: Option<String>,
+    /// Events in the page, from 1 to the maximum (default: the API's default).
+    #[arg(long, allow_hyphen_values = true)]
+    pub limit: Option<String>,
 }

@@ -147,7 +147,7 @@ async fn show_expected(id: &str, url: Option<&str>, printer: &Printer) -> Result
 
 /// What can be promised of an item now and by each date stock is due.
 async fn promise(
-    a: &args::PromiseArgs,
+    a: &commands::PromiseArgs,
     url: Option<&str>,
     printer: &Printer,
 ) -> Result<(), Failure> {
@@ -195,12 +195,7 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
                 return Err(Failure::AuditDifferences);
             }
         }
-        c @ (Cmd::Seal
-        | Cmd::Archive { .. }
-        | Cmd::Digest
-        | Cmd::Verify { .. }
-        | Cmd::Prove { .. }
-        | Cmd::VerifyProof { .. }) => seal::dispatch(c, database_url, printer).await?,
+        Cmd::Seal(c) => seal::dispatch(c, database_url, printer).await?,
         Cmd::History(a) => {
             let query = a.validate()?;
             let store = open(database_url, printer).await?;
@@ -214,7 +209,10 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
         Cmd::Chaos(args) => chaos::run(args, database_url, printer).await?,
         Cmd::Serve(args) => serve::serve(args, database_url, printer).await?,
         Cmd::Openapi => print!("{}", stockledger::server::openapi::document()),
-        c @ (Cmd::Keys { .. } | Cmd::Pack) => as_owner(c, database_url, printer).await?,
+        Cmd::Keys { command } => {
+            serve::keys(command, &as_owner(database_url).await?, printer).await?
+        }
+        Cmd::Pack => pack::pack(&as_owner(database_url).await?, printer).await?,
         Cmd::Demo => {
             let store = open(database_url, printer).await?;
             demo::run(&store, printer).await?;
@@ -228,16 +226,11 @@ async fn dispatch(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Re
 /// private cluster its superuser, on DATABASE_URL a login in
 /// stockledger_keys_admin (or the owner's). Rebuilding a partition's indexes
 /// is the owner's, as rebuilds are.
-async fn as_owner(cmd: Cmd, database_url: Option<&str>, printer: &Printer) -> Result<(), Failure> {
+async fn as_owner(database_url: Option<&str>) -> Result<Store, Failure> {
     let (store, _) = db::open_owner(database_url)
         .await
         .map_err(anyhow::Error::from)?;
-    match cmd {
-        Cmd::Keys { command } => serve::keys(command, &store, printer).await?,
-        Cmd::Pack => pack::pack(&store, printer).await?,
-        other => unreachable!("not an owner's command: {other:?}"),
-    }
-    Ok(())
+    Ok(store)
 }
 
 /// `projections status` and `projections rebuild`.

@@ -10,25 +10,85 @@ use stockledger::seal::archive::Archive;
 use stockledger::seal::{self, Digest, Finding};
 use stockledger::store::{detach, Store};
 
-use super::args::Cmd;
 use super::output::Printer;
 use super::{open, Failure};
+use clap::Subcommand;
 
-/// Runs one of the auditor's commands (others are not this module's).
+/// The auditor's commands, flattened into the command line's list.
+#[derive(Subcommand, Debug)]
+pub enum SealCmd {
+    /// Write every sealed block not archived yet into DIR: compressed rows
+    /// with their chain hashes, the seals, and a manifest per segment, each
+    /// block verified first and each file read back (docs/archive.md).
+    Archive {
+        #[arg(long, value_name = "DIR")]
+        dir: String,
+        /// Archive no block after this one.
+        #[arg(long)]
+        through_block: Option<i64>,
+        /// Then take out of the database, as the owner, the oldest
+        /// partitions of the log and the chain that the archive holds and
+        /// nothing still needs (docs/archive.md, "Detaching").
+        #[arg(long)]
+        detach: bool,
+        /// With --detach: forget the archived streams of partitions that
+        /// left more than DAYS days ago. Their ids may then be used again,
+        /// and their orders reserved again (docs/archive.md, decision 3).
+        #[arg(long, value_name = "DAYS", requires = "detach")]
+        forget_ids_after_days: Option<u32>,
+    },
+    /// Chain and seal every event not sealed yet (a server's sealer does
+    /// this by itself; this is for a ledger without one).
+    Seal,
+    /// Print the latest seal as a digest to keep outside the database
+    /// (`--json` writes the file `verify --digest` and `prove` read).
+    Digest,
+    /// Recompute the chain and the seals from the log and check them, and a
+    /// digest kept outside. Exit 0 when everything matches, 5 when not.
+    Verify {
+        /// A digest file (`stockledger digest --json`).
+        #[arg(long)]
+        digest: Option<String>,
+        /// Read the archived blocks from this archive directory's files,
+        /// and only the blocks after them from the database.
+        #[arg(long, value_name = "DIR")]
+        archive: Option<String>,
+    },
+    /// Print a proof (JSON) that the event at POSITION is in the log under a
+    /// digest (the latest, or --digest FILE).
+    Prove {
+        position: i64,
+        #[arg(long)]
+        digest: Option<String>,
+        /// Prove an archived event from this archive directory's files.
+        #[arg(long, value_name = "DIR")]
+        archive: Option<String>,
+    },
+    /// Check a proof file without a database, against a digest you kept
+    /// (never the one inside the proof). Exit 0 when it holds, 5 when not.
+    VerifyProof {
+        file: String,
+        /// Your own copy of the digest (`stockledger digest --json`).
+        #[arg(long)]
+        digest: String,
+    },
+}
+
+/// Runs one of the auditor's commands.
 pub async fn dispatch(
-    cmd: Cmd,
+    cmd: SealCmd,
     database_url: Option<&str>,
     printer: &Printer,
 ) -> Result<(), Failure> {
     match cmd {
-        Cmd::VerifyProof { file, digest } => verify_proof(&file, &digest, printer),
-        Cmd::Seal => seal_now(&open(database_url, printer).await?, printer).await,
-        Cmd::Digest => digest(&open(database_url, printer).await?, printer).await,
-        Cmd::Verify { digest, archive } => {
+        SealCmd::VerifyProof { file, digest } => verify_proof(&file, &digest, printer),
+        SealCmd::Seal => seal_now(&open(database_url, printer).await?, printer).await,
+        SealCmd::Digest => digest(&open(database_url, printer).await?, printer).await,
+        SealCmd::Verify { digest, archive } => {
             let store = open(database_url, printer).await?;
             verify(&store, digest.as_deref(), archive.as_deref(), printer).await
         }
-        Cmd::Prove {
+        SealCmd::Prove {
             position,
             digest,
             archive,
@@ -36,7 +96,7 @@ pub async fn dispatch(
             let store = open(database_url, printer).await?;
             prove(&store, position, digest.as_deref(), archive.as_deref()).await
         }
-        Cmd::Archive {
+        SealCmd::Archive {
             dir,
             through_block,
             detach,
@@ -57,7 +117,6 @@ pub async fn dispatch(
             });
             archive(&store, &dir, through_block, detach, printer).await
         }
-        other => unreachable!("not an auditor's command: {other:?}"),
     }
 }
 

@@ -56,7 +56,7 @@ pub struct ServeArgs {
     #[arg(long, env = "STOCKLEDGER_STREAM_LIFETIME_SECONDS", default_value_t = stockledger::limits::EVENT_STREAM_MAX_SECONDS)]
     stream_lifetime_seconds: u64,
     #[command(flatten)]
-    broker: crate::cli::args::BrokerArgs,
+    broker: crate::cli::relay::BrokerArgs,
     /// A hot standby to read pages of the log from (GET /v1/events, the event
     /// stream, the relay), e.g. with target_session_attrs=read-only; all else
     /// stays on DATABASE_URL.

@@ -4,6 +4,7 @@
 //! swaps it in atomically.
 
 mod batch;
+mod copy;
 mod live;
 pub mod rebuild;
 pub mod snapshot;

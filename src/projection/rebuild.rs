@@ -24,6 +24,7 @@ use futures_util::future::BoxFuture;
 
 use crate::limits::REBUILD_BATCH_EVENTS;
 use crate::projection::batch::{apply_range, lock_checkpoint};
+use crate::projection::copy::prepare_copy;
 use crate::projection::{
     apply_batch, ReadModel, Slot, LIVE_SCHEMA, REBUILD_SCHEMA, RETIRED_SCHEMA,
 };
@@ -214,39 +215,6 @@ async fn fill_copies(
         }
     });
     futures_util::future::try_join_all(fills).await
-}
-
-/// Drops any copy of `slot` left by an earlier, interrupted run and creates
-/// an empty one, with its checkpoint at the start of the log.
-pub(crate) async fn prepare_copy(
-    client: &mut ClientWrapper,
-    p: &dyn ReadModel,
-    slot: Slot,
-) -> Result<(), StoreError> {
-    let schema = slot.schema();
-    let tx = client.transaction().await?;
-    // The copy is the owner's, as the live tables are (the service may
-    // write it, by the owner's default privileges).
-    crate::store::roles::act_as_owner(&*tx).await?;
-    let mut sql = format!("CREATE SCHEMA IF NOT EXISTS {schema};");
-    for t in p.tables() {
-        sql.push_str(&format!("DROP TABLE IF EXISTS {schema}.{t};"));
-    }
-    sql.push_str(&format!(
-        "SET LOCAL search_path = {schema}, public; {}",
-        p.schema_sql()
-    ));
-    tx.batch_execute(&sql).await?;
-    tx.execute(
-        "INSERT INTO projection_checkpoints (name, slot, definition_checksum) VALUES ($1, $3, $2)
-         ON CONFLICT (name, slot) DO UPDATE
-         SET tx_id = '0'::xid8, position = 0, events_applied = 0, last_event_at = NULL,
-             definition_checksum = EXCLUDED.definition_checksum, updated_at = now(), started_at = now()",
-        &[&p.name(), &p.checksum(), &slot.as_str()],
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(())
 }
 
 /// Catches the copy up under the live checkpoint's lock and swaps it in.

@@ -24,7 +24,7 @@ use futures_util::future::BoxFuture;
 
 use crate::limits::REBUILD_BATCH_EVENTS;
 use crate::projection::batch::{apply_range, lock_checkpoint};
-use crate::projection::rebuild::prepare_copy;
+use crate::projection::copy::prepare_copy;
 use crate::projection::{ReadModel, Slot, ALL};
 use crate::seal::archive::detach::BeforeTheCut;
 use crate::store::{cut, horizon, pool, Cursor, StoreError};

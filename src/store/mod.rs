@@ -30,6 +30,7 @@ pub(crate) mod rows;
 pub mod snapshot;
 mod statements;
 mod write;
+mod write_sql;
 
 pub use error::StoreError;
 pub use execute::{Answered, BatchResult};

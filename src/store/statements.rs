@@ -11,7 +11,9 @@ use crate::domain::event::opens_reservation_sql;
 use crate::store::error::Failure;
 use crate::store::locks::TRANSACTION_LOCKS_IN_ORDER;
 use crate::store::rows::EVENT_COLUMNS;
-use crate::store::write::{APPEND, INSERT_BALANCES, SET_BACKLOGS, SET_SETTINGS, UPDATE_BALANCES};
+use crate::store::write_sql::{
+    APPEND, INSERT_BALANCES, SET_BACKLOGS, SET_SETTINGS, UPDATE_BALANCES,
+};
 
 pub(crate) struct Statements {
     /// This backend and its transaction's start: who to end if we lose it.

@@ -7,10 +7,9 @@ use crate::domain::event::DropReason;
 use crate::domain::ids::OrderId;
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{need, Columns, Rest, RowWriter};
-use crate::domain::event::{each_line, lines_text, unwaits, StockDelta};
+use crate::domain::event::{lines_text, unwaits};
 use crate::domain::event_type::{TypeRow, Places, part};
 use crate::domain::reservation::ReservationState;
-use crate::domain::ids::Item;
 
 /// Waiting units that no longer wait: the order was released or expired
 /// (written just before its settling event), or the stock they waited
@@ -25,17 +24,7 @@ pub struct BackorderDropped {
 }
 
 impl Fact for BackorderDropped {
-    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
-        each_line(&self.lines, f, unwaits);
-    }
-
-    fn sku_key(&self) -> Option<&str> {
-        None
-    }
-
-    fn order_id(&self) -> Option<&OrderId> {
-        Some(&self.order_id)
-    }
+    an_orders_lines!(unwaits);
 
     fn summary(&self) -> String {
         let lines = lines_text(&self.lines);
@@ -43,8 +32,7 @@ impl Fact for BackorderDropped {
     }
 
     fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
-        row.order(Some(&self.order_id));
-        row.lines(&self.lines);
+        row.order_lines(&self.order_id, &self.lines);
         row.rest.reason = Some(self.reason.as_str().to_owned());
     }
 }

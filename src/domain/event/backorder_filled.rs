@@ -6,9 +6,8 @@ use crate::domain::command::Line;
 use crate::domain::ids::OrderId;
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{Columns, Rest, RowWriter};
-use crate::domain::event::{each_line, filled, lines_text, StockDelta};
+use crate::domain::event::{filled, lines_text};
 use crate::domain::event_type::{TypeRow, Places, NOTHING};
-use crate::domain::ids::Item;
 
 /// Stock arrived (or was freed) for waiting units: they are held now,
 /// as if reserved. Written by the ledger in the order backorders were
@@ -20,25 +19,14 @@ pub struct BackorderFilled {
 }
 
 impl Fact for BackorderFilled {
-    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
-        each_line(&self.lines, f, filled);
-    }
-
-    fn sku_key(&self) -> Option<&str> {
-        None
-    }
-
-    fn order_id(&self) -> Option<&OrderId> {
-        Some(&self.order_id)
-    }
+    an_orders_lines!(filled);
 
     fn summary(&self) -> String {
         format!("filled {} from stock", lines_text(&self.lines))
     }
 
     fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
-        row.order(Some(&self.order_id));
-        row.lines(&self.lines);
+        row.order_lines(&self.order_id, &self.lines);
     }
 }
 

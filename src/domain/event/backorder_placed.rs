@@ -7,9 +7,8 @@ use crate::domain::command::Line;
 use crate::domain::ids::OrderId;
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{Columns, Rest, RowWriter};
-use crate::domain::event::{each_line, lines_text, waits, StockDelta};
+use crate::domain::event::{lines_text, waits};
 use crate::domain::event_type::{TypeRow, Places, ADDS};
-use crate::domain::ids::Item;
 
 /// The units of the order that were not on hand when it was reserved
 /// and now wait for stock that is expected (`lines`): a backorder, or a
@@ -25,17 +24,7 @@ pub struct BackorderPlaced {
 }
 
 impl Fact for BackorderPlaced {
-    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
-        each_line(&self.lines, f, waits);
-    }
-
-    fn sku_key(&self) -> Option<&str> {
-        None
-    }
-
-    fn order_id(&self) -> Option<&OrderId> {
-        Some(&self.order_id)
-    }
+    an_orders_lines!(waits);
 
     fn summary(&self) -> String {
         let lines = lines_text(&self.lines);
@@ -46,8 +35,7 @@ impl Fact for BackorderPlaced {
     }
 
     fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
-        row.order(Some(&self.order_id));
-        row.lines(&self.lines);
+        row.order_lines(&self.order_id, &self.lines);
         row.rest.latest_arrival = self.latest_arrival;
     }
 }

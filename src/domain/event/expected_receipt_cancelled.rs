@@ -6,10 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::domain::ids::{Location, Sku};
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{need, Columns, Rest, RowWriter};
-use crate::domain::event::{on_hand_by, StockDelta};
 use crate::domain::event_type::{TypeRow, MOVES_NOTHING, NOTHING, SAYS_NOTHING};
 use crate::domain::event_type::Places;
-use crate::domain::ids::{Item, OrderId};
 use crate::domain::stream::StreamKind;
 
 /// Nothing more is coming: the `withdrawn` units still expected are not.
@@ -23,19 +21,9 @@ pub struct ExpectedReceiptCancelled {
 }
 
 impl Fact for ExpectedReceiptCancelled {
-    /// What is expected is not here until a receipt brings it (that
-    /// receipt's own event); the item is named, as by a setting.
-    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
-        on_hand_by(f, &self.sku, &self.location, 0);
-    }
-
-    fn sku_key(&self) -> Option<&str> {
-        Some(self.sku.as_str())
-    }
-
-    fn order_id(&self) -> Option<&OrderId> {
-        None
-    }
+    // What is expected is not here until a receipt brings it (that
+    // receipt's own event): it names its item, as a setting does.
+    about_one_item!(|_: &Self| 0);
 
     fn summary(&self) -> String {
         let ExpectedReceiptCancelled {

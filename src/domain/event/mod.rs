@@ -26,6 +26,51 @@ pub mod row;
 use fact::{Fact, FactType};
 pub(crate) use reservation_created::opens_reservation_sql;
 
+/// The answers every event of a reservation gives alike: it is known by its
+/// stream's id, names its order, and moves each of its lines' units as
+/// `$moves` says (`held`, `shipped`, `freed`, `waits`, `filled`, `unwaits`).
+macro_rules! an_orders_lines {
+    ($moves:expr) => {
+        fn effects(
+            &self,
+            f: &mut dyn FnMut(&$crate::domain::ids::Item, $crate::domain::event::StockDelta),
+        ) {
+            $crate::domain::event::each_line(&self.lines, f, $moves);
+        }
+
+        fn sku_key(&self) -> Option<&str> {
+            None
+        }
+
+        fn order_id(&self) -> Option<&$crate::domain::ids::OrderId> {
+            Some(&self.order_id)
+        }
+    };
+}
+
+/// The answers every event about one item (its `sku` at its `location`)
+/// gives alike: it is known by its SKU, names no order, and moves the
+/// item's on-hand stock by `$by` of it; by 0 it still names the item, whose
+/// balance row exists from then on (as after a count of 0).
+macro_rules! about_one_item {
+    ($by:expr) => {
+        fn effects(
+            &self,
+            f: &mut dyn FnMut(&$crate::domain::ids::Item, $crate::domain::event::StockDelta),
+        ) {
+            $crate::domain::event::on_hand_by(f, &self.sku, &self.location, ($by)(self));
+        }
+
+        fn sku_key(&self) -> Option<&str> {
+            Some(self.sku.as_str())
+        }
+
+        fn order_id(&self) -> Option<&$crate::domain::ids::OrderId> {
+            None
+        }
+    };
+}
+
 /// Declares the events: the module each lives in, the `Event` enum of them
 /// and the `EventType` enum of their names, and the dispatch from either to
 /// the event's own module. A new event is a module and a line here.

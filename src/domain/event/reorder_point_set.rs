@@ -5,9 +5,9 @@ use serde::{Deserialize, Serialize};
 use crate::domain::ids::{Location, Sku};
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{need, Columns, Rest, RowWriter};
-use crate::domain::event::{item_of, on_hand_by, StockDelta};
+use crate::domain::event::item_of;
 use crate::domain::event_type::{TypeRow, MOVES_NOTHING};
-use crate::domain::ids::{Item, OrderId};
+use crate::domain::ids::Item;
 use crate::domain::settings::Setting;
 use crate::domain::stream::StreamKind;
 
@@ -21,19 +21,7 @@ pub struct ReorderPointSet {
 }
 
 impl Fact for ReorderPointSet {
-    /// Moves no stock, but names its item: the item is known from then on
-    /// (its balance row exists), as after a count of 0.
-    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
-        on_hand_by(f, &self.sku, &self.location, 0);
-    }
-
-    fn sku_key(&self) -> Option<&str> {
-        Some(self.sku.as_str())
-    }
-
-    fn order_id(&self) -> Option<&OrderId> {
-        None
-    }
+    about_one_item!(|_: &Self| 0);
 
     fn setting(&self) -> Option<(Item, Setting)> {
         let item = item_of(&self.sku, &self.location);

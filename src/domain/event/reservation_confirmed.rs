@@ -6,9 +6,8 @@ use crate::domain::command::Line;
 use crate::domain::ids::{ConfirmationId, OrderId};
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{Columns, Rest, RowWriter};
-use crate::domain::event::{each_line, lines_text, StockDelta};
+use crate::domain::event::lines_text;
 use crate::domain::event_type::{TypeRow, Places};
-use crate::domain::ids::Item;
 use crate::domain::event::shipped;
 use crate::domain::event_type::settles;
 use crate::domain::reservation::ReservationState;
@@ -27,25 +26,14 @@ pub struct ReservationConfirmed {
 }
 
 impl Fact for ReservationConfirmed {
-    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
-        each_line(&self.lines, f, shipped);
-    }
-
-    fn sku_key(&self) -> Option<&str> {
-        None
-    }
-
-    fn order_id(&self) -> Option<&OrderId> {
-        Some(&self.order_id)
-    }
+    an_orders_lines!(shipped);
 
     fn summary(&self) -> String {
         format!("confirmed {}", lines_text(&self.lines))
     }
 
     fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
-        row.order(Some(&self.order_id));
-        row.lines(&self.lines);
+        row.order_lines(&self.order_id, &self.lines);
         row.rest.confirmation_id = self.confirmation_id.clone();
     }
 }

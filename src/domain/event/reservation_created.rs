@@ -7,9 +7,8 @@ use crate::domain::command::Line;
 use crate::domain::ids::OrderId;
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{need, Columns, Rest, RowWriter};
-use crate::domain::event::{each_line, lines_text, StockDelta};
+use crate::domain::event::lines_text;
 use crate::domain::event_type::{TypeRow, Places};
-use crate::domain::ids::Item;
 use crate::domain::event::held;
 use crate::domain::event_type::OPENS;
 use crate::domain::shape::{hold_of_version_1, Change, Version};
@@ -29,17 +28,7 @@ pub struct ReservationCreated {
 }
 
 impl Fact for ReservationCreated {
-    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
-        each_line(&self.lines, f, held);
-    }
-
-    fn sku_key(&self) -> Option<&str> {
-        None
-    }
-
-    fn order_id(&self) -> Option<&OrderId> {
-        Some(&self.order_id)
-    }
+    an_orders_lines!(held);
 
     fn summary(&self) -> String {
         format!(
@@ -51,8 +40,7 @@ impl Fact for ReservationCreated {
     }
 
     fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
-        row.order(Some(&self.order_id));
-        row.lines(&self.lines);
+        row.order_lines(&self.order_id, &self.lines);
         row.rest.expires_at = Some(self.expires_at);
         row.rest.ttl_seconds = Some(self.ttl_seconds);
         row.rest.request_hash = Some(self.request_hash.clone());

@@ -6,13 +6,15 @@ use crate::domain::command::Line;
 use crate::domain::ids::OrderId;
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{Columns, Rest, RowWriter};
-use crate::domain::event::{each_line, lines_text, StockDelta};
+use crate::domain::event::lines_text;
 use crate::domain::event_type::{TypeRow, Places};
-use crate::domain::ids::Item;
 use crate::domain::event::freed;
 use crate::domain::event_type::settles;
 use crate::domain::reservation::ReservationState;
 
+/// An open reservation's hold ran out before it was confirmed or released:
+/// its `lines` (what was still open) are freed. Written by the expiry
+/// worker through the `expire` command.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReservationExpired {
     pub order_id: OrderId,
@@ -20,25 +22,14 @@ pub struct ReservationExpired {
 }
 
 impl Fact for ReservationExpired {
-    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
-        each_line(&self.lines, f, freed);
-    }
-
-    fn sku_key(&self) -> Option<&str> {
-        None
-    }
-
-    fn order_id(&self) -> Option<&OrderId> {
-        Some(&self.order_id)
-    }
+    an_orders_lines!(freed);
 
     fn summary(&self) -> String {
         format!("expired, freeing {}", lines_text(&self.lines))
     }
 
     fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
-        row.order(Some(&self.order_id));
-        row.lines(&self.lines);
+        row.order_lines(&self.order_id, &self.lines);
     }
 }
 

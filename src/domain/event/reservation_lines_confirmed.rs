@@ -6,9 +6,8 @@ use crate::domain::command::Line;
 use crate::domain::ids::{ConfirmationId, OrderId};
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{need, Columns, Rest, RowWriter};
-use crate::domain::event::{each_line, lines_text, StockDelta};
+use crate::domain::event::lines_text;
 use crate::domain::event_type::{TypeRow, Places};
-use crate::domain::ids::Item;
 use crate::domain::event::shipped;
 use crate::domain::event_type::part;
 use crate::domain::reservation::ReservationState;
@@ -22,17 +21,7 @@ pub struct ReservationLinesConfirmed {
 }
 
 impl Fact for ReservationLinesConfirmed {
-    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
-        each_line(&self.lines, f, shipped);
-    }
-
-    fn sku_key(&self) -> Option<&str> {
-        None
-    }
-
-    fn order_id(&self) -> Option<&OrderId> {
-        Some(&self.order_id)
-    }
+    an_orders_lines!(shipped);
 
     fn summary(&self) -> String {
         let lines = lines_text(&self.lines);
@@ -40,8 +29,7 @@ impl Fact for ReservationLinesConfirmed {
     }
 
     fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
-        row.order(Some(&self.order_id));
-        row.lines(&self.lines);
+        row.order_lines(&self.order_id, &self.lines);
         row.rest.confirmation_id = Some(self.confirmation_id.clone());
     }
 }

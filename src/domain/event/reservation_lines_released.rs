@@ -6,9 +6,8 @@ use crate::domain::command::Line;
 use crate::domain::ids::{OrderId, ReleaseId};
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{need, Columns, Rest, RowWriter};
-use crate::domain::event::{each_line, lines_text, StockDelta};
+use crate::domain::event::lines_text;
 use crate::domain::event_type::{TypeRow, Places};
-use crate::domain::ids::Item;
 use crate::domain::event::freed;
 use crate::domain::event_type::part;
 use crate::domain::reservation::ReservationState;
@@ -25,17 +24,7 @@ pub struct ReservationLinesReleased {
 }
 
 impl Fact for ReservationLinesReleased {
-    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
-        each_line(&self.lines, f, freed);
-    }
-
-    fn sku_key(&self) -> Option<&str> {
-        None
-    }
-
-    fn order_id(&self) -> Option<&OrderId> {
-        Some(&self.order_id)
-    }
+    an_orders_lines!(freed);
 
     fn summary(&self) -> String {
         let lines = lines_text(&self.lines);
@@ -43,8 +32,7 @@ impl Fact for ReservationLinesReleased {
     }
 
     fn write_row<'a>(&'a self, row: &mut RowWriter<'a>) {
-        row.order(Some(&self.order_id));
-        row.lines(&self.lines);
+        row.order_lines(&self.order_id, &self.lines);
         row.rest.release_id = Some(self.release_id.clone());
         row.rest.reason = Some(self.reason.clone());
     }

@@ -135,6 +135,12 @@ impl<'a> RowWriter<'a> {
         self.row.quantities.push(quantity);
     }
 
+    /// The order a reservation's event is about, and its lines.
+    pub(crate) fn order_lines(&mut self, order_id: &'a OrderId, lines: &'a [Line]) {
+        self.order(Some(order_id));
+        self.lines(lines);
+    }
+
     /// An item line for each of `lines`.
     pub(crate) fn lines(&mut self, lines: &'a [Line]) {
         for l in lines {

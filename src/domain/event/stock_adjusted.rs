@@ -5,12 +5,12 @@ use serde::{Deserialize, Serialize};
 use crate::domain::ids::{Location, Sku};
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{need, Columns, Rest, RowWriter};
-use crate::domain::event::{on_hand_by, StockDelta};
 use crate::domain::event_type::TypeRow;
-use crate::domain::ids::{Item, OrderId};
 use crate::domain::stream::StreamKind;
 use crate::domain::text::shown;
 
+/// A correction of on-hand stock by `delta` units (damage, loss, a found
+/// box), for `reason`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StockAdjusted {
     pub sku: Sku,
@@ -20,17 +20,7 @@ pub struct StockAdjusted {
 }
 
 impl Fact for StockAdjusted {
-    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
-        on_hand_by(f, &self.sku, &self.location, i64::from(self.delta));
-    }
-
-    fn sku_key(&self) -> Option<&str> {
-        Some(self.sku.as_str())
-    }
-
-    fn order_id(&self) -> Option<&OrderId> {
-        None
-    }
+    about_one_item!(|e: &Self| i64::from(e.delta));
 
     fn summary(&self) -> String {
         let StockAdjusted {

@@ -5,9 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::ids::{Location, Sku};
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{need, Columns, Rest, RowWriter};
-use crate::domain::event::{on_hand_by, StockDelta};
 use crate::domain::event_type::TypeRow;
-use crate::domain::ids::{Item, OrderId};
 use crate::domain::stream::StreamKind;
 
 /// A stock take found `counted` units where the books had `books`: the
@@ -28,17 +26,7 @@ impl StockCounted {
 }
 
 impl Fact for StockCounted {
-    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
-        on_hand_by(f, &self.sku, &self.location, self.change());
-    }
-
-    fn sku_key(&self) -> Option<&str> {
-        Some(self.sku.as_str())
-    }
-
-    fn order_id(&self) -> Option<&OrderId> {
-        None
-    }
+    about_one_item!(Self::change);
 
     fn summary(&self) -> String {
         let StockCounted {

@@ -5,11 +5,10 @@ use serde::{Deserialize, Serialize};
 use crate::domain::ids::{Location, Sku};
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{Columns, Rest, RowWriter};
-use crate::domain::event::{on_hand_by, StockDelta};
 use crate::domain::event_type::TypeRow;
-use crate::domain::ids::{Item, OrderId};
 use crate::domain::stream::StreamKind;
 
+/// A delivery of stock: `quantity` units of `sku` arrived at `location`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StockReceived {
     pub sku: Sku,
@@ -18,17 +17,7 @@ pub struct StockReceived {
 }
 
 impl Fact for StockReceived {
-    fn effects(&self, f: &mut dyn FnMut(&Item, StockDelta)) {
-        on_hand_by(f, &self.sku, &self.location, i64::from(self.quantity));
-    }
-
-    fn sku_key(&self) -> Option<&str> {
-        Some(self.sku.as_str())
-    }
-
-    fn order_id(&self) -> Option<&OrderId> {
-        None
-    }
+    about_one_item!(|e: &Self| i64::from(e.quantity));
 
     fn summary(&self) -> String {
         let StockReceived {
