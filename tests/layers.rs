@@ -349,3 +349,115 @@ fn store_methods_take_connections_through_reading() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// The files of `src/domain` a file names, by module path (`domain::event::fact`):
+/// `crate::domain::a::b` paths, the heads of `crate::domain::a::{b, c}` lists,
+/// and `super::x` paths; each resolved to the longest module that exists. The
+/// domain's root (`domain/mod.rs`) only re-exports, so it is no one's import.
+fn domain_imports(text: &str, me: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
+    let segment = |s: &str| -> Vec<String> {
+        s.split("::")
+            .map(|p| {
+                p.chars()
+                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                    .collect::<String>()
+            })
+            .take_while(|p| !p.is_empty())
+            .collect()
+    };
+    let longest = |parts: &[String]| -> Option<String> {
+        (2..=parts.len())
+            .rev()
+            .map(|n| parts[..n].join("::"))
+            .find(|m| modules.contains(m))
+    };
+    let parent = me.rsplit_once("::").map_or("", |(p, _)| p).to_owned();
+    let mut found = BTreeSet::new();
+    for (_, line) in product_lines(text) {
+        for (at, _) in line.match_indices("crate::domain::") {
+            let rest = &line[at + "crate::".len()..];
+            let mut parts = segment(rest);
+            let after = &rest[parts.join("::").len()..];
+            if let Some(list) = after.strip_prefix("::{") {
+                for head in list_heads(&list[..list.find('}').unwrap_or(list.len())]) {
+                    let mut p = parts.clone();
+                    p.push(head);
+                    found.extend(longest(&p));
+                }
+            }
+            found.extend(longest(&parts));
+            parts.clear();
+        }
+        for (at, _) in line.match_indices("super::") {
+            let mut parts: Vec<String> = parent.split("::").map(str::to_owned).collect();
+            parts.extend(segment(&line[at + "super::".len()..]));
+            found.extend(longest(&parts));
+        }
+    }
+    found.remove(me);
+    found
+}
+
+/// Architecture invariant: no import circle among the domain's files: each
+/// event's module, the registry and the rows below the folds, the folds
+/// below the decision's types, those below the commands and `decide`.
+#[test]
+fn the_domain_has_no_import_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src.join("domain"), &mut files);
+    let module = |f: &PathBuf| {
+        let rel = f.strip_prefix(&src).expect("under src").with_extension("");
+        let rel = rel.to_string_lossy().replace('\\', "/").replace('/', "::");
+        rel.trim_end_matches("::mod").to_owned()
+    };
+    let modules: BTreeSet<String> = files.iter().map(module).collect();
+    let mut edges: Vec<(String, BTreeSet<String>)> = Vec::new();
+    for f in &files {
+        let me = module(f);
+        if me == "domain" || f.to_string_lossy().ends_with("_tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).expect("readable");
+        edges.push((me.clone(), domain_imports(&text, &me, &modules)));
+    }
+    // A module is in a circle when it reaches itself.
+    let reach = |from: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.to_owned()];
+        while let Some(m) = todo.pop() {
+            for (_, to) in edges.iter().filter(|(n, _)| *n == m) {
+                for t in to {
+                    if seen.insert(t.clone()) {
+                        todo.push(t.clone());
+                    }
+                }
+            }
+        }
+        seen
+    };
+    let circled: Vec<String> = edges
+        .iter()
+        .map(|(m, _)| m.clone())
+        .filter(|m| reach(m).contains(m))
+        .collect();
+    assert!(circled.is_empty(), "in an import circle: {circled:?}");
+}
+
+#[test]
+fn the_circle_check_sees_lists_and_super() {
+    let modules: BTreeSet<String> = ["domain::a", "domain::b", "domain::c::d", "domain::c"]
+        .map(str::to_owned)
+        .into();
+    let text = "use crate::domain::a::Thing;\nuse crate::domain::c::{d::X, Y};\nuse super::b;\n";
+    let found = domain_imports(text, "domain::c::e", &modules);
+    let want: BTreeSet<String> = ["domain::a", "domain::c::d", "domain::c"]
+        .map(str::to_owned)
+        .into();
+    assert_eq!(found, want);
+    let text = "use super::d;\n";
+    assert_eq!(
+        domain_imports(text, "domain::c::e", &modules),
+        ["domain::c::d".to_owned()].into()
+    );
+}

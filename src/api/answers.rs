@@ -461,7 +461,7 @@ mod tests {
     /// shape the read model's row gives.
     #[test]
     fn an_order_reads_the_same_from_the_log_and_from_the_read_model() {
-        use crate::domain::command::Line;
+        use crate::domain::ids::Line;
         use crate::domain::{
             Event, EventMetadata, LineProgress, OrderId, RecordedEvent, ReservationId,
             ReservationState, ReservationView, StreamId,

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use crate::domain::decide::{LedgerState, NewEvent};
+use crate::domain::decision::{LedgerState, NewEvent};
 use crate::domain::event::{Balance, Event};
 use crate::domain::ids::{AlertId, Item};
 use crate::domain::settings::ItemSettings;

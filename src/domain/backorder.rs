@@ -25,9 +25,8 @@ use std::collections::BTreeMap;
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::command::Line;
-use crate::domain::decide::LedgerState;
 use crate::domain::event::{Balance, Event};
+use crate::domain::ids::Line;
 use crate::domain::ids::{ExpectedId, Item, ReservationId};
 use crate::domain::rejection::Rejection;
 use crate::domain::reservation::Placed;
@@ -112,7 +111,7 @@ impl Backlog {
 
 /// Whether `item` may have `id` among its open expected receipts: it is
 /// already, or there is room for one more (`MAX_EXPECTED_PER_ITEM`).
-pub fn room_to_expect(state: &LedgerState, item: &Item, id: &ExpectedId) -> Result<(), Rejection> {
+pub fn room_to_expect(state: &impl Figures, item: &Item, id: &ExpectedId) -> Result<(), Rejection> {
     let backlog = state.backlog(item);
     if backlog.incoming.len() < MAX_EXPECTED_PER_ITEM || backlog.incoming.contains_key(id) {
         return Ok(());
@@ -146,7 +145,7 @@ pub struct Plan {
 }
 
 /// What to write for `p`'s waiting units against the state's items.
-pub fn plan(state: &LedgerState, p: &Placed) -> Plan {
+pub fn plan(state: &impl Figures, p: &Placed) -> Plan {
     let mut plan = Plan::default();
     for line in p.waiting_lines() {
         let backlog = state.backlog(&line.item);
@@ -179,6 +178,13 @@ pub fn due(balance: Balance, backlog: &Backlog) -> Vec<ReservationId> {
         ahead += i64::from(w.units);
     }
     out
+}
+
+/// What the rules of first come, first served read of the ledger's state:
+/// an item's figures and its backlog (`decision::LedgerState` holds them).
+pub trait Figures {
+    fn balance(&self, item: &Item) -> Balance;
+    fn backlog(&self, item: &Item) -> Backlog;
 }
 
 /// Folds one event into the backlogs of the items it names: a backorder

@@ -4,10 +4,14 @@
 
 use super::*;
 use crate::domain::command::{self, AdjustRequest, LineRequest, ReceiveRequest, ReserveRequest};
+use crate::domain::event::{Balance, Event};
 use crate::domain::event::{
     OrderLimitSet, ReservationConfirmed, ReservationCreated, ReservationExtended,
     ReservationLinesConfirmed, ReservationReleased, StockCounted, StockLow, StockRecovered,
 };
+
+use crate::domain::ids::*;
+use crate::domain::reservation::ReservationState;
 use crate::domain::{EventType, RejectionCode};
 use chrono::TimeZone;
 

@@ -5,10 +5,39 @@
 //! these questions (the stream rules, the fold, the audit, the store's
 //! `event_types` table that the SQL folds join) reads them from here.
 
-pub use crate::domain::event::EventType;
-use crate::domain::event::StockDelta;
-use crate::domain::reservation::ReservationState;
 use crate::domain::stream::StreamKind;
+use serde::{Deserialize, Serialize};
+
+/// Where a reservation's units stand: held, or where they went. The
+/// state of a whole reservation is the one its settling event moved it to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ReservationState {
+    Reserved,
+    Confirmed,
+    Released,
+    Expired,
+}
+
+impl ReservationState {
+    /// Every state, in the order a reservation may reach them.
+    pub const ALL: [ReservationState; 4] = [
+        ReservationState::Reserved,
+        ReservationState::Confirmed,
+        ReservationState::Released,
+        ReservationState::Expired,
+    ];
+
+    /// The state as the API and the log write it (its serde name).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReservationState::Reserved => "RESERVED",
+            ReservationState::Confirmed => "CONFIRMED",
+            ReservationState::Released => "RELEASED",
+            ReservationState::Expired => "EXPIRED",
+        }
+    }
+}
 
 /// Where in its stream an event may stand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,108 +136,10 @@ pub const MOVES_NOTHING: (i64, i64, i64, i64) = (0, 0, 0, 0);
 // Shorthands for the low-stock column.
 pub const SAYS_NOTHING: Option<bool> = None;
 
-impl EventType {
-    /// The stream kind whose streams hold events of this type.
-    pub fn stream_kind(self) -> StreamKind {
-        self.row().stream
-    }
-
-    /// Where in its stream an event of this type may stand.
-    pub fn places(self) -> Places {
-        self.row().places
-    }
-
-    /// Whether an event of this type is the last of its stream: nothing may
-    /// follow it. Every event of a single-event stream closes it; of a
-    /// reservation, the events that settle it (a tombstone is a release).
-    pub fn closes(self) -> bool {
-        self.row().closes
-    }
-
-    /// What an event of this type does to a reservation's units.
-    pub fn reservation_move(self) -> ReservationMove {
-        self.row().reservation
-    }
-
-    /// How each item line of a stored row of this type moves an item's
-    /// figures: the sign each figure moves by, times the line's quantity as
-    /// `store::log_row::encode` stores it. The SQL folds read it from the
-    /// `event_types` table; a test holds it to `Event::for_each_effect`.
-    pub fn line_effect(self) -> StockDelta {
-        let (on_hand, reserved, confirmed, backordered) = self.row().line;
-        StockDelta {
-            on_hand,
-            reserved,
-            confirmed,
-            backordered,
-        }
-    }
-
-    /// What an event of this type says of its item's stock: low
-    /// (`Some(true)`), no longer low (`Some(false)`), or nothing. The
-    /// `low_stock` read model's SQL reads it from `event_types`.
-    pub fn low_stock(self) -> Option<bool> {
-        self.row().low
-    }
-
-    /// Whether an event of this type says what an expected receipt still
-    /// brings (every event of an expected receipt's stream states it as it
-    /// stands after it). The `incoming` read model's SQL reads it from
-    /// `event_types`.
-    pub fn incoming(self) -> bool {
-        self.stream_kind() == StreamKind::Expected
-    }
-
-    /// Whether an event of this type changes its item's backlog (what
-    /// waits for it, what is expected of it): the store writes the
-    /// backlogs of those items (`domain::backorder::apply` folds them).
-    pub fn moves_backlog(self) -> bool {
-        self.incoming() || self.line_effect().backordered != 0
-    }
-
-    /// Whether an event of this type moves a reservation's hold and nothing
-    /// else: a reservation's event that moves no units and no stock (an
-    /// extension). The read models' batches move a row's expiry by it.
-    pub fn moves_hold(self) -> bool {
-        self.stream_kind() == StreamKind::Reservation
-            && self.reservation_move() == ReservationMove::Nothing
-            && self.line_effect() == StockDelta::default()
-    }
-
-    /// The type that opens a stream of `kind`: the one whose only place is
-    /// the first. `None` if no type or more than one does.
-    pub fn opening(kind: StreamKind) -> Option<EventType> {
-        let mut first = EventType::ALL
-            .iter()
-            .copied()
-            .filter(|t| t.stream_kind() == kind && t.places() == Places::First);
-        first.next().filter(|_| first.next().is_none())
-    }
-
-    /// The type that settles a whole reservation as `to`: confirmed,
-    /// released or expired.
-    pub fn settling(to: ReservationState) -> Option<EventType> {
-        EventType::ALL
-            .iter()
-            .copied()
-            .find(|t| t.reservation_move() == ReservationMove::Moves { to, settles: true })
-    }
-
-    /// The event type stored as `name`, if there is one.
-    pub fn parse(name: &str) -> Option<EventType> {
-        EventType::ALL.iter().copied().find(|t| t.as_str() == name)
-    }
-}
-
-impl std::fmt::Display for EventType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::event::EventType;
 
     /// The columns of one row must tell one story: what settles a
     /// reservation closes its stream and moves its lines out of `reserved`;
@@ -266,5 +197,27 @@ mod tests {
             assert!(t.closes(), "{t}");
         }
         assert_eq!(EventType::settling(ReservationState::Reserved), None);
+    }
+
+    #[test]
+    fn every_event_type_belongs_to_exactly_the_kind_that_allows_it() {
+        for &t in EventType::ALL {
+            let kinds: Vec<StreamKind> = StreamKind::ALL
+                .iter()
+                .copied()
+                .filter(|k| k.event_types().any(|e| e == t))
+                .collect();
+            assert_eq!(kinds, vec![StreamKind::of_event(t)], "{t:?}");
+        }
+    }
+
+    #[test]
+    fn nothing_stands_past_the_last_seq() {
+        for &kind in StreamKind::ALL {
+            for &t in EventType::ALL {
+                assert!(!kind.allows(0, t));
+                assert!(!kind.allows(kind.last_seq() + 1, t));
+            }
+        }
     }
 }

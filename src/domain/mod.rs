@@ -7,6 +7,7 @@ pub mod backorder;
 pub mod command;
 pub mod context;
 pub mod decide;
+pub mod decision;
 pub mod event;
 pub mod event_type;
 pub mod expectation;

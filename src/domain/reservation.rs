@@ -10,44 +10,17 @@ use crate::domain::event::{
     ReservationReleased,
 };
 use chrono::{DateTime, Duration, Utc};
-use serde::{Deserialize, Serialize};
+
 use uuid::Uuid;
 
-use crate::domain::command::Line;
 use crate::domain::event::outside_reservations;
 use crate::domain::event::{DropReason, Event};
+use crate::domain::ids::Line;
 use crate::domain::ids::{ConfirmationId, ExtensionId, Item, OrderId, ReleaseId, ReservationId};
 use crate::domain::stream::StreamKind;
 use crate::limits::{MAX_RESERVATION_EVENTS, MAX_TTL_SECONDS};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum ReservationState {
-    Reserved,
-    Confirmed,
-    Released,
-    Expired,
-}
-
-impl ReservationState {
-    /// Every state, in the order a reservation may reach them.
-    pub const ALL: [ReservationState; 4] = [
-        ReservationState::Reserved,
-        ReservationState::Confirmed,
-        ReservationState::Released,
-        ReservationState::Expired,
-    ];
-
-    /// The state as the API and the log write it (its serde name).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReservationState::Reserved => "RESERVED",
-            ReservationState::Confirmed => "CONFIRMED",
-            ReservationState::Released => "RELEASED",
-            ReservationState::Expired => "EXPIRED",
-        }
-    }
-}
+pub use crate::domain::event_type::ReservationState;
 
 /// A reservation stream, folded. A tombstone is its own variant: it has no
 /// order, no lines and no expiry, and the compiler makes every reader say what

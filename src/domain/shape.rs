@@ -13,22 +13,10 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::domain::event::{Event, EventType};
+use crate::domain::event::{Event, EventType, RecordedEvent};
 
-/// Versions of a shape: the first is 1.
-pub type Version = u16;
-
-/// One change of an event type's shape: from `version` on, its data has the
-/// field `adds`, which events of earlier versions do not hold and read as
-/// the type's upcast derives it (`FactType::upcast_data`, `upcast_row`).
-/// Each event's module lists its own (`FactType::CHANGES`).
-#[derive(Clone, Copy, Debug)]
-pub struct Change {
-    pub version: Version,
-    pub adds: &'static str,
-    /// Why the shape changed, for `docs/events.md` and the reader of the log.
-    pub why: &'static str,
-}
+pub use crate::domain::event::fact::{Change, Version};
+pub use crate::domain::event::hold_of_version_1;
 
 /// The version `event` is written in now.
 pub fn current(event: EventType) -> Version {
@@ -70,17 +58,6 @@ pub fn check(event: EventType, version: i64) -> Result<Version, ShapeError> {
         })
 }
 
-/// A reservation before version 2 of its shape: the hold's length, which it did not
-/// say, is its expiry less the moment it was recorded. The store records a
-/// reservation at the very moment its expiry was counted from (schema 0012),
-/// so this is the TTL the order was given, in whole seconds; a log written by
-/// hand with an expiry before its recording reads as a hold of 0.
-pub fn hold_of_version_1(expires_at: DateTime<Utc>, recorded_at: DateTime<Utc>) -> u32 {
-    let micros = (expires_at - recorded_at).num_microseconds().unwrap_or(0);
-    let seconds = (micros.max(0) + 500_000) / 1_000_000;
-    u32::try_from(seconds).unwrap_or(u32::MAX)
-}
-
 /// `event`'s data as it was written in `version`: its current data without
 /// the fields later versions added. What the API serves and a seal's leaf
 /// covers, so that an event hashes the same for ever.
@@ -98,6 +75,36 @@ pub fn written_data(event: &Event, version: Version) -> Value {
 pub fn remove_later_fields(event: EventType, version: Version, fields: &mut Map<String, Value>) {
     for change in event.changes().iter().filter(|c| c.version > version) {
         fields.remove(change.adds);
+    }
+}
+
+/// Reading an event written in an older shape, here beside the shapes (an
+/// inherent impl of the event's, kept above it so `event` needs no shape).
+impl Event {
+    /// Rebuilds an event from its fields as they were written in `version`
+    /// of its type's shape, recorded at `recorded_at` (the inverse of
+    /// `shape::written_data`): older shapes are brought up to the current one.
+    pub fn from_written(
+        type_name: &str,
+        version: i64,
+        data: serde_json::Value,
+        recorded_at: DateTime<Utc>,
+    ) -> Result<Event, String> {
+        let kind =
+            EventType::parse(type_name).ok_or_else(|| format!("unknown event type {type_name}"))?;
+        let version = check(kind, version).map_err(|e| e.to_string())?;
+        let serde_json::Value::Object(mut fields) = data else {
+            return Err(format!("{type_name}: its data is not an object"));
+        };
+        kind.upcast_data(version, &mut fields, recorded_at);
+        Event::from_parts(type_name, fields.into()).map_err(|e| format!("{type_name}: {e}"))
+    }
+}
+
+impl RecordedEvent {
+    /// The event's data as it was written (`shape::written_data`).
+    pub fn written_data(&self) -> serde_json::Value {
+        written_data(&self.event, self.version)
     }
 }
 

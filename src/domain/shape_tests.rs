@@ -7,7 +7,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use serde_json::json;
 
 use super::*;
-use crate::domain::command::Line;
+use crate::domain::ids::Line;
 use crate::domain::ids::{Item, Location, OrderId, Sku};
 
 fn at(seconds: i64, micros: u32) -> DateTime<Utc> {

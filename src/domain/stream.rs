@@ -5,7 +5,6 @@
 
 use std::fmt;
 
-use crate::domain::event_type::{EventType, Places};
 use crate::domain::ids::{
     AdjustmentId, AlertId, CountId, ExpectedId, LimitId, ReceiptId, ReorderPointId, ReservationId,
     TransferId,
@@ -85,39 +84,6 @@ impl StreamKind {
             StreamKind::Expected => MAX_EXPECTED_EVENTS,
             StreamKind::Reservation => MAX_RESERVATION_EVENTS,
         }
-    }
-
-    /// Whether an event of type `event` is the last of its stream (its row
-    /// in `event_type.rs` says).
-    pub fn closes(event: EventType) -> bool {
-        event.closes()
-    }
-
-    /// Whether an event of type `event` may stand at `seq` in a stream of this
-    /// kind. This is the coarse rule (the audit and the history queries use
-    /// it); the reservation fold adds what depends on the event before.
-    pub fn allows(self, seq: u32, event: EventType) -> bool {
-        let last = self.last_seq();
-        let places = match event.places() {
-            Places::First => 1..=1,
-            Places::Anywhere => 1..=last,
-            Places::Later => 2..=last,
-            Places::Between => 2..=last.saturating_sub(1),
-        };
-        event.stream_kind() == self && places.contains(&seq)
-    }
-
-    /// The event types that may appear in a stream of this kind.
-    pub fn event_types(self) -> impl Iterator<Item = EventType> {
-        EventType::ALL
-            .iter()
-            .copied()
-            .filter(move |t| (1..=self.last_seq()).any(|seq| self.allows(seq, *t)))
-    }
-
-    /// The stream kind whose streams hold events of `event`.
-    pub fn of_event(event: EventType) -> StreamKind {
-        event.stream_kind()
     }
 }
 
@@ -258,28 +224,6 @@ mod tests {
             "Receipt:r1",
         ] {
             assert!(StreamId::parse("stream", name).is_err(), "{name:?}");
-        }
-    }
-
-    #[test]
-    fn every_event_type_belongs_to_exactly_the_kind_that_allows_it() {
-        for &t in EventType::ALL {
-            let kinds: Vec<StreamKind> = StreamKind::ALL
-                .iter()
-                .copied()
-                .filter(|k| k.event_types().any(|e| e == t))
-                .collect();
-            assert_eq!(kinds, vec![StreamKind::of_event(t)], "{t:?}");
-        }
-    }
-
-    #[test]
-    fn nothing_stands_past_the_last_seq() {
-        for &kind in StreamKind::ALL {
-            for &t in EventType::ALL {
-                assert!(!kind.allows(0, t));
-                assert!(!kind.allows(kind.last_seq() + 1, t));
-            }
         }
     }
 }

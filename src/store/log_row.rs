@@ -158,9 +158,9 @@ pub(crate) fn decode(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::command::Line;
     use crate::domain::event::TOMBSTONE_REASON;
     use crate::domain::event::*;
+    use crate::domain::ids::Line;
     use crate::domain::StockDelta;
     use crate::domain::{
         ChangeId, ConfirmationId, ExtensionId, Item, Location, OrderId, ReceiptId, ReleaseId, Sku,

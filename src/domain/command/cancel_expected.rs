@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::expected::{append, find};
 use super::{Rule, Touches};
-use crate::domain::decide::{Decision, LedgerState, Outcome};
+use crate::domain::decision::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
 use crate::domain::expectation::{ExpectationState, ExpectationView};
 use crate::domain::ids::ExpectedId;

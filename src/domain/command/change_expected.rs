@@ -11,7 +11,7 @@ use super::expected::{append, find, open_with_room};
 use super::input::{date, quantity};
 use super::{Rule, Touches};
 use crate::domain::backorder::room_to_expect;
-use crate::domain::decide::{Decision, LedgerState, Outcome};
+use crate::domain::decision::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
 use crate::domain::expectation::ExpectationView;
 use crate::domain::ids::{ChangeId, ExpectedId};

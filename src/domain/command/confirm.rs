@@ -9,7 +9,7 @@ use super::input::Line;
 use super::step::{expired, found, released, replay, steps};
 use super::{Rule, Touches};
 use crate::domain::backorder::plan;
-use crate::domain::decide::{Decision, LedgerState};
+use crate::domain::decision::{Decision, LedgerState};
 use crate::domain::ids::ReservationId;
 use crate::domain::reservation::{Placed, Reservation, ReservationState};
 use crate::domain::{Command, Rejection};

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::input::{merge_lines, Line, LineRequest};
 use super::step::{expired, released, start, take_lines, Start};
 use super::{Rule, Touches};
-use crate::domain::decide::{Decision, LedgerState};
+use crate::domain::decision::{Decision, LedgerState};
 use crate::domain::event::Event;
 use crate::domain::ids::{ConfirmationId, ReservationId};
 use crate::domain::reservation::{ReservationState, StepKey, StepRequest};

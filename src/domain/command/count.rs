@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::input::item;
 use super::single;
 use super::{Rule, Touches};
-use crate::domain::decide::{Decision, LedgerState, Outcome};
+use crate::domain::decision::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
 use crate::domain::fingerprint::Canonical;
 use crate::domain::ids::{CountId, Item};

@@ -12,7 +12,7 @@ use super::input::{date, item, quantity};
 use super::single::first_event;
 use super::{Rule, Touches};
 use crate::domain::backorder::room_to_expect;
-use crate::domain::decide::{Decision, LedgerState, Outcome};
+use crate::domain::decision::{Decision, LedgerState, Outcome};
 use crate::domain::event::Event;
 use crate::domain::expectation::ExpectationView;
 use crate::domain::fingerprint::Canonical;

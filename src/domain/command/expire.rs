@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::step::settle;
 use super::{Rule, Touches};
-use crate::domain::decide::{Decision, LedgerState, Outcome};
+use crate::domain::decision::{Decision, LedgerState, Outcome};
 use crate::domain::event::{DropReason, Event};
 use crate::domain::ids::ReservationId;
 use crate::domain::reservation::Reservation;

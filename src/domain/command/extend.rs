@@ -11,7 +11,7 @@ use super::input::ttl;
 use super::step::{already_confirmed, expired, released, start, Start};
 use super::step::{room_for_a_step, step};
 use super::{Rule, Touches};
-use crate::domain::decide::{Decision, LedgerState};
+use crate::domain::decision::{Decision, LedgerState};
 use crate::domain::event::Event;
 use crate::domain::ids::{ExtensionId, ReservationId};
 use crate::domain::reservation::{ReservationState, StepKey, StepRequest};

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::step::steps;
 use super::{Rule, Touches};
 use crate::domain::backorder::plan;
-use crate::domain::decide::{Decision, LedgerState, Outcome};
+use crate::domain::decision::{Decision, LedgerState, Outcome};
 use crate::domain::event::{DropReason, Event};
 use crate::domain::ids::ReservationId;
 use crate::domain::reservation::{Placed, Reservation, ReservationState};

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::domain::ids::Line;
 use crate::domain::ids::{Item, Location, Sku};
 use crate::domain::{number, Rejection};
 use crate::limits::{
@@ -23,46 +24,6 @@ pub struct LineRequest {
     pub location: Option<String>,
     #[serde(deserialize_with = "number::whole")]
     pub quantity: i64,
-}
-
-/// One normalised reservation line. In JSON it is `{sku, location, quantity}`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Line {
-    pub item: Item,
-    pub quantity: u32,
-}
-
-/// The JSON shape of a line. Written out instead of `#[serde(flatten)]`,
-/// which buffers every object and made reading the log several times slower.
-#[derive(Serialize, Deserialize)]
-struct LineJson<S, L> {
-    sku: S,
-    location: L,
-    quantity: u32,
-}
-
-impl Serialize for Line {
-    fn serialize<Z: serde::Serializer>(&self, s: Z) -> Result<Z::Ok, Z::Error> {
-        LineJson {
-            sku: &self.item.sku,
-            location: &self.item.location,
-            quantity: self.quantity,
-        }
-        .serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for Line {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let l = LineJson::<Sku, Location>::deserialize(d)?;
-        Ok(Line {
-            item: Item {
-                sku: l.sku,
-                location: l.location,
-            },
-            quantity: l.quantity,
-        })
-    }
 }
 
 /// A quantity from 1 to the limit.

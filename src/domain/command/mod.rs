@@ -34,7 +34,7 @@ mod transfer;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::domain::decide::{Decision, LedgerState};
+use crate::domain::decision::{Decision, LedgerState};
 use crate::domain::ids::{ExpectedId, Item, OrderId, ReservationId};
 use crate::domain::stream::StreamId;
 use crate::domain::Rejection;

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::input::{reason, DEFAULT_RELEASE_REASON};
 use super::step::{replay, settle};
 use super::{Rule, Touches};
-use crate::domain::decide::{Decision, LedgerState, NewEvent, Outcome, ReservationView};
+use crate::domain::decision::{Decision, LedgerState, NewEvent, Outcome, ReservationView};
 use crate::domain::event::DropReason;
 use crate::domain::ids::ReservationId;
 use crate::domain::reservation::Tombstone;

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::input::{merge_lines, reason, Line, LineRequest, DEFAULT_RELEASE_REASON};
 use super::step::{already_confirmed, expired, released, start, take_lines, Start};
 use super::{Rule, Touches};
-use crate::domain::decide::{Decision, LedgerState};
+use crate::domain::decision::{Decision, LedgerState};
 use crate::domain::event::Event;
 use crate::domain::ids::{ReleaseId, ReservationId};
 use crate::domain::reservation::{ReservationState, StepKey, StepRequest};

@@ -10,7 +10,9 @@ use super::input::{date, merge_lines, ttl, Line, LineRequest};
 use super::single::first_event;
 use super::step::{released, replay};
 use super::{Items, Rule, Touches};
-use crate::domain::decide::{Decision, LedgerState, LineView, NewEvent, Outcome, ReservationView};
+use crate::domain::decision::{
+    Decision, LedgerState, LineView, NewEvent, Outcome, ReservationView,
+};
 use crate::domain::event::Event;
 use crate::domain::fingerprint::Canonical;
 use crate::domain::ids::{OrderId, ReservationId};

@@ -5,7 +5,7 @@
 
 use uuid::Uuid;
 
-use crate::domain::decide::{Decision, LedgerState, NewEvent, Outcome};
+use crate::domain::decision::{Decision, LedgerState, NewEvent, Outcome};
 use crate::domain::event::Event;
 use crate::domain::rejection::Rejection;
 use crate::domain::stream::StreamId;

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::input::Line;
-use crate::domain::decide::{Decision, LedgerState, NewEvent, Outcome};
+use crate::domain::decision::{Decision, LedgerState, NewEvent, Outcome};
 use crate::domain::event::{DropReason, Event};
 use crate::domain::ids::ReservationId;
 use crate::domain::rejection::{Excess, Rejection};

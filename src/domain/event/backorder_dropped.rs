@@ -2,14 +2,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::command::Line;
+use crate::domain::ids::Line;
 use crate::domain::event::DropReason;
 use crate::domain::ids::OrderId;
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{need, Columns, Rest, RowWriter};
 use crate::domain::event::{lines_text, unwaits};
 use crate::domain::event_type::{TypeRow, Places, part};
-use crate::domain::reservation::ReservationState;
+use crate::domain::event_type::ReservationState;
 
 /// Waiting units that no longer wait: the order was released or expired
 /// (written just before its settling event), or the stock they waited

@@ -11,7 +11,6 @@ use crate::domain::event::{Alert, StockDelta};
 use crate::domain::event_type::TypeRow;
 use crate::domain::ids::{Item, OrderId};
 use crate::domain::settings::Setting;
-use crate::domain::shape::{Change, Version};
 
 /// An event's own answers, about one event (the object-safe half).
 pub trait Fact {
@@ -74,4 +73,19 @@ pub trait FactType: Fact + Sized {
 
     /// `upcast_data`'s counterpart for the row's `data` column.
     fn upcast_row(_version: Version, _rest: &mut Rest, _at: DateTime<Utc>) {}
+}
+
+/// Versions of a shape: the first is 1.
+pub type Version = u16;
+
+/// One change of an event type's shape: from `version` on, its data has the
+/// field `adds`, which events of earlier versions do not hold and read as
+/// the type's upcast derives it (`FactType::upcast_data`, `upcast_row`).
+/// Each event's module lists its own (`FactType::CHANGES`).
+#[derive(Clone, Copy, Debug)]
+pub struct Change {
+    pub version: Version,
+    pub adds: &'static str,
+    /// Why the shape changed, for `docs/events.md` and the reader of the log.
+    pub why: &'static str,
 }

@@ -10,12 +10,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::domain::command::Line;
 pub use crate::domain::event_type::ReservationMove;
+use crate::domain::event_type::{self, Places, ReservationState};
+use crate::domain::ids::Line;
 use crate::domain::ids::{Item, Location, OrderId, Sku};
 use crate::domain::settings::Setting;
 use crate::domain::stream::StreamId;
-use crate::domain::{event_type, shape};
+use crate::domain::stream::StreamKind;
 
 /// The reason recorded on a tombstone: a release that arrived before its reserve.
 pub const TOMBSTONE_REASON: &str = "released_before_reserve";
@@ -24,6 +25,7 @@ pub mod fact;
 pub mod row;
 
 use fact::{Fact, FactType};
+pub use reservation_created::hold_of_version_1;
 pub(crate) use reservation_created::opens_reservation_sql;
 
 /// The answers every event of a reservation gives alike: it is known by its
@@ -111,7 +113,7 @@ macro_rules! events {
             }
 
             /// Every change of the type's shape (`FactType::CHANGES`).
-            pub fn changes(self) -> &'static [shape::Change] {
+            pub fn changes(self) -> &'static [fact::Change] {
                 match self {
                     $(EventType::$name => <$name as FactType>::CHANGES,)*
                 }
@@ -120,7 +122,7 @@ macro_rules! events {
             /// Brings JSON data written in `version` to the current shape.
             pub(crate) fn upcast_data(
                 self,
-                version: shape::Version,
+                version: fact::Version,
                 data: &mut serde_json::Map<String, serde_json::Value>,
                 at: DateTime<Utc>,
             ) {
@@ -133,7 +135,7 @@ macro_rules! events {
             /// `version` at `at`.
             pub(crate) fn read_row(
                 self,
-                version: shape::Version,
+                version: fact::Version,
                 at: DateTime<Utc>,
                 c: &row::Columns<'_>,
                 mut rest: row::Rest,
@@ -417,25 +419,6 @@ impl Event {
         serde_json::from_value(serde_json::json!({"type": type_name, "data": data}))
     }
 
-    /// Rebuilds an event from its fields as they were written in `version`
-    /// of its type's shape, recorded at `recorded_at` (the inverse of
-    /// `shape::written_data`): older shapes are brought up to the current one.
-    pub fn from_written(
-        type_name: &str,
-        version: i64,
-        data: serde_json::Value,
-        recorded_at: DateTime<Utc>,
-    ) -> Result<Event, String> {
-        let kind =
-            EventType::parse(type_name).ok_or_else(|| format!("unknown event type {type_name}"))?;
-        let version = shape::check(kind, version).map_err(|e| e.to_string())?;
-        let serde_json::Value::Object(mut fields) = data else {
-            return Err(format!("{type_name}: its data is not an object"));
-        };
-        kind.upcast_data(version, &mut fields, recorded_at);
-        Event::from_parts(type_name, fields.into()).map_err(|e| format!("{type_name}: {e}"))
-    }
-
     /// How this event moves stock: calls `f` with each item and its change.
     /// This is the one definition of an event's stock effect (each event's
     /// `Fact::effects`); everything that folds events into figures goes
@@ -590,17 +573,148 @@ pub struct RecordedEvent {
     pub stream: StreamId,
     pub seq: u32,
     pub event: Event,
-    pub version: crate::domain::shape::Version,
+    pub version: fact::Version,
     pub metadata: EventMetadata,
     pub recorded_at: DateTime<Utc>,
     /// The writing transaction; with `position`, the safe-reading cursor.
     pub tx_id: i64,
 }
 
-impl RecordedEvent {
-    /// The event's data as it was written (`shape::written_data`).
-    pub fn written_data(&self) -> serde_json::Value {
-        crate::domain::shape::written_data(&self.event, self.version)
+// What an event type is, read from its row (`FactType::ROW`), and what a
+// stream kind allows: above the rows (`event_type.rs`), which know no type.
+impl EventType {
+    /// The stream kind whose streams hold events of this type.
+    pub fn stream_kind(self) -> StreamKind {
+        self.row().stream
+    }
+
+    /// Where in its stream an event of this type may stand.
+    pub fn places(self) -> Places {
+        self.row().places
+    }
+
+    /// Whether an event of this type is the last of its stream: nothing may
+    /// follow it. Every event of a single-event stream closes it; of a
+    /// reservation, the events that settle it (a tombstone is a release).
+    pub fn closes(self) -> bool {
+        self.row().closes
+    }
+
+    /// What an event of this type does to a reservation's units.
+    pub fn reservation_move(self) -> ReservationMove {
+        self.row().reservation
+    }
+
+    /// How each item line of a stored row of this type moves an item's
+    /// figures: the sign each figure moves by, times the line's quantity as
+    /// `store::log_row::encode` stores it. The SQL folds read it from the
+    /// `event_types` table; a test holds it to `Event::for_each_effect`.
+    pub fn line_effect(self) -> StockDelta {
+        let (on_hand, reserved, confirmed, backordered) = self.row().line;
+        StockDelta {
+            on_hand,
+            reserved,
+            confirmed,
+            backordered,
+        }
+    }
+
+    /// What an event of this type says of its item's stock: low
+    /// (`Some(true)`), no longer low (`Some(false)`), or nothing. The
+    /// `low_stock` read model's SQL reads it from `event_types`.
+    pub fn low_stock(self) -> Option<bool> {
+        self.row().low
+    }
+
+    /// Whether an event of this type says what an expected receipt still
+    /// brings (every event of an expected receipt's stream states it as it
+    /// stands after it). The `incoming` read model's SQL reads it from
+    /// `event_types`.
+    pub fn incoming(self) -> bool {
+        self.stream_kind() == StreamKind::Expected
+    }
+
+    /// Whether an event of this type changes its item's backlog (what
+    /// waits for it, what is expected of it): the store writes the
+    /// backlogs of those items (`domain::backorder::apply` folds them).
+    pub fn moves_backlog(self) -> bool {
+        self.incoming() || self.line_effect().backordered != 0
+    }
+
+    /// Whether an event of this type moves a reservation's hold and nothing
+    /// else: a reservation's event that moves no units and no stock (an
+    /// extension). The read models' batches move a row's expiry by it.
+    pub fn moves_hold(self) -> bool {
+        self.stream_kind() == StreamKind::Reservation
+            && self.reservation_move() == ReservationMove::Nothing
+            && self.line_effect() == StockDelta::default()
+    }
+
+    /// The type that opens a stream of `kind`: the one whose only place is
+    /// the first. `None` if no type or more than one does.
+    pub fn opening(kind: StreamKind) -> Option<EventType> {
+        let mut first = EventType::ALL
+            .iter()
+            .copied()
+            .filter(|t| t.stream_kind() == kind && t.places() == Places::First);
+        first.next().filter(|_| first.next().is_none())
+    }
+
+    /// The type that settles a whole reservation as `to`: confirmed,
+    /// released or expired.
+    pub fn settling(to: ReservationState) -> Option<EventType> {
+        EventType::ALL
+            .iter()
+            .copied()
+            .find(|t| t.reservation_move() == ReservationMove::Moves { to, settles: true })
+    }
+
+    /// The event type stored as `name`, if there is one.
+    pub fn parse(name: &str) -> Option<EventType> {
+        EventType::ALL.iter().copied().find(|t| t.as_str() == name)
+    }
+}
+
+/// What a stream kind allows, read from the types' rows: here, above the
+/// stream kinds, so that `stream.rs` knows nothing of event types.
+impl StreamKind {
+    /// Whether an event of type `event` is the last of its stream (its row
+    /// in `event_type.rs` says).
+    pub fn closes(event: EventType) -> bool {
+        event.closes()
+    }
+
+    /// Whether an event of type `event` may stand at `seq` in a stream of this
+    /// kind. This is the coarse rule (the audit and the history queries use
+    /// it); the reservation fold adds what depends on the event before.
+    pub fn allows(self, seq: u32, event: EventType) -> bool {
+        let last = self.last_seq();
+        let places = match event.places() {
+            Places::First => 1..=1,
+            Places::Anywhere => 1..=last,
+            Places::Later => 2..=last,
+            Places::Between => 2..=last.saturating_sub(1),
+        };
+        event.stream_kind() == self && places.contains(&seq)
+    }
+
+    /// The event types that may appear in a stream of this kind.
+    pub fn event_types(self) -> impl Iterator<Item = EventType> {
+        EventType::ALL
+            .iter()
+            .copied()
+            .filter(move |t| (1..=self.last_seq()).any(|seq| self.allows(seq, *t)))
+    }
+
+    /// The stream kind whose streams hold events of `event`.
+    pub fn of_event(event: EventType) -> StreamKind {
+        event.stream_kind()
+    }
+}
+
+impl std::fmt::Display for EventType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::command::Line;
+use crate::domain::ids::Line;
 use crate::domain::ids::{ConfirmationId, OrderId};
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{Columns, Rest, RowWriter};
@@ -10,7 +10,7 @@ use crate::domain::event::lines_text;
 use crate::domain::event_type::{TypeRow, Places};
 use crate::domain::event::shipped;
 use crate::domain::event_type::settles;
-use crate::domain::reservation::ReservationState;
+use crate::domain::event_type::ReservationState;
 
 /// The three settling events (confirmed, released, expired) carry the
 /// order and the lines still open when they were written, so each event

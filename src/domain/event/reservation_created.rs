@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::domain::command::Line;
+use crate::domain::ids::Line;
 use crate::domain::ids::OrderId;
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{need, Columns, Rest, RowWriter};
@@ -11,7 +11,7 @@ use crate::domain::event::lines_text;
 use crate::domain::event_type::{TypeRow, Places};
 use crate::domain::event::held;
 use crate::domain::event_type::OPENS;
-use crate::domain::shape::{hold_of_version_1, Change, Version};
+use crate::domain::event::fact::{Change, Version};
 use serde_json::{Map, Value};
 
 /// An order's reservation: its `lines` are held until `expires_at`,
@@ -74,7 +74,7 @@ impl FactType for ReservationCreated {
     }
 
     /// Before version 2, the hold is derived from the expiry and the
-    /// recording (`shape::hold_of_version_1`), even where an older event
+    /// recording (`hold_of_version_1`), even where an older event
     /// holds one (which no release wrote): it is shown and hashed without.
     fn upcast_data(version: Version, data: &mut Map<String, Value>, at: DateTime<Utc>) {
         if version >= 2 {
@@ -111,3 +111,14 @@ macro_rules! opens_reservation_sql {
     };
 }
 pub(crate) use opens_reservation_sql;
+
+/// A reservation before version 2 of its shape: the hold's length, which it did not
+/// say, is its expiry less the moment it was recorded. The store records a
+/// reservation at the very moment its expiry was counted from (schema 0012),
+/// so this is the TTL the order was given, in whole seconds; a log written by
+/// hand with an expiry before its recording reads as a hold of 0.
+pub fn hold_of_version_1(expires_at: DateTime<Utc>, recorded_at: DateTime<Utc>) -> u32 {
+    let micros = (expires_at - recorded_at).num_microseconds().unwrap_or(0);
+    let seconds = (micros.max(0) + 500_000) / 1_000_000;
+    u32::try_from(seconds).unwrap_or(u32::MAX)
+}

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::command::Line;
+use crate::domain::ids::Line;
 use crate::domain::ids::OrderId;
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{Columns, Rest, RowWriter};
@@ -10,7 +10,7 @@ use crate::domain::event::lines_text;
 use crate::domain::event_type::{TypeRow, Places};
 use crate::domain::event::freed;
 use crate::domain::event_type::settles;
-use crate::domain::reservation::ReservationState;
+use crate::domain::event_type::ReservationState;
 
 /// An open reservation's hold ran out before it was confirmed or released:
 /// its `lines` (what was still open) are freed. Written by the expiry

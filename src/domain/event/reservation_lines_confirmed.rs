@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::command::Line;
+use crate::domain::ids::Line;
 use crate::domain::ids::{ConfirmationId, OrderId};
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{need, Columns, Rest, RowWriter};
@@ -10,7 +10,7 @@ use crate::domain::event::lines_text;
 use crate::domain::event_type::{TypeRow, Places};
 use crate::domain::event::shipped;
 use crate::domain::event_type::part;
-use crate::domain::reservation::ReservationState;
+use crate::domain::event_type::ReservationState;
 
 /// Part of an open reservation confirmed (shipped); the rest stays held.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

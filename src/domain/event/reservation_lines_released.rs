@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::command::Line;
+use crate::domain::ids::Line;
 use crate::domain::ids::{OrderId, ReleaseId};
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{need, Columns, Rest, RowWriter};
@@ -10,7 +10,7 @@ use crate::domain::event::lines_text;
 use crate::domain::event_type::{TypeRow, Places};
 use crate::domain::event::freed;
 use crate::domain::event_type::part;
-use crate::domain::reservation::ReservationState;
+use crate::domain::event_type::ReservationState;
 use crate::domain::text::shown;
 
 /// Part of an open reservation released (taken off the order); the rest

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::command::Line;
+use crate::domain::ids::Line;
 use crate::domain::ids::{OrderId, ReleaseId};
 use crate::domain::event::fact::{Fact, FactType};
 use crate::domain::event::row::{need, Columns, Rest, RowWriter};
@@ -11,7 +11,7 @@ use crate::domain::event_type::{TypeRow, Places};
 use crate::domain::ids::Item;
 use crate::domain::event::freed;
 use crate::domain::event_type::settles;
-use crate::domain::reservation::ReservationState;
+use crate::domain::event_type::ReservationState;
 use crate::domain::text::shown;
 
 /// With no order and no lines, this is a tombstone at seq 1.

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::domain::command::Line;
+use crate::domain::ids::Line;
 use crate::domain::ids::{
     ChangeId, ConfirmationId, ExtensionId, Item, Location, OrderId, ReceiptId, ReleaseId, Sku,
 };
