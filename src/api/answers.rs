@@ -60,6 +60,12 @@ pub struct NotDueAnswer {
     pub expired: bool,
 }
 
+/// A refusal as every interface answers it: `{code, message, details}`
+/// (the server's error body has the same three fields).
+pub fn rejection_document(r: &crate::domain::Rejection) -> serde_json::Value {
+    serde_json::json!({"code": r.code().as_str(), "message": r.to_string(), "details": r.details()})
+}
+
 /// The answer to a command that decided `o`.
 pub fn answer(o: &Outcome) -> Answer {
     match o {

@@ -17,5 +17,5 @@ mod requests;
 mod state;
 
 #[cfg(feature = "server")]
-pub use answers::{answer, reservation, Answer};
+pub use answers::{answer, rejection_document, reservation, Answer};
 pub use bodies::*;

@@ -161,7 +161,8 @@ impl Printer {
         if self.json {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&r.to_json()).expect("json")
+                serde_json::to_string_pretty(&stockledger::api::rejection_document(r))
+                    .expect("json")
             );
             return;
         }

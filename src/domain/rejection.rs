@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// A line that could not be reserved, or an adjustment that would take more
 /// than is free.
@@ -306,11 +306,6 @@ impl Rejection {
     /// Machine-readable details of the rejection: its fields, by name.
     pub fn details(&self) -> Value {
         serde_json::to_value(self).expect("a rejection serialises")
-    }
-
-    /// The `{code, message, details}` document every interface answers with.
-    pub fn to_json(&self) -> Value {
-        json!({"code": self.code().as_str(), "message": self.to_string(), "details": self.details()})
     }
 }
 
