@@ -26,6 +26,7 @@ pub mod row;
 
 use fact::{Fact, FactType};
 pub use reservation_created::hold_of_version_1;
+#[cfg(feature = "server")]
 pub(crate) use reservation_created::opens_reservation_sql;
 
 /// The answers every event of a reservation gives alike: it is known by its
@@ -132,8 +133,8 @@ macro_rules! events {
             }
 
             /// Rebuilds an event of this type from its row, written in
-            /// `version` at `at`.
-            pub(crate) fn read_row(
+            /// `version` at `at` (the store's decoding runs it).
+            pub fn read_row(
                 self,
                 version: fact::Version,
                 at: DateTime<Utc>,

@@ -105,11 +105,13 @@ impl FactType for ReservationCreated {
 /// one place Rust spells this type in SQL; the schema's unique partial index
 /// (one reservation per order, `schema/0007`) has the same predicate, which
 /// is why it is a literal the planner can match and not a bound parameter.
+#[cfg(feature = "server")]
 macro_rules! opens_reservation_sql {
     () => {
         "type = 'ReservationCreated'"
     };
 }
+#[cfg(feature = "server")]
 pub(crate) use opens_reservation_sql;
 
 /// A reservation before version 2 of its shape: the hold's length, which it did not

@@ -108,8 +108,15 @@ pub struct RowWriter<'a> {
     pub(crate) rest: Rest,
 }
 
+impl Default for RowWriter<'_> {
+    fn default() -> Self {
+        RowWriter::new()
+    }
+}
+
 impl<'a> RowWriter<'a> {
-    pub(crate) fn new() -> RowWriter<'a> {
+    /// An empty row (the store's encoding starts from it).
+    pub fn new() -> RowWriter<'a> {
         RowWriter {
             row: LogRow {
                 order_id: None,
@@ -149,7 +156,7 @@ impl<'a> RowWriter<'a> {
     }
 
     /// The row, `data` written from the rest.
-    pub(crate) fn finish(mut self) -> LogRow<'a> {
+    pub fn finish(mut self) -> LogRow<'a> {
         self.row.data = serde_json::to_value(&self.rest).expect("the rest of an event serialises");
         self.row
     }
