@@ -224,24 +224,16 @@ impl Expectation {
             event: t.as_str(),
         };
         match (current, event) {
-            (None, Event::ReceiptExpected(ReceiptExpected { .. })) => {
+            (None, Event::ReceiptExpected(_)) => {
                 Expectation::record(expected_id, at, event, command_id, fingerprint)
             }
-            (Some(c), Event::ExpectedReceiptChanged(ExpectedReceiptChanged { .. })) => {
-                c.changed(at, event, command_id)
-            }
-            (Some(c), Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered { .. })) => {
-                c.delivered(at, event)
-            }
-            (Some(c), Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled { .. })) => {
-                c.cancelled(at, event, command_id)
-            }
-            (_, Event::ReceiptExpected(ReceiptExpected { .. }))
-            | (None, Event::ExpectedReceiptChanged(ExpectedReceiptChanged { .. }))
-            | (None, Event::ExpectedReceiptDelivered(ExpectedReceiptDelivered { .. }))
-            | (None, Event::ExpectedReceiptCancelled(ExpectedReceiptCancelled { .. })) => {
-                Err(bad())
-            }
+            (Some(c), Event::ExpectedReceiptChanged(_)) => c.changed(at, event, command_id),
+            (Some(c), Event::ExpectedReceiptDelivered(_)) => c.delivered(at, event),
+            (Some(c), Event::ExpectedReceiptCancelled(_)) => c.cancelled(at, event, command_id),
+            (_, Event::ReceiptExpected(_))
+            | (None, Event::ExpectedReceiptChanged(_))
+            | (None, Event::ExpectedReceiptDelivered(_))
+            | (None, Event::ExpectedReceiptCancelled(_)) => Err(bad()),
             (_, outside_expectations!()) => Err(bad()),
         }
     }

@@ -474,15 +474,15 @@ impl Step<'_> {
                 recorded_at: self.recorded_at,
                 command_id: self.command_id,
             })),
-            Event::ReservationReleased(ReservationReleased { .. })
-            | Event::ReservationConfirmed(ReservationConfirmed { .. })
-            | Event::ReservationExpired(ReservationExpired { .. })
-            | Event::ReservationLinesConfirmed(ReservationLinesConfirmed { .. })
-            | Event::ReservationLinesReleased(ReservationLinesReleased { .. })
-            | Event::ReservationExtended(ReservationExtended { .. })
-            | Event::BackorderPlaced(BackorderPlaced { .. })
-            | Event::BackorderFilled(BackorderFilled { .. })
-            | Event::BackorderDropped(BackorderDropped { .. }) => Err(self.not_after("nothing")),
+            Event::ReservationReleased(_)
+            | Event::ReservationConfirmed(_)
+            | Event::ReservationExpired(_)
+            | Event::ReservationLinesConfirmed(_)
+            | Event::ReservationLinesReleased(_)
+            | Event::ReservationExtended(_)
+            | Event::BackorderPlaced(_)
+            | Event::BackorderFilled(_)
+            | Event::BackorderDropped(_) => Err(self.not_after("nothing")),
             outside_reservations!() => Err(self.foreign()),
         }
     }
@@ -548,9 +548,7 @@ impl Step<'_> {
                 lines,
                 reason,
             }) => (Some(order_id), Move::Drop(lines, *reason)),
-            Event::ReservationCreated(ReservationCreated { .. }) => {
-                return Err(self.not_after(p.state.as_str()))
-            }
+            Event::ReservationCreated(_) => return Err(self.not_after(p.state.as_str())),
             outside_reservations!() => return Err(self.foreign()),
         };
         if order_id != Some(&p.order_id) {
@@ -736,16 +734,16 @@ impl Step<'_> {
     fn not_after(&self, after: &str) -> StreamViolation {
         match self.event {
             outside_reservations!() => self.foreign(),
-            Event::ReservationCreated(ReservationCreated { .. })
-            | Event::ReservationConfirmed(ReservationConfirmed { .. })
-            | Event::ReservationReleased(ReservationReleased { .. })
-            | Event::ReservationExpired(ReservationExpired { .. })
-            | Event::ReservationLinesConfirmed(ReservationLinesConfirmed { .. })
-            | Event::ReservationLinesReleased(ReservationLinesReleased { .. })
-            | Event::ReservationExtended(ReservationExtended { .. })
-            | Event::BackorderPlaced(BackorderPlaced { .. })
-            | Event::BackorderFilled(BackorderFilled { .. })
-            | Event::BackorderDropped(BackorderDropped { .. }) => StreamViolation::BadTransition {
+            Event::ReservationCreated(_)
+            | Event::ReservationConfirmed(_)
+            | Event::ReservationReleased(_)
+            | Event::ReservationExpired(_)
+            | Event::ReservationLinesConfirmed(_)
+            | Event::ReservationLinesReleased(_)
+            | Event::ReservationExtended(_)
+            | Event::BackorderPlaced(_)
+            | Event::BackorderFilled(_)
+            | Event::BackorderDropped(_) => StreamViolation::BadTransition {
                 after: after.to_owned(),
                 event: self.event.type_name(),
             },

@@ -233,21 +233,21 @@ impl DropReason {
 /// counts, limits, reorder points, alerts), as one pattern.
 macro_rules! single_record_events {
     () => {
-        $crate::domain::event::Event::StockReceived($crate::domain::event::StockReceived { .. })
+        $crate::domain::event::Event::StockReceived(_)
             | $crate::domain::event::Event::StockAdjusted(
                 $crate::domain::event::StockAdjusted { .. },
             )
             | $crate::domain::event::Event::StockTransferred(
                 $crate::domain::event::StockTransferred { .. },
             )
-            | $crate::domain::event::Event::StockCounted($crate::domain::event::StockCounted { .. })
+            | $crate::domain::event::Event::StockCounted(_)
             | $crate::domain::event::Event::OrderLimitSet(
                 $crate::domain::event::OrderLimitSet { .. },
             )
             | $crate::domain::event::Event::ReorderPointSet(
                 $crate::domain::event::ReorderPointSet { .. },
             )
-            | $crate::domain::event::Event::StockLow($crate::domain::event::StockLow { .. })
+            | $crate::domain::event::Event::StockLow(_)
             | $crate::domain::event::Event::StockRecovered(
                 $crate::domain::event::StockRecovered { .. },
             )
@@ -258,7 +258,7 @@ pub(crate) use single_record_events;
 /// The events of expected receipts' streams, as one pattern.
 macro_rules! expected_receipt_events {
     () => {
-        $crate::domain::event::Event::ReceiptExpected($crate::domain::event::ReceiptExpected { .. })
+        $crate::domain::event::Event::ReceiptExpected(_)
             | $crate::domain::event::Event::ExpectedReceiptChanged(
                 $crate::domain::event::ExpectedReceiptChanged { .. },
             )
